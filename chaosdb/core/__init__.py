@@ -1,0 +1,1 @@
+"""Shared building blocks: errors, targets and the quorum rule, fault records, redaction."""

@@ -1,0 +1,1 @@
+"""etcd v3 (through its JSON gateway): client and probes."""

@@ -1,0 +1,206 @@
+"""Where an embedded cluster lives and what it is made of (``cluster.json``).
+
+A cluster directory holds::
+
+    cluster.json          layout: nodes, addresses, ports, binaries, user (no secrets)
+    secrets.json          passwords (mode 0600, owned by whoever ran ``cluster up``)
+    pgpass                libpq password file for the DSNs printed by ``cluster up`` (0600)
+    runtime/              binaries staged where the unprivileged user can reach them (root only)
+    node1/                patroni.yml, data/ (PostgreSQL), etcd/, log/, run/
+    node2/ ...
+
+The default directory is ``$CHAOSDB_HOME/<name>``; ``CHAOSDB_HOME`` defaults to
+``/var/lib/chaosdb`` for root and ``~/.local/state/chaosdb`` for other users.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chaosdb.core.errors import ChaosDBError
+
+__all__ = [
+    "NodeLayout",
+    "ClusterLayout",
+    "default_home",
+    "cluster_dir_for",
+    "load_layout",
+    "load_secrets",
+    "resolve_cluster_dir",
+    "DEFAULT_CLUSTER",
+]
+
+DEFAULT_CLUSTER = "chaosdb"
+STATE_FILE = "cluster.json"
+SECRETS_FILE = "secrets.json"
+
+
+def default_home() -> Path:
+    env = os.environ.get("CHAOSDB_HOME")
+    if env:
+        return Path(env)
+    if os.geteuid() == 0:
+        return Path("/var/lib/chaosdb")
+    xdg = os.environ.get("XDG_STATE_HOME")
+    return Path(xdg) / "chaosdb" if xdg else Path.home() / ".local" / "state" / "chaosdb"
+
+
+def cluster_dir_for(name: str = DEFAULT_CLUSTER) -> Path:
+    return default_home() / name
+
+
+@dataclass
+class NodeLayout:
+    name: str
+    host: str
+    pg_port: int
+    api_port: int
+    etcd_client_port: int
+    etcd_peer_port: int
+    dir: str
+
+    @property
+    def path(self) -> Path:
+        return Path(self.dir)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.path / "data"
+
+    @property
+    def etcd_dir(self) -> Path:
+        return self.path / "etcd"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.path / "log"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.path / "run"
+
+    @property
+    def patroni_config(self) -> Path:
+        return self.path / "patroni.yml"
+
+    @property
+    def api_url(self) -> str:
+        return f"http://{self.host}:{self.api_port}"
+
+    @property
+    def etcd_client_url(self) -> str:
+        return f"http://{self.host}:{self.etcd_client_port}"
+
+    @property
+    def etcd_peer_url(self) -> str:
+        return f"http://{self.host}:{self.etcd_peer_port}"
+
+
+@dataclass
+class ClusterLayout:
+    name: str
+    kind: str
+    dir: str
+    run_as: str
+    uid: int
+    gid: int
+    nodes: list[NodeLayout]
+    binaries: dict[str, str] = field(default_factory=dict)  # postgres_bin, etcd, python, pythonpath, ld_path
+    replication: str = "sync"
+    database: str = "chaosdb"
+    app_user: str = "chaosdb"
+    timings: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.dir)
+
+    def node(self, name: str) -> NodeLayout:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise ChaosDBError(f"cluster {self.name!r} has no node {name!r} (nodes: "
+                           f"{', '.join(n.name for n in self.nodes)})")
+
+    @property
+    def patroni_urls(self) -> list[str]:
+        return [n.api_url for n in self.nodes]
+
+    @property
+    def etcd_urls(self) -> list[str]:
+        return [n.etcd_client_url for n in self.nodes]
+
+    def dsn(self, user: str | None = None, database: str | None = None, read_write: bool = True,
+            connect_timeout: int = 3) -> str:
+        """libpq multi-host URL; the password comes from the cluster's pgpass file."""
+        hosts = ",".join(f"{n.host}:{n.pg_port}" for n in self.nodes)
+        params = [f"connect_timeout={connect_timeout}", f"passfile={self.path / 'pgpass'}"]
+        if read_write:
+            params.insert(0, "target_session_attrs=read-write")
+        return f"postgresql://{user or self.app_user}@{hosts}/{database or self.database}?{'&'.join(params)}"
+
+    def node_dsn(self, node: str, user: str = "postgres", database: str = "postgres") -> str:
+        n = self.node(node)
+        return (f"postgresql://{user}@{n.host}:{n.pg_port}/{database}"
+                f"?connect_timeout=3&passfile={self.path / 'pgpass'}")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "ClusterLayout":
+        data = dict(data)
+        data["nodes"] = [NodeLayout(**n) for n in data["nodes"]]
+        return cls(**data)
+
+    def save(self) -> None:
+        path = self.path / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=2) + "\n")
+        os.replace(tmp, path)
+
+
+def resolve_cluster_dir(cluster: str = "", cluster_dir: str = "",
+                        configuration: dict[str, Any] | None = None) -> Path:
+    """Arguments first, then configuration ``chaosdb_cluster_dir`` / ``chaosdb_cluster``,
+    then ``CHAOSDB_CLUSTER_DIR``, then the default cluster name."""
+    configuration = configuration or {}
+    if cluster_dir:
+        return Path(cluster_dir)
+    if cluster:
+        return cluster_dir_for(cluster)
+    if configuration.get("chaosdb_cluster_dir"):
+        return Path(str(configuration["chaosdb_cluster_dir"]))
+    if configuration.get("chaosdb_cluster"):
+        return cluster_dir_for(str(configuration["chaosdb_cluster"]))
+    if os.environ.get("CHAOSDB_CLUSTER_DIR"):
+        return Path(os.environ["CHAOSDB_CLUSTER_DIR"])
+    return cluster_dir_for(DEFAULT_CLUSTER)
+
+
+def load_layout(path: Path | str) -> ClusterLayout:
+    path = Path(path)
+    state = path / STATE_FILE
+    if not state.is_file():
+        raise ChaosDBError(
+            f"no embedded cluster at {path} (missing {STATE_FILE}): start one with "
+            f"'chaosdb cluster up --dir {path}' or point chaosdb_cluster_dir at an existing one"
+        )
+    try:
+        return ClusterLayout.from_json(json.loads(state.read_text()))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ChaosDBError(f"{state} is not a chaosdb cluster description: {exc}") from None
+
+
+def load_secrets(path: Path | str) -> dict[str, str]:
+    f = Path(path) / SECRETS_FILE
+    try:
+        return json.loads(f.read_text())
+    except FileNotFoundError:
+        raise ChaosDBError(f"{f} is missing: the cluster's passwords are unknown") from None
+    except PermissionError:
+        raise ChaosDBError(f"{f} is not readable by this user: run as the user who started the cluster") from None

@@ -1,0 +1,1 @@
+"""Patroni / PostgreSQL: REST and SQL clients, probes and actions for any Patroni cluster."""

@@ -1,0 +1,158 @@
+"""Patroni REST API client (any Patroni >= 2 cluster).
+
+Reads ``GET /cluster`` from the first member that answers and normalises each
+member into a :class:`Member`; sends ``POST /switchover`` and ``POST /failover``
+to the leader with HTTP basic auth when the REST API requires it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.http import HttpError, request_json
+
+__all__ = ["PatroniClient", "Member", "REPLICA_ROLES", "HEALTHY_REPLICA_STATES"]
+
+#: Patroni roles of nodes that follow the leader.
+REPLICA_ROLES = ("replica", "sync_standby", "quorum_standby")
+#: Replica states that mean "replicating" (Patroni >= 3.0 reports streaming; older: running).
+HEALTHY_REPLICA_STATES = ("streaming", "running")
+
+
+@dataclass
+class Member:
+    """One Patroni member, normalised."""
+
+    name: str
+    role: str  # leader | standby_leader | replica | sync_standby | quorum_standby
+    state: str  # running | streaming | stopped | starting | crashed | ...
+    host: str
+    port: int
+    api_url: str
+    timeline: int | None
+    lag_bytes: int | None  # None when Patroni reports 'unknown' or the member is the leader
+    is_leader: bool
+    pending_restart: bool
+
+    @property
+    def is_replica(self) -> bool:
+        return self.role in REPLICA_ROLES
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _lag(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def parse_members(cluster_json: dict[str, Any]) -> list[Member]:
+    members = []
+    for m in cluster_json.get("members", []):
+        role = str(m.get("role", ""))
+        is_leader = role in ("leader", "standby_leader")
+        members.append(
+            Member(
+                name=str(m.get("name", "")),
+                role=role,
+                state=str(m.get("state", "")),
+                host=str(m.get("host", "")),
+                port=int(m.get("port", 0) or 0),
+                api_url=str(m.get("api_url", "")),
+                timeline=int(m["timeline"]) if isinstance(m.get("timeline"), int) else None,
+                lag_bytes=None if is_leader else _lag(m.get("lag")),
+                is_leader=is_leader,
+                pending_restart=bool(m.get("pending_restart", False)),
+            )
+        )
+    return sorted(members, key=lambda m: m.name)
+
+
+class PatroniClient:
+    """A Patroni cluster reached through one or more member REST URLs."""
+
+    def __init__(self, urls: list[str], auth: tuple[str, str] | None = None, timeout: float = 3.0) -> None:
+        if not urls:
+            raise ChaosDBError("no Patroni REST URL configured: set configuration 'patroni_urls'")
+        self.urls = [u.rstrip("/") for u in urls]
+        self.auth = auth
+        self.timeout = timeout
+
+    # reading -----------------------------------------------------------------
+    def cluster(self) -> dict[str, Any]:
+        """``GET /cluster`` from the first member that answers."""
+        errors = []
+        for url in self.urls:
+            try:
+                return request_json("GET", f"{url}/cluster", timeout=self.timeout).json() or {}
+            except HttpError as exc:
+                errors.append(str(exc))
+        raise ChaosDBError("no Patroni member answered GET /cluster: " + "; ".join(errors))
+
+    def members(self) -> list[Member]:
+        return parse_members(self.cluster())
+
+    def leader(self) -> Member | None:
+        return next((m for m in self.members() if m.is_leader), None)
+
+    def node_status(self, url: str) -> dict[str, Any]:
+        """``GET /patroni`` of one member (state, role, timeline, xlog, replication)."""
+        return request_json("GET", f"{url.rstrip('/')}/patroni", timeout=self.timeout).json() or {}
+
+    # changing ----------------------------------------------------------------
+    def _post_to_leader(self, path: str, body: dict[str, Any]) -> str:
+        leader = self.leader()
+        targets = ([leader.api_url] if leader and leader.api_url else []) + self.urls
+        last: HttpError | None = None
+        for url in dict.fromkeys(u.rstrip("/") for u in targets):
+            try:
+                resp = request_json(
+                    "POST", f"{url}{path}", body, timeout=max(self.timeout, 30.0), auth=self.auth, ok=(200, 202)
+                )
+                return resp.body.strip()
+            except HttpError as exc:
+                if exc.status is None:
+                    last = exc
+                    continue
+                if exc.status == 401:
+                    raise ChaosDBError(
+                        f"Patroni refused POST {path} (HTTP 401): set secrets 'patroni_username' and "
+                        "'patroni_password' to the restapi.authentication credentials"
+                    ) from None
+                raise ChaosDBError(f"Patroni refused POST {path}: HTTP {exc.status} {exc.body.strip()}") from None
+        raise ChaosDBError(f"no Patroni member accepted POST {path}: {last}")
+
+    def switchover(self, leader: str, candidate: str | None = None) -> str:
+        body: dict[str, Any] = {"leader": leader}
+        if candidate:
+            body["candidate"] = candidate
+        return self._post_to_leader("/switchover", body)
+
+    def failover(self, candidate: str) -> str:
+        return self._post_to_leader("/failover", {"candidate": candidate})
+
+    def wait_for_leader(self, timeout: float, not_named: str | None = None, poll: float = 0.5) -> Member:
+        """Wait until a leader that is running (and not *not_named*) exists."""
+        deadline = time.monotonic() + timeout
+        last = "no answer yet"
+        while True:
+            try:
+                leader = self.leader()
+                if leader and leader.state == "running" and leader.name != not_named:
+                    return leader
+                last = f"leader={leader.name if leader else None} state={leader.state if leader else None}"
+            except ChaosDBError as exc:
+                last = str(exc)
+            if time.monotonic() >= deadline:
+                raise ChaosDBError(f"no running leader{' other than ' + not_named if not_named else ''} "
+                                   f"within {timeout:.0f}s ({last})")
+            time.sleep(poll)
