@@ -1,2 +1,271 @@
-"""placeholder"""
-__all__: list[str] = []
+"""Node failures on the embedded cluster: the three levels of the thesis, plus hangs.
+
+=========================  ==========================================  ============================
+action                     what happens                                rollback
+=========================  ==========================================  ============================
+``kill_postgres_process``  SIGKILL the PostgreSQL postmaster;          (Patroni restarts it)
+                           Patroni, its supervisor, restarts it
+``stop_database``          graceful database-level stop: switchover    ``restart_nodes``
+                           away from the node (or not), drain wait,
+                           then Patroni stops PostgreSQL cleanly
+``kill_node``              SIGKILL every process of the node (etcd,    ``restart_nodes``
+                           Patroni, PostgreSQL); it stays down
+``suspend_node``           SIGSTOP every process of the node (a hang), ``resume_nodes``
+                           optionally resumed after ``duration_s``
+=========================  ==========================================  ============================
+
+Targets are resolved when the action runs: ``target`` is a role (``leader``,
+``replica``, ``etcd-leader``, ``etcd-follower``, ``any``, ``random``) or node
+names, ``count`` how many. A fault that would leave fewer than a majority of
+nodes up is refused before anything happens unless ``allow_quorum_loss`` is true.
+
+The cluster is found from ``cluster`` / ``cluster_dir`` arguments, else from the
+configuration keys ``chaosdb_cluster_dir`` / ``chaosdb_cluster``, else
+``CHAOSDB_CLUSTER_DIR``, else the default cluster ``chaosdb``.
+"""
+
+import logging
+import signal
+import time
+from typing import Any, Dict, List
+
+from chaoslib.types import Configuration
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.targets import Target, check_quorum, select_targets
+from chaosdb.core.timeutil import Stopwatch
+from chaosdb.local import cluster as _cluster
+from chaosdb.local.nodes import open_cluster, status_of, targets_of
+from chaosdb.local.processes import node_processes, signal_pids, wait_gone
+from chaosdb.local.revert import schedule_revert
+from chaosdb.local.state import ClusterLayout
+
+__all__ = [
+    "cluster_up",
+    "cluster_down",
+    "kill_postgres_process",
+    "stop_database",
+    "kill_node",
+    "suspend_node",
+    "resume_nodes",
+    "restart_nodes",
+]
+
+logger = logging.getLogger("chaostoolkit")
+
+
+def _choose(layout: ClusterLayout, target: str | list[str], count: int | str, allow_quorum_loss: bool,
+            what: str, quorum: bool = True) -> tuple[list[Target], dict[str, Any], dict[str, Any]]:
+    status = status_of(layout)
+    nodes = targets_of(status)
+    chosen = select_targets(nodes, target, count)
+    verdict = check_quorum(nodes, chosen, allow_quorum_loss, what) if quorum else {}
+    return chosen, verdict, status
+
+
+def _record(action: str, layout: ClusterLayout, target: Any, chosen: list[Target], verdict: dict[str, Any],
+            watch: Stopwatch, **extra: Any) -> Dict[str, Any]:
+    return {
+        "action": action,
+        "cluster": layout.name,
+        "cluster_dir": layout.dir,
+        "selector": target if isinstance(target, str) else list(target),
+        "targets": [t.as_dict() for t in chosen],
+        "quorum": verdict,
+        **extra,
+        **watch.stop().as_dict(),
+    }
+
+
+def cluster_up(cluster: str = "", cluster_dir: str = "", nodes: int = 3, timeout_s: float = 120.0,
+               configuration: Configuration = None) -> Dict[str, Any]:
+    """Start the embedded postgres-ha cluster (create it on first use) and wait until it is healthy.
+
+    A no-op on a healthy running cluster; on a stopped one it restarts with the
+    existing data. Returns the leader, DSN (password in the pgpass file, never
+    in the DSN), Patroni and etcd URLs and how long it took.
+    """
+    from chaosdb.local.state import resolve_cluster_dir
+
+    directory = resolve_cluster_dir(cluster, cluster_dir, configuration)
+    return _cluster.up(directory, cluster or directory.name, nodes=nodes, timeout=timeout_s)
+
+
+def cluster_down(cluster: str = "", cluster_dir: str = "", purge: bool = False,
+                 configuration: Configuration = None) -> Dict[str, Any]:
+    """Stop every process of the embedded cluster; with ``purge`` also delete its data."""
+    layout = open_cluster(cluster, cluster_dir, configuration)
+    return _cluster.down(layout, purge=purge)
+
+
+def kill_postgres_process(target: str = "leader", count: int = 1, allow_quorum_loss: bool = False,
+                          cluster: str = "", cluster_dir: str = "",
+                          configuration: Configuration = None) -> Dict[str, Any]:
+    """Process failure: SIGKILL the PostgreSQL postmaster of the target node(s).
+
+    Patroni (the node's supervisor) notices and restarts PostgreSQL; when the
+    killed one was the leader, Patroni restarts it in place (within
+    ``primary_start_timeout``) rather than failing over. etcd and Patroni keep
+    running. Returns the targets with the killed pid and timestamps.
+    """
+    layout = open_cluster(cluster, cluster_dir, configuration)
+    chosen, verdict, status = _choose(layout, target, count, allow_quorum_loss, "kill the PostgreSQL process of")
+    pids = {n["name"]: n["pids"]["postmaster"] for n in status["nodes"]}
+    missing = [t.name for t in chosen if not pids.get(t.name)]
+    if missing:
+        raise ChaosDBError(f"no running PostgreSQL postmaster on {', '.join(missing)}: nothing to kill")
+    watch = Stopwatch()
+    killed = {t.name: signal_pids([pids[t.name]], signal.SIGKILL) for t in chosen}
+    for t in chosen:
+        t.details["pids"] = {"postmaster": pids[t.name]}
+    logger.info("chaosdb: SIGKILL postmaster of %s", ", ".join(killed))
+    return _record("kill_postgres_process", layout, target, chosen, verdict, watch, signal="SIGKILL",
+                   killed_pids=killed)
+
+
+def stop_database(target: str = "leader", count: int = 1, method: str = "switchover", drain_wait_s: float = 5.0,
+                  grace_s: float = 30.0, switchover_timeout_s: float = 60.0, allow_quorum_loss: bool = False,
+                  cluster: str = "", cluster_dir: str = "",
+                  configuration: Configuration = None) -> Dict[str, Any]:
+    """Database-level stop through the database's own means (the thesis's graceful level).
+
+    ``method="switchover"``: when the target leads, Patroni first switches the
+    leadership to another member (clients are disconnected cleanly and
+    reconnect to the new primary); then, after ``drain_wait_s`` seconds, Patroni
+    on the target is stopped, which shuts PostgreSQL down with a fast shutdown.
+    ``method="shutdown"``: no switchover; Patroni shuts PostgreSQL down and
+    releases the leader key so a replica takes over at once.
+
+    ``grace_s`` bounds the clean shutdown; what is still running after it is
+    SIGKILLed (reported in ``sigkilled``). The node's etcd member keeps
+    running. Roll back with ``restart_nodes``.
+    """
+    if method not in ("switchover", "shutdown"):
+        raise ChaosDBError(f"method must be 'switchover' or 'shutdown', got {method!r}")
+    if drain_wait_s < 0 or grace_s <= 0:
+        raise ChaosDBError("drain_wait_s must be >= 0 and grace_s > 0")
+    layout = open_cluster(cluster, cluster_dir, configuration)
+    chosen, verdict, status = _choose(layout, target, count, allow_quorum_loss, "stop the database on")
+    watch = Stopwatch()
+    switchover = None
+    if method == "switchover":
+        leader = next((t for t in chosen if "leader" in t.roles), None)
+        if leader is not None:
+            client = _cluster.patroni_client(layout)
+            candidates = [n["name"] for n in status["nodes"]
+                          if n["name"] not in {t.name for t in chosen} and n["state"] == "streaming"]
+            if not candidates:
+                raise ChaosDBError("no streaming replica outside the targets to switch over to")
+            t0 = time.monotonic()
+            message = client.switchover(leader.name)
+            new_leader = client.wait_for_leader(switchover_timeout_s, not_named=leader.name)
+            switchover = {"from": leader.name, "to": new_leader.name, "seconds": round(time.monotonic() - t0, 3),
+                          "message": message}
+    if drain_wait_s:
+        time.sleep(drain_wait_s)
+    stopped = {t.name: _cluster.stop_node(layout, t.name, graceful=True, timeout=grace_s,
+                                          components=("patroni",)) for t in chosen}
+    return _record("stop_database", layout, target, chosen, verdict, watch, method=method,
+                   drain_wait_s=drain_wait_s, grace_s=grace_s, switchover=switchover,
+                   sigkilled={k: v["sigkilled"] for k, v in stopped.items()})
+
+
+def kill_node(target: str = "leader", count: int = 1, allow_quorum_loss: bool = False,
+              cluster: str = "", cluster_dir: str = "",
+              configuration: Configuration = None) -> Dict[str, Any]:
+    """Node failure: SIGKILL every process of the target node(s) at once.
+
+    etcd member, Patroni and PostgreSQL (postmaster and backends) die together,
+    as when a machine loses power; nothing restarts them. When the leader is
+    killed a replica is promoted once the leader key's lease expires (Patroni
+    ``ttl``). Roll back with ``restart_nodes``.
+    """
+    layout = open_cluster(cluster, cluster_dir, configuration)
+    chosen, verdict, _status = _choose(layout, target, count, allow_quorum_loss, "kill")
+    victims: dict[str, list[dict[str, Any]]] = {}
+    for t in chosen:
+        node = layout.node(t.name)
+        victims[t.name] = [p.as_dict() for p in node_processes(node.path, node.data_dir)]
+    watch = Stopwatch()
+    all_pids = [p["pid"] for procs in victims.values() for p in procs]
+    signal_pids(all_pids, signal.SIGKILL)
+    survivors = wait_gone(all_pids, 5)
+    for t in chosen:
+        t.details["processes"] = victims[t.name]
+    if survivors:
+        raise ChaosDBError(f"processes survived SIGKILL: {survivors}")
+    logger.info("chaosdb: killed node(s) %s (%d processes)", ", ".join(victims), len(all_pids))
+    return _record("kill_node", layout, target, chosen, verdict, watch, signal="SIGKILL")
+
+
+def suspend_node(target: str = "leader", count: int = 1, duration_s: float = 0.0, allow_quorum_loss: bool = False,
+                 cluster: str = "", cluster_dir: str = "",
+                 configuration: Configuration = None) -> Dict[str, Any]:
+    """Hang: SIGSTOP every process of the target node(s); they keep their sockets but answer nothing.
+
+    With ``duration_s`` > 0 a detached process resumes them after that many
+    seconds even if ``chaos run`` dies meanwhile; the action itself returns at
+    once (pair it with a pause). Roll back with ``resume_nodes``. A leader hung
+    for longer than Patroni's ``ttl`` loses leadership to a replica.
+    """
+    if duration_s < 0:
+        raise ChaosDBError("duration_s must be >= 0")
+    layout = open_cluster(cluster, cluster_dir, configuration)
+    chosen, verdict, _status = _choose(layout, target, count, allow_quorum_loss, "suspend")
+    pids = {}
+    for t in chosen:
+        node = layout.node(t.name)
+        pids[t.name] = [p.pid for p in node_processes(node.path, node.data_dir)]
+    watch = Stopwatch()
+    stopped = {name: signal_pids(p, signal.SIGSTOP) for name, p in pids.items()}
+    reverter = None
+    if duration_s > 0:
+        reverter = schedule_revert(layout.dir, duration_s, "resume", [t.name for t in chosen])
+    return _record("suspend_node", layout, target, chosen, verdict, watch, signal="SIGSTOP",
+                   stopped_pids=stopped, resume_after_s=duration_s or None, reverter_pid=reverter)
+
+
+def _node_names(layout: ClusterLayout, nodes: str | list[str]) -> List[str]:
+    if isinstance(nodes, str):
+        if nodes.strip().lower() in ("all", "", "*"):
+            return [n.name for n in layout.nodes]
+        nodes = [s.strip() for s in nodes.split(",") if s.strip()]
+    for name in nodes:
+        layout.node(name)
+    return list(nodes)
+
+
+def resume_nodes(nodes: str = "all", cluster: str = "", cluster_dir: str = "",
+                 configuration: Configuration = None) -> Dict[str, Any]:
+    """Rollback of ``suspend_node``: SIGCONT every suspended process of the nodes (``all`` by default).
+
+    Idempotent: nodes that are not suspended are left alone.
+    """
+    layout = open_cluster(cluster, cluster_dir, configuration)
+    resumed = {}
+    for name in _node_names(layout, nodes):
+        node = layout.node(name)
+        stopped = [p.pid for p in node_processes(node.path, node.data_dir) if p.state == "T"]
+        if stopped:
+            resumed[name] = signal_pids(stopped, signal.SIGCONT)
+    return {"action": "resume_nodes", "cluster": layout.name, "resumed": resumed}
+
+
+def restart_nodes(nodes: str = "all", wait_healthy_s: float = 60.0, cluster: str = "", cluster_dir: str = "",
+                  configuration: Configuration = None) -> Dict[str, Any]:
+    """Rollback of ``kill_node`` / ``stop_database``: start whatever is not running on the nodes.
+
+    Suspended processes are resumed first. Idempotent: a running node is left
+    alone. With ``wait_healthy_s`` > 0 it waits until every node streams again
+    (an old leader rejoins as a replica, rewound with pg_rewind when needed).
+    """
+    layout = open_cluster(cluster, cluster_dir, configuration)
+    watch = Stopwatch()
+    started = {}
+    for name in _node_names(layout, nodes):
+        r = _cluster.start_node(layout, name)
+        if r["started"] or r["resumed_pids"]:
+            started[name] = r
+    health = _cluster.wait_healthy(layout, timeout=wait_healthy_s) if wait_healthy_s > 0 else None
+    return {"action": "restart_nodes", "cluster": layout.name, "started": started,
+            "leader": health["leader"] if health else None, **watch.stop().as_dict()}

@@ -473,28 +473,25 @@ def wait_etcd(layout: ClusterLayout, timeout: float) -> None:
 
 
 def wait_healthy(layout: ClusterLayout, timeout: float = 90.0, max_lag_bytes: int = 1048576) -> dict[str, Any]:
-    """Wait until there is one running leader and every other node streams from it."""
-    client = patroni_client(layout)
+    """Wait until every node's processes run, its Patroni answers live, one leader runs and every
+    other node streams from it with lag <= *max_lag_bytes*."""
     deadline = time.monotonic() + timeout
-    last = "no Patroni member answered yet"
+    last = "no status yet"
     while True:
         try:
-            members = client.members()
-            leaders = [m for m in members if m.is_leader and m.state == "running"]
-            replicas = [m for m in members if not m.is_leader]
-            bad = [m for m in replicas if m.state not in HEALTHY_REPLICA_STATES
-                   or m.lag_bytes is None or m.lag_bytes > max_lag_bytes]
-            if len(leaders) == 1 and len(members) == len(layout.nodes) and not bad:
-                return {"leader": leaders[0].name, "members": [m.as_dict() for m in members]}
-            last = "; ".join(f"{m.name}={m.role}/{m.state}/lag={m.lag_bytes}" for m in members) or "no members"
-            missing = {n.name for n in layout.nodes} - {m.name for m in members}
-            if missing:
-                last += f"; not registered: {', '.join(sorted(missing))}"
+            st = status(layout)
+            lagging = [n["name"] for n in st["nodes"]
+                       if n["role"] not in ("leader", None) and (n["lag_bytes"] is None or n["lag_bytes"] > max_lag_bytes)]
+            if st["healthy"] and not lagging:
+                return {"leader": st["leader"], "members": st["nodes"]}
+            last = "; ".join(f"{n['name']}={n['role']}/{n['state']}/lag={n['lag_bytes']}" for n in st["nodes"])
         except ChaosDBError as exc:
             last = str(exc)
+            st = None
         if time.monotonic() > deadline:
-            unhealthy = [n for n in layout.nodes if n.name not in last or "running" not in last]
-            logs = "\n".join(_node_logs(n) for n in (unhealthy or layout.nodes))
+            bad = [layout.node(n["name"]) for n in (st["nodes"] if st else [])
+                   if n["state"] not in ("running", "streaming")] or layout.nodes
+            logs = "\n".join(_node_logs(n) for n in bad)
             raise ChaosDBError(f"cluster {layout.name!r} not healthy within {timeout:.0f}s: {last}\n{logs}")
         time.sleep(0.3)
 
@@ -537,9 +534,7 @@ def up(
     t0 = time.monotonic()
     created = False
     if (directory / STATE_FILE).exists():
-        layout = load_layout(directory)
-        if layout.name != name and name:
-            pass  # the directory's own name wins; nothing to rename
+        layout = load_layout(directory)  # an existing cluster keeps its own name and layout
         secrets = load_secrets(directory)
         ras = _run_as_of(layout)
     else:
@@ -591,6 +586,25 @@ def up(
     }
 
 
+def _live_patroni_states(layout: ClusterLayout) -> dict[str, dict[str, Any]]:
+    """``GET /patroni`` of every node at once (1 s timeout); nodes that do not answer are absent."""
+    client = PatroniClient(layout.patroni_urls, timeout=1.0)
+    out: dict[str, dict[str, Any]] = {}
+
+    def ask(node: NodeLayout) -> None:
+        try:
+            out[node.name] = client.node_status(node.api_url)
+        except ChaosDBError:
+            pass
+
+    threads = [threading.Thread(target=ask, args=(n,)) for n in layout.nodes]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return out
+
+
 def status(layout: ClusterLayout) -> dict[str, Any]:
     """Every node: its processes, Patroni role/state/lag/timeline, and etcd membership/leadership."""
     members: dict[str, Any] = {}
@@ -603,6 +617,7 @@ def status(layout: ClusterLayout) -> dict[str, Any]:
     etcd = etcd_client(layout)
     etcd_rows = {row["url"]: row for row in etcd.overview()["members"]}
     leader_ids = {r.get("leader_id") for r in etcd_rows.values() if r.get("leader_id") not in (None, "", "0")}
+    live = _live_patroni_states(layout)
     etcd_leader = None
     nodes = []
     for node in layout.nodes:
@@ -612,6 +627,21 @@ def status(layout: ClusterLayout) -> dict[str, Any]:
             by_kind.setdefault(p.kind, []).append(p.pid)
         row = etcd_rows.get(node.etcd_client_url, {})
         m = members.get(node.name)
+        api = live.get(node.name)
+        suspended = any(p.state == "T" for p in procs)
+        # Patroni keeps a dead member's key (and its last state) until the TTL expires, so the
+        # state shown is what the node's own Patroni says now, and "down" when nothing runs
+        if api and not suspended:
+            state = api.get("replication_state") or api.get("state") or "unknown"
+        elif not by_kind:
+            state = "down"
+        elif suspended:
+            state = "suspended"
+        elif not by_kind.get("patroni"):
+            state = "stopped"
+        else:
+            state = "unreachable"
+        alive = api is not None
         is_etcd_leader = bool(row.get("reachable") and row.get("member_id") in leader_ids)
         if is_etcd_leader:
             etcd_leader = node.name
@@ -621,10 +651,10 @@ def status(layout: ClusterLayout) -> dict[str, Any]:
             "pg_port": node.pg_port,
             "api_port": node.api_port,
             "etcd_port": node.etcd_client_port,
-            "role": m.role if m else None,
-            "state": m.state if m else ("down" if not by_kind.get("postmaster") else "unknown"),
-            "lag_bytes": m.lag_bytes if m else None,
-            "timeline": m.timeline if m else None,
+            "role": m.role if m and alive else None,
+            "state": state,
+            "lag_bytes": m.lag_bytes if m and alive else None,
+            "timeline": (api or {}).get("timeline") if alive else None,
             "etcd": {"healthy": bool(row.get("healthy")), "leader": is_etcd_leader,
                      "member_id": row.get("member_id")},
             "pids": {
@@ -632,13 +662,14 @@ def status(layout: ClusterLayout) -> dict[str, Any]:
                 "patroni": (by_kind.get("patroni") or [None])[0],
                 "postmaster": (by_kind.get("postmaster") or [None])[0],
             },
-            "suspended": any(p.state == "T" for p in procs),
+            "suspended": suspended,
             "processes": len(procs),
         })
     leader = next((n["name"] for n in nodes if n["role"] in ("leader", "standby_leader")), None)
     healthy = (
         leader is not None
-        and all(n["state"] in ("running", "streaming") and n["etcd"]["healthy"] and not n["suspended"]
+        and all(n["etcd"]["healthy"] and not n["suspended"]
+                and (n["state"] == "running" if n["name"] == leader else n["state"] == "streaming")
                 for n in nodes)
     )
     out = {

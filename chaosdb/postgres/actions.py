@@ -1,2 +1,84 @@
-"""placeholder"""
-__all__: list[str] = []
+"""Actions for any Patroni-managed PostgreSQL cluster: switchover, failover, wait for health."""
+
+import time
+from typing import Any, Dict
+
+from chaoslib.types import Configuration, Secrets
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.timeutil import Stopwatch
+from chaosdb.postgres.endpoints import patroni_client
+from chaosdb.postgres.patroni import HEALTHY_REPLICA_STATES
+
+__all__ = ["switchover", "failover", "wait_until_healthy"]
+
+
+def switchover(candidate: str = "", timeout_s: float = 60.0, configuration: Configuration = None,
+               secrets: Secrets = None) -> Dict[str, Any]:
+    """Planned switchover from the current leader to ``candidate`` (empty: Patroni picks the
+    healthiest replica). Waits until a new leader runs and returns from/to and how long it took."""
+    client = patroni_client(configuration, secrets)
+    leader = client.leader()
+    if leader is None:
+        raise ChaosDBError("no leader to switch over from: use failover")
+    if candidate and candidate == leader.name:
+        raise ChaosDBError(f"{candidate} is already the leader")
+    watch = Stopwatch()
+    message = client.switchover(leader.name, candidate or None)
+    new = client.wait_for_leader(timeout_s, not_named=leader.name)
+    return {"action": "switchover", "from": leader.name, "to": new.name, "message": message,
+            "new_timeline": new.timeline, **watch.stop().as_dict()}
+
+
+def failover(candidate: str = "", timeout_s: float = 60.0, configuration: Configuration = None,
+             secrets: Secrets = None) -> Dict[str, Any]:
+    """Manual failover to ``candidate`` (empty: the streaming replica with the least lag, a
+    synchronous standby first). Works without a healthy leader, unlike switchover."""
+    client = patroni_client(configuration, secrets)
+    members = client.members()
+    leader = next((m for m in members if m.is_leader), None)
+    if not candidate:
+        eligible = [m for m in members if not m.is_leader and m.state in HEALTHY_REPLICA_STATES]
+        if not eligible:
+            raise ChaosDBError("no streaming replica to fail over to")
+        eligible.sort(key=lambda m: (m.role != "sync_standby", m.lag_bytes if m.lag_bytes is not None else 1 << 62))
+        candidate = eligible[0].name
+    elif candidate not in {m.name for m in members}:
+        raise ChaosDBError(f"unknown candidate {candidate!r}: members are {', '.join(m.name for m in members)}")
+    watch = Stopwatch()
+    message = client.failover(candidate)
+    deadline = time.monotonic() + timeout_s
+    new = client.wait_for_leader(timeout_s, not_named=leader.name if leader and leader.name != candidate else None)
+    while new.name != candidate and time.monotonic() < deadline:
+        time.sleep(0.5)
+        new = client.wait_for_leader(max(1.0, deadline - time.monotonic()))
+    return {"action": "failover", "from": leader.name if leader else None, "to": new.name, "message": message,
+            "new_timeline": new.timeline, **watch.stop().as_dict()}
+
+
+def wait_until_healthy(timeout_s: float = 60.0, max_lag_bytes: int = 1048576, expected_members: int = 0,
+                       configuration: Configuration = None,
+                       secrets: Secrets = None) -> Dict[str, Any]:
+    """Wait until one leader runs and every replica streams with lag <= ``max_lag_bytes``
+    (and ``expected_members`` are registered when > 0). Fails after ``timeout_s`` with the
+    members' states; returns the leader and how long it took."""
+    client = patroni_client(configuration, secrets)
+    watch = Stopwatch()
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while True:
+        try:
+            members = client.members()
+            leaders = [m for m in members if m.is_leader and m.state == "running"]
+            replicas = [m for m in members if not m.is_leader]
+            ok = (len(leaders) == 1 and (not expected_members or len(members) == expected_members)
+                  and all(m.state in HEALTHY_REPLICA_STATES and m.lag_bytes is not None
+                          and m.lag_bytes <= max_lag_bytes for m in replicas))
+            if ok:
+                return {"leader": leaders[0].name, "members": len(members), **watch.stop().as_dict()}
+            last = ", ".join(f"{m.name}={m.role}/{m.state}/lag={m.lag_bytes}" for m in members)
+        except ChaosDBError as exc:
+            last = str(exc)
+        if time.monotonic() >= deadline:
+            raise ChaosDBError(f"cluster not healthy after {timeout_s:.0f}s: {last}")
+        time.sleep(0.5)

@@ -1,0 +1,39 @@
+"""The embedded cluster's nodes as fault targets (roles resolved from Patroni and etcd right now)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chaosdb.core.targets import Target
+from chaosdb.local import cluster as _cluster
+from chaosdb.local.state import ClusterLayout, load_layout, resolve_cluster_dir
+
+__all__ = ["open_cluster", "targets_of", "status_of"]
+
+
+def open_cluster(cluster: str = "", cluster_dir: str = "",
+                 configuration: dict[str, Any] | None = None) -> ClusterLayout:
+    return load_layout(resolve_cluster_dir(cluster, cluster_dir, configuration))
+
+
+def status_of(layout: ClusterLayout) -> dict[str, Any]:
+    return _cluster.status(layout)
+
+
+def targets_of(status: dict[str, Any]) -> list[Target]:
+    """Targets with roles: leader / replica (Patroni) and etcd-leader / etcd-follower."""
+    targets = []
+    for n in status["nodes"]:
+        roles: set[str] = set()
+        if n["role"] in ("leader", "standby_leader"):
+            roles.add("leader")
+        elif n["role"]:
+            roles.add("replica")
+        if n["etcd"]["healthy"]:
+            roles.add("etcd-leader" if n["etcd"]["leader"] else "etcd-follower")
+        up = (n["state"] in ("running", "streaming") and n["etcd"]["healthy"] and not n["suspended"])
+        targets.append(Target(
+            name=n["name"], roles=roles, up=up,
+            details={"host": n["host"], "pg_port": n["pg_port"], "patroni_role": n["role"], "state": n["state"]},
+        ))
+    return targets

@@ -1,0 +1,62 @@
+"""Revert a timed fault from a separate, detached process.
+
+``python -m chaosdb.local.revert --cluster-dir DIR --after SECONDS resume node1 [node2 ...]``
+
+A fault with a duration schedules its own revert through this module, so that
+the fault ends on time even if the process that injected it (``chaos run``)
+is killed. Reverting is idempotent: resuming a running node does nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["schedule_revert", "main"]
+
+
+def schedule_revert(cluster_dir: str, after_s: float, action: str, nodes: list[str]) -> int:
+    """Start a detached reverter; return its pid."""
+    argv = [sys.executable, "-m", "chaosdb.local.revert", "--cluster-dir", cluster_dir,
+            "--after", f"{after_s:.3f}", action, *nodes]
+    env = dict(os.environ)
+    src_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = src_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, close_fds=True, env=env, cwd="/")
+    return proc.pid
+
+
+def _resume(cluster_dir: str, nodes: list[str]) -> None:
+    from chaosdb.local.processes import node_processes, signal_pids
+    from chaosdb.local.state import load_layout
+
+    layout = load_layout(cluster_dir)
+    for name in nodes:
+        node = layout.node(name)
+        stopped = [p.pid for p in node_processes(node.path, node.data_dir) if p.state == "T"]
+        signal_pids(stopped, signal.SIGCONT)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m chaosdb.local.revert")
+    p.add_argument("--cluster-dir", required=True)
+    p.add_argument("--after", type=float, default=0.0)
+    p.add_argument("action", choices=["resume"])
+    p.add_argument("nodes", nargs="+")
+    args = p.parse_args(argv)
+    deadline = time.monotonic() + args.after
+    while (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(left, 0.2))
+    if args.action == "resume":
+        _resume(args.cluster_dir, args.nodes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
