@@ -8,6 +8,7 @@ strings; they are kept as strings here.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,9 +77,10 @@ class EtcdClient:
         return None
 
     def overview(self) -> dict[str, Any]:
-        """Every configured URL with health, member id and the leader each member sees."""
-        rows = []
-        for url in self.urls:
+        """Every configured URL with health, member id and the leader each member sees (asked in parallel)."""
+        rows: dict[str, dict[str, Any]] = {}
+
+        def ask(url: str) -> None:
             row: dict[str, Any] = {"url": url, "reachable": False, "healthy": False}
             try:
                 st = self.status(url)
@@ -94,5 +96,11 @@ class EtcdClient:
                 row["is_leader"] = row["member_id"] == row["leader_id"] and row["leader_id"] not in ("", "0")
             except HttpError as exc:
                 row["error"] = str(exc)
-            rows.append(row)
-        return {"members": rows}
+            rows[url] = row
+
+        threads = [threading.Thread(target=ask, args=(u,)) for u in self.urls]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        return {"members": [rows[u] for u in self.urls]}

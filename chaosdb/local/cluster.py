@@ -336,21 +336,20 @@ def _run_as_of(layout: ClusterLayout) -> RunAs:
 
 
 def _prepare_dirs(layout: ClusterLayout, run_as: RunAs) -> None:
+    """Create the node directories for *run_as*; refuse ones that belong to somebody else."""
     for node in layout.nodes:
         for d in (node.path, node.log_dir, node.log_dir / "postgresql", node.run_dir):
-            d.mkdir(parents=True, exist_ok=True)
-            st = d.stat()
-            if st.st_uid != run_as.uid:
-                if os.geteuid() == 0 and d != node.path:
+            if not d.exists():
+                d.mkdir(parents=True)
+                if os.geteuid() == 0:
                     os.chown(d, run_as.uid, run_as.gid)
-                elif os.geteuid() == 0 and not any(node.path.iterdir()):
-                    os.chown(d, run_as.uid, run_as.gid)
-                else:
-                    raise ChaosDBError(
-                        f"{d} belongs to uid {st.st_uid}, not to {run_as.user!r} (uid {run_as.uid}) who runs the "
-                        "cluster: use another --dir, or the --run-as user the cluster was created with"
-                    )
-            os.chmod(d, 0o700)
+                os.chmod(d, 0o700)
+        for d in (node.path, node.log_dir, node.run_dir, node.data_dir, node.etcd_dir):
+            if d.exists() and d.stat().st_uid != run_as.uid:
+                raise ChaosDBError(
+                    f"{d} belongs to uid {d.stat().st_uid}, not to {run_as.user!r} (uid {run_as.uid}) who runs "
+                    f"the cluster: give it back with 'chown -R {run_as.user} {node.path}' or use another --dir"
+                )
 
 
 def _write_private(path: Path, text: str, uid: int | None = None, gid: int | None = None) -> None:
@@ -407,7 +406,7 @@ def start_node(layout: ClusterLayout, name: str, components: tuple[str, ...] = (
     if "etcd" in components and not running["etcd"]:
         _check_ports([(node.host, node.etcd_client_port, f"etcd client of {name}"),
                       (node.host, node.etcd_peer_port, f"etcd peer of {name}")])
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(node.path), "ETCD_UNSUPPORTED_ARCH": os.uname().machine}
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(node.path)}
         started["etcd"] = _spawn(_etcd_argv(layout, node), node, "etcd.log", run_as, env)
     if "patroni" in components and not running["patroni"]:
         checks = [(node.host, node.api_port, f"Patroni REST API of {name}")]
@@ -472,12 +471,24 @@ def wait_etcd(layout: ClusterLayout, timeout: float) -> None:
         time.sleep(0.2)
 
 
-def wait_healthy(layout: ClusterLayout, timeout: float = 90.0, max_lag_bytes: int = 1048576) -> dict[str, Any]:
+def wait_healthy(layout: ClusterLayout, timeout: float = 90.0, max_lag_bytes: int = 1048576,
+                 fail_fast: bool = False) -> dict[str, Any]:
     """Wait until every node's processes run, its Patroni answers live, one leader runs and every
-    other node streams from it with lag <= *max_lag_bytes*."""
+    other node streams from it with lag <= *max_lag_bytes*.
+
+    ``fail_fast``: give up as soon as a node's Patroni process has been gone for 3 s (it
+    exited with a fatal error) instead of waiting for the timeout."""
     deadline = time.monotonic() + timeout
     last = "no status yet"
+    gone_since: dict[str, float] = {}
     while True:
+        if fail_fast:
+            for n in layout.nodes:
+                if _components_running(n)["patroni"]:
+                    gone_since.pop(n.name, None)
+                elif time.monotonic() - gone_since.setdefault(n.name, time.monotonic()) > 3:
+                    raise ChaosDBError(f"Patroni on {n.name} exited while the cluster was starting:\n"
+                                       + _node_logs(n))
         try:
             st = status(layout)
             lagging = [n["name"] for n in st["nodes"]
@@ -570,7 +581,7 @@ def up(
     wait_etcd(layout, timeout=min(timeout, 30))
     for node in layout.nodes:
         started[node.name].update(start_node(layout, node.name, components=("patroni",))["started"])
-    health = wait_healthy(layout, timeout=timeout)
+    health = wait_healthy(layout, timeout=timeout, fail_fast=True)
     _ensure_app_database(layout, secrets)
     return {
         "cluster": layout.name,
@@ -614,6 +625,8 @@ def status(layout: ClusterLayout) -> dict[str, Any]:
             members[m.name] = m
     except ChaosDBError as exc:
         patroni_error = str(exc)
+    # processes first: they are the ground truth at this instant (network answers may take a while)
+    procs_of = {node.name: node_processes(node.path, node.data_dir) for node in layout.nodes}
     etcd = etcd_client(layout)
     etcd_rows = {row["url"]: row for row in etcd.overview()["members"]}
     leader_ids = {r.get("leader_id") for r in etcd_rows.values() if r.get("leader_id") not in (None, "", "0")}
@@ -621,7 +634,7 @@ def status(layout: ClusterLayout) -> dict[str, Any]:
     etcd_leader = None
     nodes = []
     for node in layout.nodes:
-        procs = node_processes(node.path, node.data_dir)
+        procs = procs_of[node.name]
         by_kind: dict[str, list[int]] = {}
         for p in procs:
             by_kind.setdefault(p.kind, []).append(p.pid)
@@ -671,6 +684,9 @@ def status(layout: ClusterLayout) -> dict[str, Any]:
         and all(n["etcd"]["healthy"] and not n["suspended"]
                 and (n["state"] == "running" if n["name"] == leader else n["state"] == "streaming")
                 for n in nodes)
+        # with synchronous replication a commit is only safe once a synchronous standby is chosen
+        and (layout.replication != "sync" or len(nodes) < 2
+             or any(n["role"] == "sync_standby" for n in nodes))
     )
     out = {
         "cluster": layout.name,

@@ -16,13 +16,21 @@ __all__ = ["switchover", "failover", "wait_until_healthy"]
 def switchover(candidate: str = "", timeout_s: float = 60.0, configuration: Configuration = None,
                secrets: Secrets = None) -> Dict[str, Any]:
     """Planned switchover from the current leader to ``candidate`` (empty: Patroni picks the
-    healthiest replica). Waits until a new leader runs and returns from/to and how long it took."""
+    healthiest replica; in synchronous mode only a synchronous standby qualifies). Waits until
+    a new leader runs and returns from/to, the new timeline and how long it took."""
     client = patroni_client(configuration, secrets)
-    leader = client.leader()
+    members = client.members()
+    leader = next((m for m in members if m.is_leader), None)
     if leader is None:
         raise ChaosDBError("no leader to switch over from: use failover")
     if candidate and candidate == leader.name:
         raise ChaosDBError(f"{candidate} is already the leader")
+    if candidate and candidate not in {m.name for m in members}:
+        raise ChaosDBError(f"unknown candidate {candidate!r}: members are {', '.join(m.name for m in members)}")
+    sync = [m.name for m in members if m.role in ("sync_standby", "quorum_standby")]
+    if candidate and sync and candidate not in sync:
+        raise ChaosDBError(f"in synchronous mode Patroni switches over only to a synchronous standby "
+                           f"({', '.join(sync)}), not to {candidate}")
     watch = Stopwatch()
     message = client.switchover(leader.name, candidate or None)
     new = client.wait_for_leader(timeout_s, not_named=leader.name)

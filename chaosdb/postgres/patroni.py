@@ -31,7 +31,7 @@ class Member:
     state: str  # running | streaming | stopped | starting | crashed | ...
     host: str
     port: int
-    api_url: str
+    api_url: str  # base URL of the member's REST API (without the /patroni suffix)
     timeline: int | None
     lag_bytes: int | None  # None when Patroni reports 'unknown' or the member is the leader
     is_leader: bool
@@ -55,6 +55,12 @@ def _lag(value: Any) -> int | None:
     return None
 
 
+def _api_base(url: str) -> str:
+    """Patroni publishes ``http://host:port/patroni``; requests go to the base URL."""
+    url = url.rstrip("/")
+    return url[: -len("/patroni")] if url.endswith("/patroni") else url
+
+
 def parse_members(cluster_json: dict[str, Any]) -> list[Member]:
     members = []
     for m in cluster_json.get("members", []):
@@ -67,7 +73,7 @@ def parse_members(cluster_json: dict[str, Any]) -> list[Member]:
                 state=str(m.get("state", "")),
                 host=str(m.get("host", "")),
                 port=int(m.get("port", 0) or 0),
-                api_url=str(m.get("api_url", "")),
+                api_url=_api_base(str(m.get("api_url", ""))),
                 timeline=int(m["timeline"]) if isinstance(m.get("timeline"), int) else None,
                 lag_bytes=None if is_leader else _lag(m.get("lag")),
                 is_leader=is_leader,

@@ -110,7 +110,7 @@ def cluster_is_healthy(max_lag_bytes: int = 1048576, expected_members: int = 0,
 
 def _member_answers(client: Any, api_url: str) -> bool:
     try:
-        state = client.node_status(api_url.rsplit("/patroni", 1)[0]).get("state")
+        state = client.node_status(api_url).get("state")
     except ChaosDBError:
         return False
     return state in ("running", "streaming")
@@ -119,7 +119,13 @@ def _member_answers(client: Any, api_url: str) -> bool:
 def current_timeline(configuration: Configuration = None,
                      secrets: Secrets = None) -> int:
     """Timeline of the leader; it grows by one at every promotion (failover or switchover)."""
-    leader = patroni_client(configuration, secrets).leader()
-    if leader is None or leader.timeline is None:
-        raise ChaosDBError("no leader timeline available: the cluster has no running leader")
-    return leader.timeline
+    client = patroni_client(configuration, secrets)
+    leader = client.leader()
+    if leader is None:
+        raise ChaosDBError("no leader timeline available: the cluster has no leader")
+    # the leader's own answer is current; /cluster lags one Patroni loop behind a promotion
+    live = client.node_status(leader.api_url).get("timeline")
+    timeline = live if isinstance(live, int) else leader.timeline
+    if timeline is None:
+        raise ChaosDBError(f"leader {leader.name} reports no timeline")
+    return int(timeline)

@@ -20,7 +20,7 @@ def query_primary(dsn: str, sql: str, params: tuple[Any, ...] = (), secrets: lis
     try:
         with psycopg.connect(dsn, connect_timeout=max(2, int(timeout_s)), autocommit=True,
                              target_session_attrs="read-write") as conn:
-            conn.execute("SET statement_timeout = %s", (int(timeout_s * 1000),))
+            conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(int(timeout_s * 1000)),))
             return conn.execute(sql, params).fetchall()
     except psycopg.Error as exc:
         message = redact(str(exc).strip(), (secrets or []) + [dsn])

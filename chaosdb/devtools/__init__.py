@@ -1,0 +1,1 @@
+"""Tools for developing and checking this pack (not activities)."""

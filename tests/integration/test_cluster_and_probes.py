@@ -1,0 +1,159 @@
+"""Cluster lifecycle, status, and the Patroni/PostgreSQL/etcd probes and actions on the real cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import psycopg
+import pytest
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.local import cluster as lc
+from chaosdb.local.state import load_secrets
+from chaosdb.postgres import actions as pg_actions
+from chaosdb.postgres import probes as pg_probes
+from chaosdb.etcd import probes as etcd_probes
+
+pytestmark = pytest.mark.integration
+
+
+def test_up_again_is_a_no_op(healthy):
+    before = lc.status(healthy)
+    result = lc.up(healthy.path, "pytest")
+    assert result["created"] is False and result["started"] == {}
+    after = lc.status(healthy)
+    assert [n["pids"] for n in after["nodes"]] == [n["pids"] for n in before["nodes"]]
+
+
+def test_status_shows_roles_lag_timeline_and_etcd_leader(healthy):
+    st = lc.status(healthy)
+    assert st["healthy"] is True
+    roles = sorted(n["role"] for n in st["nodes"])
+    assert roles.count("leader") == 1
+    assert set(roles) - {"leader"} <= {"replica", "sync_standby"}
+    assert "sync_standby" in roles, "synchronous replication is the default"
+    assert st["etcd_leader"] in {n.name for n in healthy.nodes}
+    for n in st["nodes"]:
+        assert isinstance(n["timeline"], int) and n["timeline"] >= 1
+        assert n["pids"]["etcd"] and n["pids"]["patroni"] and n["pids"]["postmaster"]
+        if n["role"] != "leader":
+            assert n["state"] == "streaming" and n["lag_bytes"] is not None
+    # every node has its own loopback address
+    assert len({n["host"] for n in st["nodes"]}) == 3
+
+
+def test_cluster_runs_unprivileged_when_started_as_root(healthy):
+    uids = set()
+    for n in healthy.nodes:
+        for pid_kind in ("etcd", "patroni", "postmaster"):
+            pid = lc.status(healthy)["nodes"][int(n.name[-1]) - 1]["pids"][pid_kind]
+            uids.add(os.stat(f"/proc/{pid}").st_uid)
+    assert uids == {healthy.uid}
+    if os.geteuid() == 0:
+        assert healthy.uid != 0
+
+
+def test_dsn_is_multi_host_read_write_without_password(healthy):
+    dsn = healthy.dsn()
+    secrets = load_secrets(healthy.path)
+    assert "target_session_attrs=read-write" in dsn
+    assert all(v not in dsn for v in secrets.values())
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("SELECT pg_is_in_recovery()").fetchone()[0] is False
+        assert conn.execute("SELECT current_user").fetchone()[0] == healthy.app_user
+
+
+def test_cli_status_json_and_check(healthy):
+    out = subprocess.run([sys.executable, "-m", "chaosdb.cli", "cluster", "status", "--dir", healthy.dir, "--json"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    st = json.loads(out.stdout)
+    assert st["healthy"] and st["leader"]
+    text = subprocess.run([sys.executable, "-m", "chaosdb.cli", "cluster", "status", "--dir", healthy.dir, "--check"],
+                          capture_output=True, text=True, timeout=60)
+    assert text.returncode == 0 and "healthy: yes" in text.stdout and st["leader"] in text.stdout
+
+
+def test_postgres_probes_on_the_embedded_cluster(healthy, config):
+    st = lc.status(healthy)
+    assert pg_probes.current_primary(configuration=config) == st["leader"]
+    members = pg_probes.cluster_members(configuration=config)
+    assert sorted(m["name"] for m in members) == ["node1", "node2", "node3"]
+    with psycopg.connect(healthy.dsn()) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS lag_probe (v int)")
+        conn.execute("INSERT INTO lag_probe SELECT generate_series(1, 1000)")
+    lag = pg_probes.replication_lag(configuration=config)
+    assert len(lag["replicas"]) == 2 and all(r["streaming"] for r in lag["replicas"])
+    assert isinstance(lag["max_lag_bytes"], int) and isinstance(lag["max_replay_lag_s"], float)
+    assert pg_probes.max_replication_lag_bytes(configuration=config) >= 0
+    assert pg_probes.cluster_is_healthy(configuration=config, expected_members=3) is True
+    assert pg_probes.cluster_is_healthy(configuration=config, expected_members=4) is False
+    assert pg_probes.current_timeline(configuration=config) == next(
+        n["timeline"] for n in st["nodes"] if n["name"] == st["leader"])
+
+
+def test_probes_with_explicit_endpoints_and_secrets(healthy):
+    """The way a user points the pack at any Patroni cluster: URLs in configuration, credentials in secrets."""
+    secrets = load_secrets(healthy.path)
+    configuration = {"patroni_urls": ",".join(healthy.patroni_urls), "etcd_urls": healthy.etcd_urls}
+    n = healthy.nodes[0]
+    dsn = (f"postgresql://postgres:{secrets['postgres_password']}@"
+           + ",".join(f"{x.host}:{x.pg_port}" for x in healthy.nodes) + "/postgres")
+    creds = {"patroni_username": "patroni", "patroni_password": secrets["patroni_password"], "postgres_dsn": dsn}
+    assert pg_probes.current_primary(configuration=configuration, secrets=creds)
+    lag = pg_probes.replication_lag(configuration=configuration, secrets=creds)
+    assert secrets["postgres_password"] not in json.dumps(lag)
+    assert etcd_probes.etcd_is_healthy(configuration=configuration)
+    # a wrong password produces an error that does not leak the password
+    bad = dict(creds, postgres_dsn=dsn.replace(secrets["postgres_password"], "wrong-canary-pw-123"))
+    with pytest.raises(Exception) as exc:
+        pg_probes.replication_lag(configuration=configuration, secrets=bad)
+    assert "wrong-canary-pw-123" not in str(exc.value)
+    assert n.host in str(exc.value) or "failed" in str(exc.value)
+
+
+def test_etcd_probes(healthy, config):
+    leader = etcd_probes.etcd_leader(configuration=config)
+    members = etcd_probes.etcd_members(configuration=config)
+    assert sorted(m["name"] for m in members) == ["node1", "node2", "node3"]
+    assert [m["name"] for m in members if m["leader"]] == [leader]
+    assert all(m["healthy"] for m in members)
+    assert etcd_probes.etcd_is_healthy(configuration=config)
+    assert lc.status(healthy)["etcd_leader"] == leader
+
+
+def test_switchover_and_failover_actions(healthy, config):
+    first = pg_probes.current_primary(configuration=config)
+    tl = pg_probes.current_timeline(configuration=config)
+    members = pg_probes.cluster_members(configuration=config)
+    target = next(m["name"] for m in members if m["role"] == "sync_standby")
+    async_replica = next(m["name"] for m in members if m["role"] == "replica")
+    with pytest.raises(ChaosDBError, match="only to a synchronous standby"):
+        pg_actions.switchover(candidate=async_replica, configuration=config)
+    assert pg_probes.current_primary(configuration=config) == first
+    result = pg_actions.switchover(candidate=target, configuration=config)
+    assert result["from"] == first and result["to"] == target
+    assert pg_probes.current_primary(configuration=config) == target
+    assert pg_probes.current_timeline(configuration=config) == tl + 1
+    pg_actions.wait_until_healthy(timeout_s=60, expected_members=3, configuration=config)
+    result = pg_actions.failover(configuration=config)
+    assert result["from"] == target and result["to"] != target
+    healthy_result = pg_actions.wait_until_healthy(timeout_s=60, configuration=config)
+    assert healthy_result["leader"] == result["to"]
+
+
+def test_down_then_up_restarts_with_existing_data(healthy):
+    with psycopg.connect(healthy.dsn()) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS survives_restart (v text)")
+        conn.execute("INSERT INTO survives_restart VALUES ('kept')")
+    result = lc.down(healthy)
+    assert result["purged"] is False
+    st = lc.status(healthy)
+    assert all(n["state"] == "down" and n["processes"] == 0 for n in st["nodes"])
+    again = lc.up(healthy.path, "pytest")
+    assert again["created"] is False and set(again["started"]) == {"node1", "node2", "node3"}
+    with psycopg.connect(healthy.dsn()) as conn:
+        assert conn.execute("SELECT v FROM survives_restart").fetchall() == [("kept",)]

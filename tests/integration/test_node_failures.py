@@ -1,0 +1,166 @@
+"""Every node-failure action and its rollback, against the real embedded cluster."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import psycopg
+import pytest
+
+from chaosdb.core.errors import ChaosDBError, UnsafeFault
+from chaosdb.local import actions, probes
+from chaosdb.local import cluster as lc
+
+pytestmark = pytest.mark.integration
+
+
+def write_and_read(layout, value: int, timeout: float = 60.0) -> str:
+    """Commit a row through the multi-host DSN (retrying while there is no primary); return the server."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            with psycopg.connect(layout.dsn(), connect_timeout=2) as conn:
+                conn.execute("CREATE TABLE IF NOT EXISTS probe_rows (v int)")
+                conn.execute("INSERT INTO probe_rows VALUES (%s)", (value,))
+                conn.commit()
+                assert conn.execute("SELECT count(*) FROM probe_rows WHERE v = %s", (value,)).fetchone()[0] >= 1
+                return str(conn.execute("SELECT inet_server_addr()").fetchone()[0])
+        except psycopg.OperationalError as exc:
+            last = exc
+            time.sleep(0.3)
+    raise AssertionError(f"no writable primary within {timeout}s: {last}")
+
+
+def host_of(layout, name):
+    return layout.node(name).host
+
+
+def test_kill_postgres_process_of_leader_is_restarted_by_patroni(healthy, config):
+    before = lc.status(healthy)
+    leader = before["leader"]
+    old_pid = next(n["pids"]["postmaster"] for n in before["nodes"] if n["name"] == leader)
+    record = actions.kill_postgres_process(target="leader", configuration=config)
+    assert record["targets"][0]["node"] == leader
+    assert record["killed_pids"] == {leader: [old_pid]}
+    assert record["signal"] == "SIGKILL" and record["end_ts"] >= record["start_ts"]
+    json.dumps(record)  # journal-safe
+    lc.wait_healthy(healthy, timeout=90)
+    after = lc.status(healthy)
+    new_pid = next(n["pids"]["postmaster"] for n in after["nodes"] if n["name"] == leader)
+    assert new_pid and new_pid != old_pid, "the supervisor (Patroni) should have started a new postmaster"
+    # etcd and Patroni of that node were not touched
+    assert [n["pids"]["patroni"] for n in after["nodes"]] == [n["pids"]["patroni"] for n in before["nodes"]]
+    write_and_read(healthy, 1)
+
+
+def test_kill_node_of_leader_elects_new_leader_and_old_one_rejoins(healthy, config):
+    old_leader = lc.status(healthy)["leader"]
+    write_and_read(healthy, 2)
+    record = actions.kill_node(target="leader", configuration=config)
+    killed = record["targets"][0]
+    assert killed["node"] == old_leader
+    kinds = {p["kind"] for p in killed["processes"]}
+    assert {"etcd", "patroni", "postmaster"} <= kinds
+    assert probes.node_process_count(node=old_leader, configuration=config) == 0
+    # a different node becomes a writable primary
+    server = write_and_read(healthy, 3, timeout=90)
+    assert server != host_of(healthy, old_leader)
+    new_leader = lc.status(healthy)["leader"]
+    assert new_leader and new_leader != old_leader
+    # it stays down until restarted
+    assert lc.status(healthy)["nodes"][int(old_leader[-1]) - 1]["state"] == "down"
+    rb = actions.restart_nodes(nodes="all", wait_healthy_s=90, configuration=config)
+    assert old_leader in rb["started"]
+    st = lc.status(healthy)
+    old = next(n for n in st["nodes"] if n["name"] == old_leader)
+    assert st["healthy"] and old["role"] in ("replica", "sync_standby") and old["state"] == "streaming"
+    # rows written before the kill survived the failover (synchronous replication)
+    with psycopg.connect(healthy.dsn()) as conn:
+        assert conn.execute("SELECT count(*) FROM probe_rows WHERE v IN (2, 3)").fetchone()[0] == 2
+    # the rollback is idempotent
+    assert actions.restart_nodes(nodes="all", wait_healthy_s=30, configuration=config)["started"] == {}
+
+
+def test_stop_database_switchover_moves_leadership_before_stopping(healthy, config):
+    old_leader = lc.status(healthy)["leader"]
+    record = actions.stop_database(target="leader", method="switchover", drain_wait_s=1, grace_s=20,
+                                   configuration=config)
+    assert record["switchover"]["from"] == old_leader
+    assert record["switchover"]["to"] != old_leader
+    assert record["sigkilled"] == {old_leader: []}, "a clean stop needs no SIGKILL"
+    st = lc.status(healthy)
+    old = next(n for n in st["nodes"] if n["name"] == old_leader)
+    assert st["leader"] == record["switchover"]["to"]
+    assert old["pids"]["patroni"] is None and old["pids"]["postmaster"] is None
+    assert old["pids"]["etcd"] is not None, "database-level stop keeps the node's etcd member"
+    write_and_read(healthy, 4)
+    actions.restart_nodes(configuration=config, wait_healthy_s=90)
+    assert lc.status(healthy)["healthy"]
+
+
+def test_stop_database_shutdown_of_a_replica(healthy, config):
+    record = actions.stop_database(target="replica", method="shutdown", drain_wait_s=0, grace_s=20,
+                                   configuration=config)
+    assert record["switchover"] is None
+    name = record["targets"][0]["node"]
+    assert next(n for n in lc.status(healthy)["nodes"] if n["name"] == name)["state"] == "stopped"
+    actions.restart_nodes(nodes=name, configuration=config, wait_healthy_s=90)
+
+
+def test_suspend_node_resumes_itself_after_duration(healthy, config):
+    record = actions.suspend_node(target="replica", duration_s=6, configuration=config)
+    name = record["targets"][0]["node"]
+    assert record["stopped_pids"][name]
+    node = next(n for n in lc.status(healthy)["nodes"] if n["name"] == name)
+    assert node["suspended"] and node["state"] == "suspended"
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if not next(n for n in lc.status(healthy)["nodes"] if n["name"] == name)["suspended"]:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("the detached reverter did not resume the node")
+    # resuming again is a harmless no-op
+    assert actions.resume_nodes(configuration=config)["resumed"] == {}
+    lc.wait_healthy(healthy, timeout=60)
+
+
+def test_suspend_and_resume_rollback(healthy, config):
+    record = actions.suspend_node(target="etcd-follower", configuration=config)
+    name = record["targets"][0]["node"]
+    assert record["reverter_pid"] is None
+    assert probes.cluster_is_healthy(configuration=config) is False
+    resumed = actions.resume_nodes(nodes=name, configuration=config)
+    assert sorted(resumed["resumed"][name]) == sorted(record["stopped_pids"][name])
+    lc.wait_healthy(healthy, timeout=60)
+
+
+def test_quorum_rule_refuses_before_injecting(healthy, config):
+    before = probes.node_process_count(configuration=config)
+    with pytest.raises(UnsafeFault, match="majority quorum tolerates only 1"):
+        actions.kill_node(target="any", count=2, configuration=config)
+    with pytest.raises(UnsafeFault):
+        actions.suspend_node(target="replica", count="all", configuration=config)
+    assert probes.node_process_count(configuration=config) == before
+    assert lc.status(healthy)["healthy"]
+
+
+def test_a_second_fault_while_one_node_is_down_is_refused(healthy, config):
+    actions.kill_node(target="replica", configuration=config)
+    try:
+        with pytest.raises(UnsafeFault, match="would be down"):
+            actions.kill_postgres_process(target="leader", configuration=config)
+    finally:
+        actions.restart_nodes(configuration=config, wait_healthy_s=90)
+
+
+def test_bad_input_is_rejected_clearly(healthy, config):
+    with pytest.raises(ChaosDBError, match="unknown target node9"):
+        actions.kill_node(target="node9", configuration=config)
+    with pytest.raises(ChaosDBError, match="method must be"):
+        actions.stop_database(method="pull-the-plug", configuration=config)
+    with pytest.raises(ChaosDBError, match="no embedded cluster"):
+        actions.kill_node(configuration={"chaosdb_cluster_dir": "/nonexistent/cluster"})
+    assert lc.status(healthy)["healthy"]

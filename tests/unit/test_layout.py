@@ -1,0 +1,59 @@
+from pathlib import Path
+
+import pytest
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.local.cluster import plan_layout
+from chaosdb.local.runtime import RunAs
+from chaosdb.local.state import ClusterLayout, resolve_cluster_dir
+
+ME = RunAs("tester", 1000, 1000)
+
+
+def test_per_node_loopback_addresses_and_standard_ports():
+    layout = plan_layout("c", Path("/x"), nodes=3, run_as=ME)
+    assert [n.host for n in layout.nodes] == ["127.0.0.11", "127.0.0.12", "127.0.0.13"]
+    assert {(n.pg_port, n.api_port, n.etcd_client_port, n.etcd_peer_port) for n in layout.nodes} == \
+        {(5432, 8008, 2379, 2380)}
+    assert layout.patroni_urls[1] == "http://127.0.0.12:8008"
+
+
+def test_single_address_offsets_ports():
+    layout = plan_layout("c", Path("/x"), nodes=3, single_address=True, pg_port=6000, api_port=7000,
+                         etcd_port=8000, etcd_peer_port=9000, run_as=ME)
+    assert {n.host for n in layout.nodes} == {"127.0.0.1"}
+    assert [n.pg_port for n in layout.nodes] == [6000, 6001, 6002]
+    with pytest.raises(ChaosDBError, match="overlap"):
+        plan_layout("c", Path("/x"), nodes=3, single_address=True, pg_port=6000, api_port=6001, run_as=ME)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"address_base": "192.168.1.10"}, "not a loopback"),
+    ({"address_base": "127.0.0.253"}, "no room"),
+    ({"nodes": 10}, "between 1 and 9"),
+    ({"pg_port": 80}, "outside"),
+    ({"replication": "semi"}, "sync"),
+    ({"api_port": 5432}, "must differ"),
+])
+def test_invalid_layouts(kwargs, message):
+    with pytest.raises(ChaosDBError, match=message):
+        plan_layout("c", Path("/x"), run_as=ME, **kwargs)
+
+
+def test_dsn_uses_passfile_and_read_write_and_round_trips():
+    layout = plan_layout("c", Path("/data/c"), run_as=ME)
+    dsn = layout.dsn()
+    assert dsn.startswith("postgresql://chaosdb@127.0.0.11:5432,127.0.0.12:5432,127.0.0.13:5432/chaosdb?")
+    assert "target_session_attrs=read-write" in dsn and "passfile=/data/c/pgpass" in dsn
+    assert ClusterLayout.from_json(layout.to_json()) == layout
+
+
+def test_cluster_dir_resolution_order(monkeypatch, tmp_path):
+    monkeypatch.setenv("CHAOSDB_HOME", str(tmp_path))
+    monkeypatch.delenv("CHAOSDB_CLUSTER_DIR", raising=False)
+    assert resolve_cluster_dir() == tmp_path / "chaosdb"
+    monkeypatch.setenv("CHAOSDB_CLUSTER_DIR", "/env/dir")
+    assert resolve_cluster_dir() == Path("/env/dir")
+    assert resolve_cluster_dir(configuration={"chaosdb_cluster": "qs"}) == tmp_path / "qs"
+    assert resolve_cluster_dir(configuration={"chaosdb_cluster_dir": "/cfg"}) == Path("/cfg")
+    assert resolve_cluster_dir(cluster_dir="/arg", configuration={"chaosdb_cluster_dir": "/cfg"}) == Path("/arg")
