@@ -23,10 +23,13 @@ ACTIVITY_MODULES: dict[str, list[str]] = {
         "chaosdb.local.probes",
         "chaosdb.postgres.probes",
         "chaosdb.etcd.probes",
+        "chaosdb.load.probes",
+        "chaosdb.load.integrity",
     ],
     "action": [
         "chaosdb.local.actions",
         "chaosdb.postgres.actions",
+        "chaosdb.load.actions",
     ],
 }
 

@@ -99,6 +99,42 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_dsn(args: argparse.Namespace) -> str:
+    """--dsn, else CHAOSDB_LOAD_DSN, else the embedded cluster named by --cluster/--cluster-dir."""
+    import os
+
+    from chaosdb.local.state import load_layout, resolve_cluster_dir
+
+    if args.dsn:
+        return args.dsn
+    if os.environ.get("CHAOSDB_LOAD_DSN"):
+        return os.environ["CHAOSDB_LOAD_DSN"]
+    return load_layout(resolve_cluster_dir(args.cluster, args.cluster_dir)).dsn()
+
+
+def cmd_load_tpcc(args: argparse.Namespace) -> int:
+    from chaosdb.workloads.tpcc import loader
+    from chaosdb.workloads.tpcc.rand import Scale
+
+    scale = Scale.reduced(args.warehouses, args.scale_down)
+    result = loader.load(_load_dsn(args), scale, workers=args.workers, drop=args.drop,
+                         progress=None if args.json else (lambda m: print(f"  {m}", flush=True)))
+    if args.json:
+        _print_json(result)
+    else:
+        print(f"TPC-C: {result['warehouses']} warehouse(s), {result['items']} items, "
+              f"{result['customers_per_district']} customers/district; loaded {len(result['loaded'])} part(s) "
+              f"in {result['seconds']}s ({len(result['already_loaded'])} already there)")
+    return 0
+
+
+def _add_dsn_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dsn", default="", help="libpq DSN (default: CHAOSDB_LOAD_DSN, else the embedded cluster)")
+    p.add_argument("--cluster", default="", help="embedded cluster name (default: chaosdb)")
+    p.add_argument("--cluster-dir", default="", help="embedded cluster directory")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
 def _add_cluster_target(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", default="chaosdb", help="cluster name, also the Patroni scope (default: chaosdb)")
     p.add_argument("--dir", default="", help="cluster directory (default: $CHAOSDB_HOME/NAME)")
@@ -141,6 +177,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--purge", action="store_true", help="also delete data, logs and the staged runtime")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds for a graceful stop before SIGKILL")
     p.set_defaults(func=cmd_cluster_down)
+
+    ld = sub.add_parser("load", help="load generation: TPC-C data, calibration")
+    lsub = ld.add_subparsers(dest="load_command", required=True)
+    p = lsub.add_parser("tpcc-load", help="create the TPC-C schema and load what is missing (resumable)")
+    _add_dsn_options(p)
+    p.add_argument("--warehouses", type=int, default=1)
+    p.add_argument("--scale-down", type=int, default=1,
+                   help="divide items and customers by this factor for quick runs (1 = spec sizes)")
+    p.add_argument("--workers", type=int, default=2, help="loader processes")
+    p.add_argument("--drop", action="store_true", help="drop the TPC-C tables first")
+    p.set_defaults(func=cmd_load_tpcc)
     return parser
 
 

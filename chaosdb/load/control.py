@@ -1,0 +1,217 @@
+"""Chaos Toolkit control that runs the load for the whole experiment.
+
+Declare it in the experiment::
+
+    "controls": [{
+      "name": "tpcc-load",
+      "provider": {"type": "python", "module": "chaosdb.load.control",
+                   "arguments": {"users": 8, "warmup_s": 20, "samples_dir": "reports/run1/samples"}}
+    }]
+
+* before the experiment (so before the steady-state hypothesis): starts Locust
+  as a separate process (``python -m locust -f <locustfile> --headless``), waits
+  until transactions commit, then for ``warmup_s`` seconds; the baseline starts
+  when the warm-up ends. If the load does not start, the run is interrupted
+  before anything is injected, with the load's log in the message.
+* the load keeps running through the method, the after-hypothesis and the
+  rollbacks;
+* after the experiment, also when it failed, deviated or was interrupted
+  (Ctrl-C): stops the load (SIGTERM, then SIGKILL after ``stop_timeout_s``) and
+  adds ``chaosdb_load`` to the journal: settings, start / warm-up end / stop times,
+  samples and Locust CSV locations, counts by outcome, pause windows.
+* if ``chaos run`` itself dies, the load gets SIGTERM from the kernel
+  (parent-death signal) and ``max_run_s`` bounds it anyway.
+
+The DSN comes from ``dsn`` (argument), else secret ``load_dsn`` (declare the
+secret scope in the experiment), else ``CHAOSDB_LOAD_DSN``, else the embedded
+cluster named by configuration ``chaosdb_cluster``/``chaosdb_cluster_dir``. It is
+handed to Locust in its environment, never on its command line, and never
+written to the journal.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.redact import redact_dsn
+from chaosdb.core.timeutil import iso_from_epoch
+from chaosdb.load import state as load_state
+from chaosdb.workloads.outcomes import is_success
+from chaosdb.workloads.samples import read_samples, sample_files
+
+__all__ = ["before_experiment_control", "after_experiment_control", "cleanup_control", "start_load", "stop_load"]
+
+DEFAULT_LOCUSTFILE = str(Path(__file__).with_name("locust_tpcc.py"))
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def _resolve_dsn(dsn: str, configuration: dict[str, Any] | None, secrets: dict[str, Any] | None) -> str:
+    if dsn:
+        return dsn
+    for scope in (secrets or {}).values():
+        if isinstance(scope, dict) and scope.get("load_dsn"):
+            return str(scope["load_dsn"])
+    if secrets and isinstance(secrets.get("load_dsn"), str):
+        return str(secrets["load_dsn"])
+    if os.environ.get("CHAOSDB_LOAD_DSN"):
+        return os.environ["CHAOSDB_LOAD_DSN"]
+    configuration = configuration or {}
+    if configuration.get("chaosdb_cluster") or configuration.get("chaosdb_cluster_dir"):
+        from chaosdb.local.state import load_layout, resolve_cluster_dir
+
+        return load_layout(resolve_cluster_dir("", "", configuration)).dsn()
+    raise ChaosDBError("no DSN for the load: pass 'dsn', a secret 'load_dsn', CHAOSDB_LOAD_DSN, "
+                       "or configuration 'chaosdb_cluster'")
+
+
+def _tail(path: Path, n: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+def _has_commit(samples_dir: Path) -> bool:
+    return any(is_success(s.outcome) for s in read_samples(samples_dir))
+
+
+def start_load(users: int = 10, spawn_rate: float = 0.0, warmup_s: float = 10.0, samples_dir: str = "",
+               locustfile: str = "", processes: int = 0, isolation: str = "default", wait: float = 0.0,
+               rate: float = 0.0, max_run_s: float = 3600.0, start_timeout_s: float = 60.0,
+               extra_args: list[str] | None = None, dsn: str = "", configuration: dict[str, Any] | None = None,
+               secrets: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Start Locust and return once the warm-up is over; the record is kept in :mod:`chaosdb.load.state`."""
+    if load_state.current() and load_state.current().get("running"):
+        raise ChaosDBError("a load is already running in this process")
+    if users < 1:
+        raise ChaosDBError("users must be >= 1")
+    the_dsn = _resolve_dsn(dsn, configuration, secrets)
+    out = Path(samples_dir or f"chaosdb-load/{time.strftime('%Y%m%d-%H%M%S')}").absolute()
+    out.mkdir(parents=True, exist_ok=True)
+    if sample_files(out):
+        raise ChaosDBError(f"{out} already holds samples from another run: choose an empty samples_dir")
+    argv = [sys.executable, "-m", "locust", "-f", locustfile or DEFAULT_LOCUSTFILE, "--headless",
+            "-u", str(users), "-r", str(spawn_rate or users), "--run-time", f"{int(max_run_s)}s",
+            "--stop-timeout", "5", "--csv", str(out / "locust"), "--csv-full-history", "--only-summary",
+            "--tpcc-samples-dir", str(out), "--tpcc-isolation", isolation, "--tpcc-wait", str(wait),
+            "--tpcc-rate", str(rate)]
+    if processes:
+        argv += ["--processes", str(processes)]
+    argv += list(extra_args or [])
+    env = dict(os.environ, CHAOSDB_LOAD_DSN=the_dsn, PYTHONUNBUFFERED="1")
+    src_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = src_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    log_path = out / "locust.log"
+    log = open(log_path, "ab")
+    started = time.time()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                            cwd=str(out), start_new_session=True, preexec_fn=_die_with_parent)
+    log.close()
+    record: dict[str, Any] = {
+        "running": True,
+        "pid": proc.pid,
+        "settings": {"users": users, "spawn_rate": spawn_rate or users, "warmup_s": warmup_s, "processes": processes,
+                     "isolation": isolation, "wait": wait, "rate": rate, "max_run_s": max_run_s,
+                     "locustfile": locustfile or DEFAULT_LOCUSTFILE, "dsn": redact_dsn(the_dsn),
+                     "workload": "tpcc"},
+        "samples_dir": str(out),
+        "samples_format": "chaosdb",
+        "locust_csv_prefix": str(out / "locust"),
+        "log": str(log_path),
+        "started_at": iso_from_epoch(started),
+        "start_ts": round(started, 6),
+        "pauses": [],
+    }
+    load_state.set_current(record, proc)
+    deadline = time.monotonic() + start_timeout_s
+    while not _has_commit(out):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_load()
+            why = "exited" if proc.returncode is not None else f"committed nothing within {start_timeout_s:.0f}s"
+            raise ChaosDBError(f"the load {why}; last lines of {log_path}:\n{_tail(log_path)}")
+        time.sleep(0.25)
+    record["first_commit_ts"] = round(time.time(), 6)
+    time.sleep(max(0.0, warmup_s))
+    record["warmup_end_ts"] = round(time.time(), 6)
+    record["warmup_ended_at"] = iso_from_epoch(record["warmup_end_ts"])
+    return record
+
+
+def _summarise(samples_dir: str) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    total = 0
+    for s in read_samples(samples_dir):
+        counts[s.outcome] = counts.get(s.outcome, 0) + 1
+        total += 1
+    return {"transactions": total, "by_outcome": counts}
+
+
+def stop_load(stop_timeout_s: float = 20.0) -> dict[str, Any]:
+    """Stop the running load (idempotent) and return its record with stop time and counts."""
+    record, proc = load_state.current(), load_state.process()
+    if not record:
+        return {}
+    if proc is not None and proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGCONT)  # a paused load must be able to exit
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=stop_timeout_s)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=10)
+    if record.get("running"):
+        record["running"] = False
+        stopped = time.time()
+        record["stop_ts"] = round(stopped, 6)
+        record["stopped_at"] = iso_from_epoch(stopped)
+        record["exit_code"] = proc.returncode if proc is not None else None
+        record.update(_summarise(record["samples_dir"]))
+        Path(record["samples_dir"], "load.json").write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
+# --- Chaos Toolkit control hooks (every hook receives the provider's arguments) -----------------
+
+
+def before_experiment_control(context: dict[str, Any], configuration: dict[str, Any] | None = None,
+                              secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    from chaoslib.exceptions import InterruptExecution
+
+    args = {k: v for k, v in kwargs.items() if k in start_load.__code__.co_varnames}
+    try:
+        start_load(configuration=configuration, secrets=secrets, **args)
+    except ChaosDBError as exc:
+        raise InterruptExecution(f"chaosdb load control: {exc}") from None
+
+
+def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None,
+                             **kwargs: Any) -> None:
+    record = stop_load(float(kwargs.get("stop_timeout_s", 20.0)))
+    if state is not None and record:
+        state["chaosdb_load"] = {k: v for k, v in record.items() if k != "running"}
+
+
+def cleanup_control() -> None:
+    stop_load()

@@ -1,0 +1,165 @@
+"""Integrity probes for after the chaos: consistency, lost acknowledged writes, replica convergence.
+
+* ``tpcc_consistency`` / ``tpcc_is_consistent``: TPC-C conditions 1-4 (clause
+  3.3.2.1-4) on one snapshot of the primary (REPEATABLE READ), so they can run
+  while the load goes on.
+* ``acknowledged_writes`` / ``lost_acknowledged_writes``: every New-Order the
+  client saw commit must be in the database; ambiguous commits are counted
+  apart (either result is correct for them).
+* ``replica_convergence`` / ``replicas_converged``: once the cluster is healthy,
+  every replica replays up to the primary's WAL position and holds the same
+  TPC-C rows (per-table checksums). Rows keep changing while the load runs, so
+  the check pauses the load started by :mod:`chaosdb.load.control` (SIGSTOP,
+  at most ``timeout_s``) and records the pause in the journal so that reports
+  leave it out.
+
+The DSN is resolved like the load control's (argument ``dsn``, secret ``load_dsn``,
+``CHAOSDB_LOAD_DSN``, embedded cluster).
+"""
+
+import os
+import signal
+import time
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List
+
+from chaoslib.types import Configuration, Secrets
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.redact import redact
+from chaosdb.core.timeutil import iso_from_epoch
+from chaosdb.load import state as load_state
+from chaosdb.load.control import _resolve_dsn
+from chaosdb.workloads.samples import read_samples
+from chaosdb.workloads.tpcc import consistency
+
+__all__ = ["tpcc_consistency", "tpcc_is_consistent", "acknowledged_writes", "lost_acknowledged_writes",
+           "replica_convergence", "replicas_converged"]
+
+
+def _connect(dsn: str, **kw: Any):
+    import psycopg
+
+    try:
+        return psycopg.connect(dsn, connect_timeout=5, **kw)
+    except psycopg.Error as exc:
+        raise ChaosDBError(f"cannot connect for the integrity check: {redact(str(exc), [dsn])}") from None
+
+
+def tpcc_consistency(conditions: List[int] = None, dsn: str = "", configuration: Configuration = None,
+                     secrets: Secrets = None) -> Dict[str, Any]:
+    """TPC-C consistency conditions (default 1-4) on one snapshot of the primary: per condition
+    whether it holds, how many warehouses/districts violate it and a few examples."""
+    wanted = [int(c) for c in (conditions or [1, 2, 3, 4])]
+    if any(c not in consistency.CONDITION_QUERIES for c in wanted):
+        raise ChaosDBError(f"conditions must be among {sorted(consistency.CONDITION_QUERIES)}")
+    with _connect(_resolve_dsn(dsn, configuration, secrets), target_session_attrs="read-write") as conn:
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        return consistency.check_conditions(conn, wanted)
+
+
+def tpcc_is_consistent(conditions: List[int] = None, dsn: str = "", configuration: Configuration = None,
+                       secrets: Secrets = None) -> bool:
+    """True when every chosen TPC-C consistency condition (default 1-4) holds."""
+    return bool(tpcc_consistency(conditions, dsn, configuration, secrets)["ok"])
+
+
+def acknowledged_writes(samples: str = "", dsn: str = "", configuration: Configuration = None,
+                        secrets: Secrets = None) -> Dict[str, Any]:
+    """Ledger check: of the New-Orders the client saw commit, how many are missing from the
+    database (must be 0); ambiguous commits are reported apart with how many are present."""
+    location = load_state.samples_dir_for(samples, configuration)
+    committed, ambiguous = [], []
+    for s in read_samples(location):
+        if s.name == "new_order" and s.key:
+            (committed if s.outcome == "committed" else ambiguous if s.outcome == "ambiguous" else []).append(s.key)
+    with _connect(_resolve_dsn(dsn, configuration, secrets), target_session_attrs="read-write") as conn:
+        result = consistency.check_ledger(conn, committed, ambiguous)
+    result["samples"] = str(location)
+    return result
+
+
+def lost_acknowledged_writes(samples: str = "", dsn: str = "", configuration: Configuration = None,
+                             secrets: Secrets = None) -> int:
+    """Number of acknowledged New-Orders missing from the database (tolerance: 0)."""
+    return int(acknowledged_writes(samples, dsn, configuration, secrets)["missing"])
+
+
+@contextmanager
+def _load_paused(enabled: bool) -> Iterator[None]:
+    record, proc = load_state.current(), load_state.process()
+    active = enabled and record.get("running") and proc is not None and proc.poll() is None
+    if not active:
+        yield
+        return
+    start = time.time()
+    os.killpg(proc.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+        end = time.time()
+        record.setdefault("pauses", []).append({"reason": "replica convergence check", "start_ts": round(start, 6),
+                                                "end_ts": round(end, 6), "started_at": iso_from_epoch(start),
+                                                "ended_at": iso_from_epoch(end)})
+
+
+def _node_dsns(base: str, configuration: Configuration, secrets: Secrets) -> Dict[str, str]:
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from chaosdb.postgres.endpoints import patroni_client
+
+    members = patroni_client(configuration, secrets).members()
+    params = conninfo_to_dict(base)
+    params.pop("target_session_attrs", None)
+    params.pop("load_balance_hosts", None)
+    return {m.name: make_conninfo(**dict(params, host=m.host, port=str(m.port))) for m in members
+            if m.host and m.port}
+
+
+def replica_convergence(timeout_s: float = 60.0, pause_load: bool = True, dsn: str = "",
+                        configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Per-table checksums of the TPC-C tables on the primary and on every replica once each has
+    replayed up to the primary's WAL position (the load paused meanwhile); ``ok`` when all match."""
+    base = _resolve_dsn(dsn, configuration, secrets)
+    nodes = _node_dsns(base, configuration, secrets)
+    result: Dict[str, Any] = {"nodes": {}}
+    with _load_paused(pause_load):
+        with _connect(base, target_session_attrs="read-write", autocommit=True) as primary:
+            primary_host = str(primary.info.host)
+            lsn = primary.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]
+            primary_sums = consistency.table_checksums(primary)
+        result["primary_lsn"] = lsn
+        deadline = time.monotonic() + timeout_s
+        for name, node_dsn in sorted(nodes.items()):
+            with _connect(node_dsn, autocommit=True) as conn:
+                if not conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
+                    result["primary"] = name
+                    result["nodes"][name] = {"role": "primary", "match": True}
+                    continue
+                while True:
+                    caught_up = conn.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0]
+                    if caught_up or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.2)
+                if not caught_up:
+                    result["nodes"][name] = {"role": "replica", "caught_up": False, "match": False}
+                    continue
+                sums = consistency.table_checksums(conn)
+                differ = sorted(t for t in primary_sums if sums.get(t) != primary_sums[t])
+                result["nodes"][name] = {"role": "replica", "caught_up": True, "match": not differ,
+                                         "differing_tables": differ}
+    result.setdefault("primary", primary_host)
+    replicas = [v for v in result["nodes"].values() if v["role"] == "replica"]
+    result["replicas"] = len(replicas)
+    result["ok"] = bool(replicas) and all(v["match"] for v in replicas)
+    return result
+
+
+def replicas_converged(timeout_s: float = 60.0, pause_load: bool = True, dsn: str = "",
+                       configuration: Configuration = None, secrets: Secrets = None) -> bool:
+    """True when every replica caught up with the primary and holds the same TPC-C data."""
+    return bool(replica_convergence(timeout_s, pause_load, dsn, configuration, secrets)["ok"])

@@ -1,0 +1,1 @@
+"""Workload logic (schema, loaders, transactions, checks), independent of Locust."""

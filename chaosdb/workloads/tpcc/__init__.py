@@ -1,0 +1,1 @@
+"""TPC-C-like workload: schema, loader, the five transactions, consistency checks."""
