@@ -1,0 +1,230 @@
+"""TPC-C load on the real embedded cluster: Locust headless, the control in `chaos run`, integrity after chaos."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from chaosdb.load import integrity, probes
+from chaosdb.local.processes import pid_alive
+from chaosdb.workloads.samples import read_samples
+
+pytestmark = pytest.mark.integration
+
+CHAOS = str(Path(sys.executable).parent / "chaos")
+
+
+@pytest.fixture(scope="session")
+def tpcc_db(pg_cluster):
+    from chaosdb.workloads.tpcc import loader
+    from chaosdb.workloads.tpcc.rand import Scale
+
+    result = loader.load(pg_cluster.dsn(), Scale.reduced(2, 10), workers=2)
+    assert result["warehouses"] == 2
+    return pg_cluster
+
+
+def test_loader_is_idempotent_and_resumable(tpcc_db):
+    from chaosdb.workloads.tpcc import loader
+    from chaosdb.workloads.tpcc.rand import Scale
+
+    again = loader.load(tpcc_db.dsn(), Scale.reduced(2, 10))
+    assert again["loaded"] == [] and "warehouse:2" in again["already_loaded"]
+    with psycopg.connect(tpcc_db.dsn()) as conn:
+        # simulate an interrupted load of a third warehouse: nothing of it is there, then it is loaded
+        assert conn.execute("SELECT count(*) FROM warehouse WHERE w_id = 3").fetchone()[0] == 0
+    grown = loader.load(tpcc_db.dsn(), Scale.reduced(3, 10))
+    assert grown["loaded"] == ["warehouse:3"]
+    with psycopg.connect(tpcc_db.dsn()) as conn:
+        assert conn.execute("SELECT count(*) FROM district WHERE d_w_id = 3").fetchone()[0] == 10
+        assert conn.execute("SELECT count(*) FROM customer WHERE c_w_id = 3").fetchone()[0] == 3000
+        assert conn.execute("SELECT count(*) FROM new_order WHERE no_w_id = 3").fetchone()[0] == 900
+        # put the session database back to 2 warehouses for the other tests
+        for table, col in (("order_line", "ol_w_id"), ("new_order", "no_w_id"), ("orders", "o_w_id"),
+                           ("history", "h_w_id"), ("customer", "c_w_id"), ("district", "d_w_id"),
+                           ("stock", "s_w_id"), ("warehouse", "w_id")):
+            conn.execute(f"DELETE FROM {table} WHERE {col} = 3")
+        conn.execute("DELETE FROM tpcc_load_progress WHERE part = 'warehouse:3'")
+        conn.execute("UPDATE tpcc_meta SET v = '2' WHERE k = 'warehouses'")
+    with pytest.raises(Exception, match="same scale"):
+        loader.load(tpcc_db.dsn(), Scale.reduced(2, 5))
+    assert integrity.tpcc_is_consistent(dsn=tpcc_db.dsn())
+
+
+def test_locust_headless_60s_mix_samples_and_live_probes(tpcc_db, tmp_path, healthy):
+    samples = tmp_path / "samples"
+    env = dict(os.environ, CHAOSDB_LOAD_DSN=tpcc_db.dsn())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "locust", "-f", str(Path(__file__).parents[2] / "load" / "tpcc.py"), "--headless",
+         "-u", "8", "-r", "8", "-t", "60s", "--csv", str(tmp_path / "locust"), "--only-summary",
+         "--json-file", str(tmp_path / "locust"),
+         "--tpcc-samples-dir", str(samples)],
+        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(40)
+        config = {"chaosdb_samples_dir": str(samples)}
+        p99 = probes.latency_percentile(99, window_s=10, configuration=config)
+        p50 = probes.latency_percentile(50, window_s=10, configuration=config)
+        assert 0 < p50 <= p99
+        assert probes.error_rate(window_s=10, configuration=config) == 0.0
+        tps = probes.throughput_tps(window_s=10, configuration=config)
+        assert tps > 10
+        assert probes.tpmc(window_s=20, configuration=config) > 0
+        assert probes.throughput_tps(window_s=10, transaction="payment", configuration=config) < tps
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out[-2000:]
+    rows = list(read_samples(samples))
+    mix = collections.Counter(s.name for s in rows)
+    assert set(mix) == {"new_order", "payment", "order_status", "delivery", "stock_level"}
+    for name, target in {"new_order": 45, "payment": 43, "order_status": 4, "delivery": 4,
+                         "stock_level": 4}.items():
+        assert abs(100 * mix[name] / len(rows) - target) <= 2, (name, mix)
+    # every transaction Locust counted is a sample row, and every sample is complete (Locust's final
+    # stats CSV is written before the last requests are counted; its JSON report is complete)
+    locust_counts = {e["name"]: e["num_requests"] for e in json.loads((tmp_path / "locust.json").read_text())}
+    assert dict(mix) == locust_counts
+    assert all(s.start_ts > 1e9 and s.latency_ms > 0 and s.outcome in ("committed", "rollback") for s in rows)
+    rollbacks = sum(1 for s in rows if s.outcome == "rollback") / mix["new_order"]
+    assert 0.002 < rollbacks < 0.03, "about 1 % of New-Orders roll back"
+    assert all(s.key.count(":") == 2 for s in rows if s.name == "new_order" and s.outcome == "committed")
+    assert integrity.tpcc_is_consistent(dsn=tpcc_db.dsn())
+    time.sleep(8)  # the load has stopped: a 5 s window ending 2 s ago is empty now
+    with pytest.raises(Exception, match="no transaction started"):
+        probes.latency_percentile(99, window_s=5, configuration={"chaosdb_samples_dir": str(samples)})
+
+
+def _experiment(tmp_path: Path, cluster_dir: str, method: list, control_args: dict, hypothesis: bool = True) -> Path:
+    exp = {
+        "version": "1.0.0",
+        "title": "test",
+        "description": "test",
+        "configuration": {"chaosdb_cluster_dir": cluster_dir},
+        "controls": [{"name": "load", "provider": {"type": "python", "module": "chaosdb.load.control",
+                                                    "arguments": control_args}}],
+        "method": method,
+        "rollbacks": [{"type": "action", "name": "restart", "provider": {
+            "type": "python", "module": "chaosdb.local.actions", "func": "restart_nodes",
+            "arguments": {"wait_healthy_s": 90}}}],
+    }
+    if hypothesis:
+        exp["steady-state-hypothesis"] = {"title": "fast and correct", "probes": [
+            {"type": "probe", "name": "p99", "tolerance": {"type": "range", "range": [0, 2000]},
+             "provider": {"type": "python", "module": "chaosdb.load.probes", "func": "latency_percentile",
+                          "arguments": {"percentile": 99, "window_s": 5}}}]}
+    path = tmp_path / "experiment.json"
+    path.write_text(json.dumps(exp))
+    return path
+
+
+def test_chaos_run_with_load_control_kill_primary_then_integrity(tpcc_db, tmp_path, healthy):
+    samples = tmp_path / "samples"
+    method = [
+        {"type": "action", "name": "kill-primary", "provider": {"type": "python", "module": "chaosdb.local.actions",
+                                                               "func": "kill_node", "arguments": {"target": "leader"}},
+         "pauses": {"after": 28}},
+        {"type": "action", "name": "restart", "provider": {"type": "python", "module": "chaosdb.local.actions",
+                                                          "func": "restart_nodes", "arguments": {}},
+         "pauses": {"after": 5}},
+    ]
+    exp = _experiment(tmp_path, tpcc_db.dir, method, {"users": 6, "warmup_s": 5, "samples_dir": str(samples)})
+    run = subprocess.run([CHAOS, "--no-log-file", "run", str(exp), "--journal-path", str(tmp_path / "journal.json")],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    journal = json.loads((tmp_path / "journal.json").read_text())
+    assert journal["status"] == "completed", run.stderr[-3000:]
+    load = journal["chaosdb_load"]
+    assert load["samples_dir"] == str(samples) and load["warmup_end_ts"] > load["start_ts"]
+    assert load["stop_ts"] > load["warmup_end_ts"] and not pid_alive(load["pid"])
+    assert "passfile=" in load["settings"]["dsn"]
+    outcomes = load["by_outcome"]
+    assert outcomes.get("committed", 0) > 100
+    assert sum(v for k, v in outcomes.items() if k not in ("committed", "rollback")) > 0, \
+        "killing the primary under load must show failed attempts"
+    config = {"chaosdb_cluster_dir": tpcc_db.dir}
+    assert integrity.tpcc_consistency(configuration=config)["ok"]
+    ledger = integrity.acknowledged_writes(samples=str(samples), configuration=config)
+    assert ledger["acknowledged"] > 50 and ledger["missing"] == 0, ledger
+    assert integrity.lost_acknowledged_writes(samples=str(samples), configuration=config) == 0
+    convergence = integrity.replica_convergence(configuration=config)
+    assert convergence["ok"] and convergence["replicas"] == 2, convergence
+
+
+def test_integrity_checks_detect_damage(tpcc_db, tmp_path):
+    """The checks can fail: break an invariant and remove an acknowledged order, then repair."""
+    config = {"chaosdb_cluster_dir": tpcc_db.dir}
+    with psycopg.connect(tpcc_db.dsn()) as conn:
+        conn.execute("UPDATE district SET d_ytd = d_ytd + 1 WHERE d_w_id = 1 AND d_id = 1")
+        row = conn.execute("SELECT o_w_id, o_d_id, o_id, o_ol_cnt FROM orders ORDER BY o_id DESC LIMIT 1").fetchone()
+        saved = conn.execute("SELECT * FROM orders WHERE o_w_id = %s AND o_d_id = %s AND o_id = %s",
+                             row[:3]).fetchone()
+        conn.execute("DELETE FROM orders WHERE o_w_id = %s AND o_d_id = %s AND o_id = %s", row[:3])
+    try:
+        result = integrity.tpcc_consistency(configuration=config)
+        assert not result["ok"] and not result["conditions"]["1"]["ok"]
+        assert result["conditions"]["1"]["examples"][0][0] == 1
+        samples = tmp_path / "s"
+        samples.mkdir()
+        (samples / "samples-w0-1.csv").write_text(
+            "start_ts,latency_ms,name,outcome,sqlstate,retries,terminal,key\n"
+            f"1.0,1.0,new_order,committed,,0,0,{row[0]}:{row[1]}:{row[2]}\n"
+            f"2.0,1.0,new_order,ambiguous,OperationalError,0,0,{row[0]}:{row[1]}:999999\n")
+        ledger = integrity.acknowledged_writes(samples=str(samples), configuration=config)
+        assert ledger["missing"] == 1 and ledger["missing_examples"] == [f"{row[0]}:{row[1]}:{row[2]}"]
+        assert ledger["ambiguous"] == 1 and ledger["ambiguous_present"] == 0
+    finally:
+        with psycopg.connect(tpcc_db.dsn()) as conn:
+            conn.execute("UPDATE district SET d_ytd = d_ytd - 1 WHERE d_w_id = 1 AND d_id = 1")
+            conn.execute("INSERT INTO orders VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", saved)
+    assert integrity.tpcc_is_consistent(configuration=config)
+
+
+def test_interrupted_chaos_run_still_stops_the_load(tpcc_db, tmp_path, healthy):
+    samples = tmp_path / "samples"
+    method = [{"type": "action", "name": "wait", "provider": {"type": "python", "module": "chaosdb.local.probes",
+                                                             "func": "cluster_is_healthy", "arguments": {}},
+               "pauses": {"after": 120}}]
+    exp = _experiment(tmp_path, tpcc_db.dir, method, {"users": 2, "warmup_s": 1, "samples_dir": str(samples)},
+                      hypothesis=False)
+    proc = subprocess.Popen([CHAOS, "--no-log-file", "run", str(exp), "--journal-path",
+                             str(tmp_path / "journal.json")], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (samples / "load.json").exists():
+        if any(True for _ in read_samples(samples)):
+            break
+        time.sleep(0.5)
+    time.sleep(4)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    journal = json.loads((tmp_path / "journal.json").read_text())
+    assert journal["status"] == "interrupted", out[-2000:]
+    load = journal["chaosdb_load"]
+    assert load["stop_ts"] and not pid_alive(load["pid"])
+    assert load["transactions"] > 0
+
+
+def test_load_that_cannot_start_interrupts_before_the_method(tmp_path, pg_cluster):
+    method = [{"type": "action", "name": "must-not-run", "provider": {
+        "type": "python", "module": "chaosdb.local.actions", "func": "kill_node", "arguments": {"target": "leader"}}}]
+    exp = _experiment(tmp_path, pg_cluster.dir, method,
+                      {"users": 1, "warmup_s": 1, "samples_dir": str(tmp_path / "s"), "start_timeout_s": 15,
+                       "dsn": "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1"})
+    before = pg_cluster.node("node1")
+    run = subprocess.run([CHAOS, "--no-log-file", "run", str(exp), "--journal-path", str(tmp_path / "journal.json")],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    journal = json.loads((tmp_path / "journal.json").read_text())
+    assert journal["status"] == "interrupted"
+    assert journal["run"] == []
+    assert "chaosdb load control" in run.stdout + run.stderr
+    assert before.path.exists()
