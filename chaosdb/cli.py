@@ -128,6 +128,17 @@ def cmd_load_tpcc(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_load_ycsb(args: argparse.Namespace) -> int:
+    from chaosdb.workloads import ycsb
+
+    result = ycsb.load(_load_dsn(args), args.records)
+    if args.json:
+        _print_json(result)
+    else:
+        print(f"YCSB usertable: {result['records']} records ({result['inserted']} inserted) in {result['seconds']}s")
+    return 0
+
+
 def _add_dsn_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dsn", default="", help="libpq DSN (default: CHAOSDB_LOAD_DSN, else the embedded cluster)")
     p.add_argument("--cluster", default="", help="embedded cluster name (default: chaosdb)")
@@ -188,6 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=2, help="loader processes")
     p.add_argument("--drop", action="store_true", help="drop the TPC-C tables first")
     p.set_defaults(func=cmd_load_tpcc)
+    p = lsub.add_parser("ycsb-load", help="create the YCSB usertable and insert missing records")
+    _add_dsn_options(p)
+    p.add_argument("--records", type=int, default=10000)
+    p.set_defaults(func=cmd_load_ycsb)
     return parser
 
 

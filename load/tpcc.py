@@ -1,4 +1,4 @@
-"""TPC-C-like load: ``locust -f load/tpcc.py --headless -u 10 -r 10 --tpcc-dsn "$DSN"``.
+"""TPC-C-like load: ``locust -f load/tpcc.py --headless -u 10 -r 10 --chaosdb-dsn "$DSN"``.
 
 The workload lives in :mod:`chaosdb.workloads.tpcc`; the Locust user and its
 options in :mod:`chaosdb.load.locust_tpcc` (see its docstring for every option).

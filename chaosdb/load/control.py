@@ -50,7 +50,8 @@ from chaosdb.workloads.samples import read_samples, sample_files
 
 __all__ = ["before_experiment_control", "after_experiment_control", "cleanup_control", "start_load", "stop_load"]
 
-DEFAULT_LOCUSTFILE = str(Path(__file__).with_name("locust_tpcc.py"))
+LOCUSTFILES = {"tpcc": str(Path(__file__).with_name("locust_tpcc.py")),
+               "ycsb": str(Path(__file__).with_name("locust_ycsb.py"))}
 PR_SET_PDEATHSIG = 1
 
 
@@ -91,7 +92,7 @@ def _has_commit(samples_dir: Path) -> bool:
     return any(is_success(s.outcome) for s in read_samples(samples_dir))
 
 
-def start_load(users: int = 10, spawn_rate: float = 0.0, warmup_s: float = 10.0, samples_dir: str = "",
+def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, spawn_rate: float = 0.0, warmup_s: float = 10.0, samples_dir: str = "",
                locustfile: str = "", processes: int = 0, isolation: str = "default", wait: float = 0.0,
                rate: float = 0.0, max_run_s: float = 3600.0, start_timeout_s: float = 60.0,
                extra_args: list[str] | None = None, dsn: str = "", configuration: dict[str, Any] | None = None,
@@ -101,16 +102,21 @@ def start_load(users: int = 10, spawn_rate: float = 0.0, warmup_s: float = 10.0,
         raise ChaosDBError("a load is already running in this process")
     if users < 1:
         raise ChaosDBError("users must be >= 1")
+    if workload not in LOCUSTFILES and not locustfile:
+        raise ChaosDBError(f"workload must be one of {', '.join(LOCUSTFILES)} (or give a locustfile)")
     the_dsn = _resolve_dsn(dsn, configuration, secrets)
     out = Path(samples_dir or f"chaosdb-load/{time.strftime('%Y%m%d-%H%M%S')}").absolute()
     out.mkdir(parents=True, exist_ok=True)
     if sample_files(out):
         raise ChaosDBError(f"{out} already holds samples from another run: choose an empty samples_dir")
-    argv = [sys.executable, "-m", "locust", "-f", locustfile or DEFAULT_LOCUSTFILE, "--headless",
+    argv = [sys.executable, "-m", "locust", "-f", locustfile or LOCUSTFILES[workload], "--headless",
             "-u", str(users), "-r", str(spawn_rate or users), "--run-time", f"{int(max_run_s)}s",
             "--stop-timeout", "5", "--csv", str(out / "locust"), "--csv-full-history", "--only-summary",
-            "--tpcc-samples-dir", str(out), "--tpcc-isolation", isolation, "--tpcc-wait", str(wait),
-            "--tpcc-rate", str(rate)]
+            "--chaosdb-samples-dir", str(out), "--chaosdb-isolation", isolation, "--chaosdb-rate", str(rate)]
+    if workload == "tpcc":
+        argv += ["--tpcc-wait", str(wait)]
+    elif workload == "ycsb":
+        argv += ["--ycsb-records", str(records)]
     if processes:
         argv += ["--processes", str(processes)]
     argv += list(extra_args or [])
@@ -128,8 +134,8 @@ def start_load(users: int = 10, spawn_rate: float = 0.0, warmup_s: float = 10.0,
         "pid": proc.pid,
         "settings": {"users": users, "spawn_rate": spawn_rate or users, "warmup_s": warmup_s, "processes": processes,
                      "isolation": isolation, "wait": wait, "rate": rate, "max_run_s": max_run_s,
-                     "locustfile": locustfile or DEFAULT_LOCUSTFILE, "dsn": redact_dsn(the_dsn),
-                     "workload": "tpcc"},
+                     "locustfile": locustfile or LOCUSTFILES[workload], "dsn": redact_dsn(the_dsn),
+                     "workload": workload, "records": records if workload == "ycsb" else None},
         "samples_dir": str(out),
         "samples_format": "chaosdb",
         "locust_csv_prefix": str(out / "locust"),

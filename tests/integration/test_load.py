@@ -67,7 +67,7 @@ def test_locust_headless_60s_mix_samples_and_live_probes(tpcc_db, tmp_path, heal
         [sys.executable, "-m", "locust", "-f", str(Path(__file__).parents[2] / "load" / "tpcc.py"), "--headless",
          "-u", "8", "-r", "8", "-t", "60s", "--csv", str(tmp_path / "locust"), "--only-summary",
          "--json-file", str(tmp_path / "locust"),
-         "--tpcc-samples-dir", str(samples)],
+         "--chaosdb-samples-dir", str(samples)],
         env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         time.sleep(40)
@@ -228,3 +228,22 @@ def test_load_that_cannot_start_interrupts_before_the_method(tmp_path, pg_cluste
     assert journal["run"] == []
     assert "chaosdb load control" in run.stdout + run.stderr
     assert before.path.exists()
+
+
+def test_ycsb_workload_a_on_sql(pg_cluster, tmp_path, healthy):
+    from chaosdb.workloads import ycsb
+
+    assert ycsb.load(pg_cluster.dsn(), 2000)["records"] == 2000
+    assert ycsb.load(pg_cluster.dsn(), 2000)["inserted"] == 0
+    samples = tmp_path / "samples"
+    env = dict(os.environ, CHAOSDB_LOAD_DSN=pg_cluster.dsn())
+    run = subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(Path(__file__).parents[2] / "load" / "ycsb.py"), "--headless",
+         "-u", "4", "-r", "4", "-t", "10s", "--only-summary", "--ycsb-records", "2000",
+         "--chaosdb-samples-dir", str(samples)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=90)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    rows = list(read_samples(samples))
+    kinds = collections.Counter(s.name for s in rows)
+    assert set(kinds) == {"read", "update"} and 0.4 < kinds["read"] / len(rows) < 0.6
+    assert all(s.outcome == "committed" for s in rows)
+    assert all(s.key.startswith("user") for s in rows if s.name == "update")

@@ -12,14 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from chaosdb.workloads.executor import BusinessRollback
 from chaosdb.workloads.tpcc.rand import DISTRICTS_PER_WAREHOUSE, RandomSource
 
 __all__ = ["BusinessRollback", "TxnInfo", "new_order", "payment", "order_status", "delivery", "stock_level",
            "RUNNERS"]
-
-
-class BusinessRollback(Exception):
-    """The transaction rolled back on purpose (New-Order with an invalid item)."""
 
 
 @dataclass

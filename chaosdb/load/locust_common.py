@@ -1,0 +1,98 @@
+"""Plumbing shared by the pack's Locust users: options, per-process samples file, terminal numbers.
+
+Terminal (client) numbers are ``local_index * workers + worker_index`` so that
+clients are spread evenly across worker processes (``--processes N``; in
+master/worker mode across machines pass ``--chaosdb-workers N`` to each worker).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from typing import Any
+
+from chaosdb.workloads.outcomes import is_success
+from chaosdb.workloads.samples import Sample, SampleWriter
+
+__all__ = ["add_common_options", "ProcessState", "TransactionFailed", "report"]
+
+
+class TransactionFailed(Exception):
+    """Reported to Locust for a failed attempt: the outcome and SQLSTATE."""
+
+
+def add_common_options(parser: Any) -> None:
+    """Options every chaosdb locustfile understands (Locust's parser knows is_secret)."""
+    parser.add_argument("--chaosdb-dsn", env_var="CHAOSDB_LOAD_DSN", default="", is_secret=True,
+                        help="libpq DSN (multi-host with target_session_attrs=read-write)")
+    parser.add_argument("--chaosdb-samples-dir", env_var="CHAOSDB_SAMPLES_DIR", default="samples",
+                        help="directory for samples-*.csv")
+    parser.add_argument("--chaosdb-isolation", default="default",
+                        choices=["default", "read_committed", "repeatable_read", "serializable"])
+    parser.add_argument("--chaosdb-max-retries", type=int, default=5, help="retries of 40001/40P01")
+    parser.add_argument("--chaosdb-rate", type=float, default=0.0,
+                        help="cap the total offered rate (transactions/s over all users); 0 = unlimited")
+    parser.add_argument("--chaosdb-seed", type=int, default=None, help="repeatable random choices")
+    parser.add_argument("--chaosdb-workers", type=int, default=0, help="worker processes in master/worker mode")
+
+
+class ProcessState:
+    """What one Locust process shares between its users: the samples writer and numbering."""
+
+    def __init__(self) -> None:
+        self.writer: SampleWriter | None = None
+        self.worker_index = 0
+        self.workers = 1
+        self._local = itertools.count()
+        self.extra: dict[str, Any] = {}
+
+    def setup(self, environment: Any, prefix: str = "samples") -> None:
+        if self.writer is not None:
+            return
+        opts = environment.parsed_options
+        self.worker_index = max(0, getattr(environment.runner, "worker_index", 0) or 0)
+        workers = opts.chaosdb_workers or getattr(opts, "processes", 0) or 1
+        self.workers = max(1, os.cpu_count() or 1) if workers < 0 else max(1, workers)
+        self.writer = SampleWriter(os.path.join(opts.chaosdb_samples_dir,
+                                                f"{prefix}-w{self.worker_index}-{os.getpid()}.csv"))
+
+    def next_terminal(self) -> int:
+        return next(self._local) * self.workers + self.worker_index
+
+    def flush(self) -> None:
+        if self.writer is not None:
+            self.writer.flush()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def report(environment: Any, state: ProcessState, sample: Sample, request_type: str) -> None:
+    """Record *sample* in the samples file and as a Locust request."""
+    assert state.writer is not None
+    state.writer.add(sample)
+    environment.events.request.fire(
+        request_type=request_type, name=sample.name, response_time=sample.latency_ms, response_length=0,
+        context={"outcome": sample.outcome}, start_time=sample.start_ts,
+        exception=None if is_success(sample.outcome) else TransactionFailed(f"{sample.outcome} {sample.sqlstate}".strip()),
+    )
+
+
+class Pacer:
+    """Caps the offered rate: each user waits so that all users together offer at most ``rate``/s."""
+
+    def __init__(self) -> None:
+        import time
+
+        self._time = time
+        self.next_due = time.monotonic()
+
+    def wait(self, rate: float, users: int) -> None:
+        if rate <= 0:
+            return
+        interval = max(1, users) / rate
+        now = self._time.monotonic()
+        self.next_due = max(self.next_due + interval, now)
+        if self.next_due > now:
+            self._time.sleep(self.next_due - now)

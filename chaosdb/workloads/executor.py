@@ -1,0 +1,128 @@
+"""One client connection that runs transactions with the pack's failure semantics.
+
+Shared by every SQL workload (TPC-C terminals, YCSB clients):
+
+* connect with the multi-host DSN (``target_session_attrs=read-write``) and a
+  short ``connect_timeout``; a broken connection is dropped and the next
+  transaction reconnects;
+* serialization failures and deadlocks (40001, 40P01) are retried up to
+  ``max_retries`` times with exponential backoff (base 10 ms, cap 1 s) and
+  full jitter; the sample keeps the retries used;
+* an error while COMMIT is in flight (connection lost, 40003, 08007) is
+  ``ambiguous`` and never retried: the write may or may not be durable;
+* every attempt becomes exactly one :class:`~chaosdb.workloads.samples.Sample`.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from chaosdb.workloads.outcomes import RETRYABLE, classify
+from chaosdb.workloads.samples import Sample
+
+__all__ = ["Executor", "BusinessRollback", "ISOLATION", "TxnBody"]
+
+ISOLATION = {"default": None, "read_committed": "READ COMMITTED", "repeatable_read": "REPEATABLE READ",
+             "serializable": "SERIALIZABLE"}
+
+
+class BusinessRollback(Exception):
+    """The transaction rolled back on purpose (e.g. TPC-C New-Order with an invalid item)."""
+
+
+#: a transaction body: runs statements on the connection (no commit) and returns the key it wrote ('' if none)
+TxnBody = Callable[[Any], str]
+
+
+@dataclass
+class Executor:
+    dsn: str
+    isolation: str = "default"
+    max_retries: int = 5
+    connect_timeout_s: int = 2
+    application_name: str = "chaosdb"
+    seed: int | None = None
+    sleep: Callable[[float], None] = time.sleep
+
+    def __post_init__(self) -> None:
+        if self.isolation not in ISOLATION:
+            raise ValueError(f"isolation must be one of {', '.join(ISOLATION)}")
+        self.conn: Any = None
+        self._backoff = random.Random(self.seed)
+
+    def connection(self) -> Any:
+        import psycopg
+
+        if self.conn is not None and not self.conn.closed and not self.conn.broken:
+            return self.conn
+        self.close()
+        self.conn = psycopg.connect(self.dsn, connect_timeout=self.connect_timeout_s,
+                                    target_session_attrs="read-write", application_name=self.application_name)
+        level = ISOLATION[self.isolation]
+        if level:
+            self.conn.execute(f"SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL {level}")
+            self.conn.commit()
+        return self.conn
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except Exception:
+                pass
+            self.conn = None
+
+    def _drop_broken(self) -> bool:
+        broken = self.conn is None or self.conn.closed or self.conn.broken
+        if not broken:
+            try:
+                self.conn.rollback()
+            except Exception:
+                broken = True
+        if broken:
+            self.close()
+        return broken
+
+    def run(self, name: str, body: TxnBody, terminal: int = 0, keep_key_for: tuple[str, ...] = ()) -> Sample:
+        """Run *body* in a transaction with retries; the outcome is a sample, never an exception.
+
+        ``keep_key_for``: outcomes whose key is recorded (by default committed and ambiguous writes).
+        """
+        import psycopg
+
+        start_ts = time.time()
+        t0 = time.perf_counter()
+        retries = 0
+        outcome, sqlstate, key = "error", "", ""
+        while True:
+            during_commit = False
+            try:
+                conn = self.connection()
+                try:
+                    key = body(conn) or ""
+                except BusinessRollback:
+                    conn.rollback()
+                    outcome, sqlstate = "rollback", ""
+                    break
+                during_commit = True
+                conn.commit()
+                outcome, sqlstate = "committed", ""
+                break
+            except psycopg.Error as exc:
+                sqlstate = exc.sqlstate or ""
+                broken = self._drop_broken()
+                outcome = classify(exc.sqlstate, during_commit, broken)
+                if sqlstate in RETRYABLE and outcome == "aborted" and retries < self.max_retries:
+                    retries += 1
+                    self.sleep(self._backoff.uniform(0, min(1.0, 0.01 * 2 ** retries)))
+                    continue
+                if not sqlstate:
+                    sqlstate = type(exc).__name__
+                break
+        latency_ms = (time.perf_counter() - t0) * 1000.0
+        if outcome not in (keep_key_for or ("committed", "ambiguous")):
+            key = ""
+        return Sample(start_ts, latency_ms, name, outcome, sqlstate, retries, terminal, key)

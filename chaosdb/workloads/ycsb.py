@@ -1,0 +1,153 @@
+"""YCSB-style workload A (50 % reads, 50 % updates, zipfian keys) on a SQL table.
+
+Table ``usertable (ycsb_key varchar(64) PRIMARY KEY, field0 .. field9 varchar(100))``
+with keys ``user<n>``; records are loaded with :func:`load`. Key choice follows
+YCSB's scrambled zipfian: a Zipf(θ = 0.99) rank over the record count, spread
+over the key space by an FNV-1a hash so that hot keys are not adjacent.
+
+Operations are backend-neutral (:class:`Operation`) so that key-value stores
+can be added as backends; :class:`SqlBackend` runs them through the shared
+:class:`~chaosdb.workloads.executor.Executor`, so samples have the same format
+and failure semantics as TPC-C's.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from chaosdb.workloads.executor import Executor
+from chaosdb.workloads.samples import Sample
+
+__all__ = ["Zipfian", "ScrambledZipfian", "WorkloadA", "Operation", "SqlBackend", "load", "key_name", "FIELDS"]
+
+FIELDS = 10
+FIELD_LENGTH = 100
+
+
+def fnv1a_64(value: int) -> int:
+    h = 0xCBF29CE484222325
+    for _ in range(8):
+        h ^= value & 0xFF
+        h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+        value >>= 8
+    return h
+
+
+class Zipfian:
+    """Zipf-distributed integers in [0, n) with constant θ (Gray et al., as in YCSB's ZipfianGenerator)."""
+
+    def __init__(self, n: int, theta: float = 0.99, rng: random.Random | None = None) -> None:
+        if n < 2:
+            raise ValueError("zipfian needs at least 2 items")
+        self.n, self.theta = n, theta
+        self.rng = rng or random.Random()
+        self.zetan = sum(1.0 / (i ** theta) for i in range(1, n + 1))
+        zeta2 = 1.0 + 0.5 ** theta
+        self.alpha = 1.0 / (1.0 - theta)
+        self.eta = (1.0 - (2.0 / n) ** (1.0 - theta)) / (1.0 - zeta2 / self.zetan)
+        self._half_pow = 1.0 + 0.5 ** theta
+
+    def next(self) -> int:
+        u = self.rng.random()
+        uz = u * self.zetan
+        if uz < 1.0:
+            return 0
+        if uz < self._half_pow:
+            return 1
+        return min(self.n - 1, int(self.n * (self.eta * u - self.eta + 1.0) ** self.alpha))
+
+
+class ScrambledZipfian(Zipfian):
+    def next(self) -> int:
+        return fnv1a_64(super().next()) % self.n
+
+
+def key_name(n: int) -> str:
+    return f"user{n}"
+
+
+def _value(rng: random.Random) -> str:
+    return "".join(rng.choices(string.ascii_letters, k=FIELD_LENGTH))
+
+
+@dataclass
+class Operation:
+    kind: str  # read | update
+    key: str
+    field: int = 0
+    value: str = ""
+
+
+class WorkloadA:
+    """Chooses operations: 50/50 read/update over a scrambled-zipfian key."""
+
+    read_proportion = 0.5
+
+    def __init__(self, records: int, seed: int | None = None) -> None:
+        self.rng = random.Random(seed)
+        self.keys = ScrambledZipfian(records, rng=self.rng)
+
+    def next(self) -> Operation:
+        key = key_name(self.keys.next())
+        if self.rng.random() < self.read_proportion:
+            return Operation("read", key)
+        return Operation("update", key, self.rng.randrange(FIELDS), _value(self.rng))
+
+
+class Backend(Protocol):
+    def execute(self, op: Operation, client: int) -> Sample: ...
+
+    def close(self) -> None: ...
+
+
+class SqlBackend:
+    """YCSB operations as SQL transactions on ``usertable``."""
+
+    def __init__(self, dsn: str, client: int = 0, isolation: str = "default", max_retries: int = 5,
+                 seed: int | None = None) -> None:
+        self.executor = Executor(dsn, isolation, max_retries, application_name=f"ycsb-{client}", seed=seed)
+
+    def execute(self, op: Operation, client: int) -> Sample:
+        if op.kind == "read":
+            def body(conn: Any) -> str:
+                conn.execute("SELECT * FROM usertable WHERE ycsb_key = %s", (op.key,)).fetchone()
+                return ""
+        else:
+            def body(conn: Any) -> str:
+                conn.execute(f"UPDATE usertable SET field{op.field} = %s WHERE ycsb_key = %s", (op.value, op.key))
+                return op.key
+        return self.executor.run(op.kind, body, client, keep_key_for=("committed", "ambiguous"))
+
+    def close(self) -> None:
+        self.executor.close()
+
+
+def load(dsn: str, records: int, seed: int = 7, batch: int = 5000) -> dict[str, Any]:
+    """Create ``usertable`` and insert the records that are missing (idempotent)."""
+    import psycopg
+
+    t0 = time.monotonic()
+    rng = random.Random(seed)
+    cols = ", ".join(f"field{i} varchar({FIELD_LENGTH})" for i in range(FIELDS))
+    with psycopg.connect(dsn, connect_timeout=10) as conn:
+        conn.execute(f"CREATE TABLE IF NOT EXISTS usertable (ycsb_key varchar(64) NOT NULL PRIMARY KEY, {cols})")
+        have = conn.execute("SELECT count(*) FROM usertable").fetchone()[0]
+        conn.commit()
+        if have >= records:
+            return {"records": have, "inserted": 0, "seconds": round(time.monotonic() - t0, 2)}
+        existing = {r[0] for r in conn.execute("SELECT ycsb_key FROM usertable")} if have else set()
+        inserted = 0
+        with conn.cursor().copy(f"COPY usertable (ycsb_key, {', '.join(f'field{i}' for i in range(FIELDS))}) "
+                                "FROM STDIN") as copy:
+            for n in range(records):
+                k = key_name(n)
+                if k in existing:
+                    continue
+                copy.write_row((k, *[_value(rng) for _ in range(FIELDS)]))
+                inserted += 1
+        conn.commit()
+    return {"records": records, "inserted": inserted, "seconds": round(time.monotonic() - t0, 2)}
