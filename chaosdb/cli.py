@@ -139,6 +139,19 @@ def cmd_load_ycsb(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_load_calibrate(args: argparse.Namespace) -> int:
+    from chaosdb.load.calibrate import calibrate
+
+    result = calibrate(_load_dsn(args), Path(args.out), workload=args.workload, users=args.users,
+                       step_pct=args.step_pct, step_s=args.step_s, max_steps=args.max_steps,
+                       start_rate=args.start_rate, progress=None if args.json else (lambda m: print(m, flush=True)))
+    if args.json:
+        _print_json(result)
+    else:
+        print(f"sustainable rate: {result['sustainable_tps']} tps ({result['stopped_because']})")
+    return 0
+
+
 def _add_dsn_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dsn", default="", help="libpq DSN (default: CHAOSDB_LOAD_DSN, else the embedded cluster)")
     p.add_argument("--cluster", default="", help="embedded cluster name (default: chaosdb)")
@@ -203,6 +216,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dsn_options(p)
     p.add_argument("--records", type=int, default=10000)
     p.set_defaults(func=cmd_load_ycsb)
+    p = lsub.add_parser("calibrate", help="find the sustainable rate (UPB-style 10 %% steps)")
+    _add_dsn_options(p)
+    p.add_argument("--workload", choices=["tpcc", "ycsb"], default="tpcc")
+    p.add_argument("--users", type=int, default=16)
+    p.add_argument("--step-pct", type=float, default=10.0)
+    p.add_argument("--step-s", type=float, default=10.0)
+    p.add_argument("--max-steps", type=int, default=20)
+    p.add_argument("--start-rate", type=float, default=0.0, help="first offered rate (default: half the probe)")
+    p.add_argument("--out", default="chaosdb-calibration", help="directory for the steps' samples")
+    p.set_defaults(func=cmd_load_calibrate)
     return parser
 
 

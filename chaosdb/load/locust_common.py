@@ -80,19 +80,25 @@ def report(environment: Any, state: ProcessState, sample: Sample, request_type: 
 
 
 class Pacer:
-    """Caps the offered rate: each user waits so that all users together offer at most ``rate``/s."""
+    """Caps the offered rate: each user starts a transaction every ``users / rate`` seconds.
 
-    def __init__(self) -> None:
+    A user that fell behind (a slow transaction) catches up with up to ``max_backlog_s`` of
+    missed starts, so short hiccups do not lower the offered rate; a longer stall is forgotten.
+    """
+
+    def __init__(self, max_backlog_s: float = 1.0) -> None:
         import time
 
         self._time = time
-        self.next_due = time.monotonic()
+        self.max_backlog_s = max_backlog_s
+        self.next_due: float | None = None
 
     def wait(self, rate: float, users: int) -> None:
         if rate <= 0:
             return
-        interval = max(1, users) / rate
         now = self._time.monotonic()
-        self.next_due = max(self.next_due + interval, now)
+        interval = max(1, users) / rate
+        self.next_due = now + interval if self.next_due is None else self.next_due + interval
+        self.next_due = max(self.next_due, now - self.max_backlog_s)
         if self.next_due > now:
             self._time.sleep(self.next_due - now)

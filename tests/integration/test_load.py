@@ -247,3 +247,16 @@ def test_ycsb_workload_a_on_sql(pg_cluster, tmp_path, healthy):
     assert set(kinds) == {"read", "update"} and 0.4 < kinds["read"] / len(rows) < 0.6
     assert all(s.outcome == "committed" for s in rows)
     assert all(s.key.startswith("user") for s in rows if s.name == "update")
+
+
+def test_calibration_finds_a_sustainable_rate(tpcc_db, tmp_path, healthy):
+    from chaosdb.load.calibrate import calibrate
+
+    result = calibrate(tpcc_db.dsn(), tmp_path / "cal", users=4, step_s=3, settle_s=2, max_steps=2, step_pct=10)
+    assert result["probe"]["throughput_tps"] > 0
+    assert len(result["steps"]) >= 1
+    first = result["steps"][0]
+    assert abs(first["offered_tps"] - result["probe"]["throughput_tps"] / 2) < 0.01
+    if result["sustainable_tps"] is not None:
+        assert result["sustainable_tps"] >= first["offered_tps"]
+        assert first["ratio"] >= 0.95
