@@ -36,6 +36,24 @@ def add_common_options(parser: Any) -> None:
     parser.add_argument("--chaosdb-workers", type=int, default=0, help="worker processes in master/worker mode")
 
 
+class NullWriter(SampleWriter):
+    """Counts samples without writing them (benchmark baseline only)."""
+
+    def __init__(self) -> None:  # noqa: D107 - no file
+        self.count = 0
+        self._f = None
+        self._buf = []
+
+    def add(self, sample: Sample) -> None:
+        self.count += 1
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class ProcessState:
     """What one Locust process shares between its users: the samples writer and numbering."""
 
@@ -53,8 +71,9 @@ class ProcessState:
         self.worker_index = max(0, getattr(environment.runner, "worker_index", 0) or 0)
         workers = opts.chaosdb_workers or getattr(opts, "processes", 0) or 1
         self.workers = max(1, os.cpu_count() or 1) if workers < 0 else max(1, workers)
-        self.writer = SampleWriter(os.path.join(opts.chaosdb_samples_dir,
-                                                f"{prefix}-w{self.worker_index}-{os.getpid()}.csv"))
+        path = os.path.join(opts.chaosdb_samples_dir, f"{prefix}-w{self.worker_index}-{os.getpid()}.csv")
+        # CHAOSDB_SAMPLES_DISABLED=1 exists only for the benchmark that measures what recording costs
+        self.writer = NullWriter() if os.environ.get("CHAOSDB_SAMPLES_DISABLED") == "1" else SampleWriter(path)
 
     def next_terminal(self) -> int:
         return next(self._local) * self.workers + self.worker_index

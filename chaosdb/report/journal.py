@@ -1,0 +1,138 @@
+"""Reading Chaos Toolkit journals: status, fault windows, rollbacks, the load record.
+
+* Timestamps: chaostoolkit-lib >= 1.43.1 writes ISO 8601 with ``+00:00``; older
+  versions write naive UTC (``datetime.utcnow().isoformat()``). Both become epoch
+  seconds; a naive timestamp is read as UTC.
+* Fault windows: every *action* of the method (start -> end), in order; probes of
+  the method are not faults. Actions of the rollbacks are kept apart and marked.
+* Statuses: completed, failed, aborted, interrupted, plus ``deviated``.
+* ``chaosdb_load`` (written by :mod:`chaosdb.load.control`) gives the samples
+  location, warm-up end, stop time and pause windows.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from chaosdb.core.errors import ChaosDBError
+
+__all__ = ["Activity", "JournalInfo", "read_journal", "parse_ts", "secret_values_of"]
+
+
+def parse_ts(value: Any) -> float | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value).strip().replace("Z", "+00:00")
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+@dataclass
+class Activity:
+    name: str
+    kind: str  # action | probe
+    start: float | None
+    end: float | None
+    status: str
+    rollback: bool = False
+    background: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "type": self.kind, "start_ts": self.start, "end_ts": self.end,
+                "status": self.status, "rollback": self.rollback}
+
+
+@dataclass
+class JournalInfo:
+    path: str
+    title: str
+    status: str
+    deviated: bool
+    start: float | None
+    end: float | None
+    activities: list[Activity] = field(default_factory=list)
+    rollbacks: list[Activity] = field(default_factory=list)
+    load: dict[str, Any] = field(default_factory=dict)
+    chaoslib_version: str = ""
+    secrets: list[str] = field(default_factory=list)
+
+    @property
+    def faults(self) -> list[Activity]:
+        return [a for a in self.activities if a.kind == "action" and a.start is not None]
+
+    @property
+    def first_fault_start(self) -> float | None:
+        starts = [a.start for a in self.faults if a.start is not None]
+        return min(starts) if starts else None
+
+
+def _activities(runs: list[dict[str, Any]], rollback: bool) -> list[Activity]:
+    out = []
+    for r in runs or []:
+        act = r.get("activity", {}) or {}
+        out.append(Activity(
+            name=str(act.get("name", "?")), kind=str(act.get("type", "action")), start=parse_ts(r.get("start")),
+            end=parse_ts(r.get("end")), status=str(r.get("status", "")), rollback=rollback,
+            background=bool(act.get("background", False))))
+    return out
+
+
+def secret_values_of(journal: dict[str, Any]) -> list[str]:
+    """Inline secret and configuration values found in the journal's copy of the experiment."""
+    found: list[str] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, dict):
+            if v.get("type") in ("env", "vault") and "key" in v:
+                return  # a reference, not a value
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, (str, int, float)) and not isinstance(v, bool):
+            s = str(v)
+            if len(s) >= 4:
+                found.append(s)
+
+    exp = journal.get("experiment", {}) or {}
+    walk(exp.get("secrets", {}))
+    walk(exp.get("configuration", {}))
+    return found
+
+
+def read_journal(path: Path | str) -> tuple[JournalInfo, dict[str, Any]]:
+    p = Path(path)
+    try:
+        journal = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise ChaosDBError(f"journal {p} does not exist") from None
+    except json.JSONDecodeError as exc:
+        raise ChaosDBError(f"{p} is not a JSON journal (a truncated journal from a crashed run?): {exc}") from None
+    if not isinstance(journal, dict) or "run" not in journal:
+        raise ChaosDBError(f"{p} is not a Chaos Toolkit journal (no 'run' list)")
+    info = JournalInfo(
+        path=str(p),
+        title=str((journal.get("experiment") or {}).get("title", p.stem)),
+        status=str(journal.get("status", "unknown")),
+        deviated=bool(journal.get("deviated", False)),
+        start=parse_ts(journal.get("start")),
+        end=parse_ts(journal.get("end")),
+        activities=_activities(journal.get("run", []), False),
+        rollbacks=_activities(journal.get("rollbacks", []), True),
+        load=dict(journal.get("chaosdb_load") or {}),
+        chaoslib_version=str(journal.get("chaoslib-version", "")),
+        secrets=secret_values_of(journal),
+    )
+    return info, journal

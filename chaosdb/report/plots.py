@@ -1,0 +1,105 @@
+"""PNG plots of a run (matplotlib, Agg backend: no display, no network)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chaosdb.report.data import Samples
+
+__all__ = ["timeline_png", "ecdf_png"]
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Path, title: str) -> Path:
+    """Latency percentiles and throughput per window, fault windows shaded, rollbacks marked.
+    The x axis is seconds relative to the first fault (0 = injection)."""
+    plt = _plt()
+    zero = metrics.get("first_fault_ts") or metrics["first_ts"]
+    wins = metrics["windows"]
+    x = np.array([w["start_ts"] - zero for w in wins]) + 2.5
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 6.2), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    for key, style in (("p50_ms", "-"), ("p95_ms", "--"), ("p99_ms", "-")):
+        y = np.array([w[key] if w[key] is not None else np.nan for w in wins], dtype=float)
+        ax1.plot(x, y, style, label=key.replace("_ms", ""), linewidth=1.6 if key == "p99_ms" else 1.2)
+    ax1.set_yscale("log")
+    ax1.set_ylabel("latency (ms, log)")
+    ax1.grid(True, which="both", alpha=0.3)
+    tps = np.array([w["tps"] for w in wins])
+    errs = np.array([w["errors"] for w in wins]) / 5.0
+    ax2.plot(x, tps, color="tab:green", label="committed tx/s")
+    ax2.bar(x, errs, width=4.0, color="tab:red", alpha=0.5, label="failed attempts/s")
+    ax2.set_ylabel("transactions / s")
+    ax2.set_xlabel("seconds since the first fault")
+    ax2.grid(True, alpha=0.3)
+    base = metrics.get("baseline") or {}
+    if base.get("throughput_tps"):
+        ax2.axhline(base["throughput_tps"], color="grey", linestyle=":", linewidth=1, label="baseline tx/s")
+    rec = metrics.get("recovery") or {}
+    for f in faults:
+        if f.get("start_ts") is None:
+            continue
+        s, e = f["start_ts"] - zero, (f.get("end_ts") or f["start_ts"]) - zero
+        for ax in (ax1, ax2):
+            if f.get("rollback"):
+                ax.axvline(s, color="tab:purple", linestyle="-.", linewidth=1)
+            else:
+                ax.axvspan(s, max(e, s + 0.5), color="tab:orange", alpha=0.25)
+    if rec.get("onset_ts") and rec.get("end_ts"):
+        ax1.axvspan(rec["onset_ts"] - zero, rec["end_ts"] - zero, color="tab:red", alpha=0.08)
+    from matplotlib.patches import Patch
+    from matplotlib.lines import Line2D
+
+    handles, labels = ax1.get_legend_handles_labels()
+    handles += [Patch(color="tab:orange", alpha=0.25), Line2D([], [], color="tab:purple", linestyle="-.")]
+    labels += ["fault", "rollback"]
+    if rec.get("onset_ts") and rec.get("end_ts"):
+        handles.append(Patch(color="tab:red", alpha=0.08))
+        labels.append(f"recovery {rec['duration_s']:.1f} s")
+    ax1.legend(handles, labels, loc="upper left", fontsize=8, ncol=3)
+    ax2.legend(loc="upper left", fontsize=8, ncol=3)
+    ax1.set_title(title, fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _ecdf_points(values: np.ndarray, points: int = 2000) -> tuple[np.ndarray, np.ndarray]:
+    v = np.sort(values)
+    if v.size <= points:
+        return v, np.arange(1, v.size + 1) / v.size
+    q = np.linspace(0, 1, points)
+    idx = np.minimum((q * v.size).astype(int), v.size - 1)
+    return v[idx], (idx + 1) / v.size
+
+
+def ecdf_png(baseline: Samples, impact: Samples | None, path: Path, title: str) -> Path:
+    """Empirical CDF of successful latencies, baseline versus impact, log x axis."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for label, s, color in (("baseline", baseline, "tab:blue"), ("impact", impact, "tab:red")):
+        if s is None or not s.ok.any():
+            continue
+        x, y = _ecdf_points(s.lat[s.ok])
+        ax.step(x, y, where="post", label=f"{label} (n={int(s.ok.sum())})", color=color)
+    ax.set_xscale("log")
+    ax.set_xlabel("latency (ms, log)")
+    ax.set_ylabel("fraction of transactions")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower right")
+    ax.set_title(title, fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
