@@ -152,6 +152,49 @@ def cmd_load_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report_build(args: argparse.Namespace) -> int:
+    from chaosdb.report.build import build_report
+
+    result = build_report(args.journal, samples=args.samples, out_dir=args.out, rule=args.rule)
+    m = result["metrics"]
+    if args.json:
+        _print_json({"out_dir": result["out_dir"], "files": result["files"]})
+        return 0
+    from chaosdb.report.build import _recovery_lines
+
+    print(f"report written to {result['out_dir']}: {', '.join(result['files'])}")
+    b, i = m["baseline"], m.get("impact") or {}
+    print(f"  baseline: p99 {b.get('p99_ms')} ms, {b.get('throughput_tps')} tx/s;  "
+          f"impact: p99 {i.get('p99_ms')} ms, {i.get('throughput_tps')} tx/s, errors {i.get('error_rate')}")
+    for line in _recovery_lines(m):
+        print("  " + line.replace("**", ""))
+    print(f"  open {Path(result['out_dir']) / 'report.html'}")
+    return 0
+
+
+def cmd_report_compare(args: argparse.Namespace) -> int:
+    from chaosdb.report.compare import compare, load_runs, render_compare_markdown
+
+    result = compare(load_runs(args.inputs))
+    text = json.dumps(result, indent=2) if args.json else render_compare_markdown(result)
+    if args.output:
+        Path(args.output).write_text(text)
+    print(text, end="" if text.endswith("\n") else "\n")
+    return 0
+
+
+def cmd_report_upb(args: argparse.Namespace) -> int:
+    from chaosdb.report.upb import render_upb_markdown, upb_indices
+
+    try:
+        data = json.loads(Path(args.input).read_text())
+    except (OSError, ValueError) as exc:
+        raise ChaosDBError(f"cannot read UPB input {args.input}: {exc}") from None
+    result = upb_indices(data)
+    print(json.dumps(result, indent=2) if args.json else render_upb_markdown(result), end="")
+    return 0
+
+
 def _add_dsn_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dsn", default="", help="libpq DSN (default: CHAOSDB_LOAD_DSN, else the embedded cluster)")
     p.add_argument("--cluster", default="", help="embedded cluster name (default: chaosdb)")
@@ -226,11 +269,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--start-rate", type=float, default=0.0, help="first offered rate (default: half the probe)")
     p.add_argument("--out", default="chaosdb-calibration", help="directory for the steps' samples")
     p.set_defaults(func=cmd_load_calibrate)
+
+    rp = sub.add_parser("report", help="reports: 'chaosdb report JOURNAL', 'report compare', 'report upb'")
+    rsub = rp.add_subparsers(dest="report_command", required=True)
+    p = rsub.add_parser("build", help="metrics, Markdown, HTML and PNGs of one run (the default)")
+    p.add_argument("journal", help="Chaos Toolkit journal (journal.json)")
+    p.add_argument("--samples", default=None, help="samples file or directory (default: from the journal)")
+    p.add_argument("-o", "--out", default=None, help="output directory (default: report/ beside the journal)")
+    p.add_argument("--rule", choices=["runs", "literal"], default="runs", help="recovery rule (see README)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_report_build)
+    p = rsub.add_parser("compare", help="Table 6.1-style comparison of runs (dirs or metrics.json; NAME=DIR)")
+    p.add_argument("inputs", nargs="+")
+    p.add_argument("-o", "--output", default=None, help="also write the table to this file")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_report_compare)
+    p = rsub.add_parser("upb", help="UPB indices D_K0, D_KF, DF_K, D_T, D_F from measured throughputs")
+    p.add_argument("input", help='JSON: {"T": {"K": {"F": throughput}}}')
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_report_upb)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # 'chaosdb report JOURNAL' is short for 'chaosdb report build JOURNAL'
+    if len(argv) >= 2 and argv[0] == "report" and argv[1] not in ("build", "compare", "upb", "-h", "--help"):
+        argv.insert(1, "build")
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

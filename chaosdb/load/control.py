@@ -10,8 +10,9 @@ Declare it in the experiment::
 
 * before the experiment (so before the steady-state hypothesis): starts Locust
   as a separate process (``python -m locust -f <locustfile> --headless``), waits
-  until transactions commit, then for ``warmup_s`` seconds; the baseline starts
-  when the warm-up ends. If the load does not start, the run is interrupted
+  until transactions commit, then ``warmup_s`` seconds (excluded from every
+  statistic), then ``baseline_s`` seconds of steady load, the baseline that the
+  report compares the fault's impact with (the hypothesis' windows fall in it). If the load does not start, the run is interrupted
   before anything is injected, with the load's log in the message.
 * the load keeps running through the method, the after-hypothesis and the
   rollbacks;
@@ -92,7 +93,8 @@ def _has_commit(samples_dir: Path) -> bool:
     return any(is_success(s.outcome) for s in read_samples(samples_dir))
 
 
-def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, spawn_rate: float = 0.0, warmup_s: float = 10.0, samples_dir: str = "",
+def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, spawn_rate: float = 0.0,
+               warmup_s: float = 10.0, baseline_s: float = 30.0, samples_dir: str = "",
                locustfile: str = "", processes: int = 0, isolation: str = "default", wait: float = 0.0,
                rate: float = 0.0, max_run_s: float = 3600.0, start_timeout_s: float = 60.0,
                extra_args: list[str] | None = None, dsn: str = "", configuration: dict[str, Any] | None = None,
@@ -132,7 +134,8 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
     record: dict[str, Any] = {
         "running": True,
         "pid": proc.pid,
-        "settings": {"users": users, "spawn_rate": spawn_rate or users, "warmup_s": warmup_s, "processes": processes,
+        "settings": {"users": users, "spawn_rate": spawn_rate or users, "warmup_s": warmup_s,
+                     "baseline_s": baseline_s, "processes": processes,
                      "isolation": isolation, "wait": wait, "rate": rate, "max_run_s": max_run_s,
                      "locustfile": locustfile or LOCUSTFILES[workload], "dsn": redact_dsn(the_dsn),
                      "workload": workload, "records": records if workload == "ycsb" else None},
@@ -156,6 +159,9 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
     time.sleep(max(0.0, warmup_s))
     record["warmup_end_ts"] = round(time.time(), 6)
     record["warmup_ended_at"] = iso_from_epoch(record["warmup_end_ts"])
+    # the baseline: steady load before the hypothesis and the first fault
+    time.sleep(max(0.0, baseline_s))
+    record["baseline_end_ts"] = round(time.time(), 6)
     return record
 
 

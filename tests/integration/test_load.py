@@ -138,7 +138,8 @@ def test_chaos_run_with_load_control_kill_primary_then_integrity(tpcc_db, tmp_pa
                                                           "func": "restart_nodes", "arguments": {}},
          "pauses": {"after": 5}},
     ]
-    exp = _experiment(tmp_path, tpcc_db.dir, method, {"users": 6, "warmup_s": 5, "samples_dir": str(samples)})
+    exp = _experiment(tmp_path, tpcc_db.dir, method, {"users": 6, "warmup_s": 5, "baseline_s": 15,
+                                                            "samples_dir": str(samples)})
     run = subprocess.run([CHAOS, "--no-log-file", "run", str(exp), "--journal-path", str(tmp_path / "journal.json")],
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     journal = json.loads((tmp_path / "journal.json").read_text())
@@ -158,6 +159,18 @@ def test_chaos_run_with_load_control_kill_primary_then_integrity(tpcc_db, tmp_pa
     assert integrity.lost_acknowledged_writes(samples=str(samples), configuration=config) == 0
     convergence = integrity.replica_convergence(configuration=config)
     assert convergence["ok"] and convergence["replicas"] == 2, convergence
+    # the reporter reads the real journal of this run
+    from chaosdb.report.build import build_report
+
+    report = build_report(tmp_path / "journal.json", out_dir=tmp_path / "report")
+    m = report["metrics"]
+    assert {"metrics.json", "report.md", "report.html", "timeline.png", "latency_ecdf.png"} <= set(report["files"])
+    assert m["baseline"]["seconds"] >= 14 and m["baseline"]["error_rate"] == 0
+    assert m["impact"]["error_rate"] > 0 and m["degradation"]["availability"] < 1
+    # a whole-node kill of the primary: no commit for about Patroni's ttl (20 s)
+    assert 10 < m["recovery"]["unavailability_s"] < 40, m["recovery"]
+    assert m["recovery"]["duration_s"] is not None and m["recovery"]["duration_s"] >= 10, m["recovery"]
+    assert [f["name"] for f in m["faults"] if not f["rollback"]] == ["kill-primary", "restart"]
 
 
 def test_integrity_checks_detect_damage(tpcc_db, tmp_path):
@@ -194,7 +207,8 @@ def test_interrupted_chaos_run_still_stops_the_load(tpcc_db, tmp_path, healthy):
     method = [{"type": "action", "name": "wait", "provider": {"type": "python", "module": "chaosdb.local.probes",
                                                              "func": "cluster_is_healthy", "arguments": {}},
                "pauses": {"after": 120}}]
-    exp = _experiment(tmp_path, tpcc_db.dir, method, {"users": 2, "warmup_s": 1, "samples_dir": str(samples)},
+    exp = _experiment(tmp_path, tpcc_db.dir, method, {"users": 2, "warmup_s": 1, "baseline_s": 0,
+                                                            "samples_dir": str(samples)},
                       hypothesis=False)
     proc = subprocess.Popen([CHAOS, "--no-log-file", "run", str(exp), "--journal-path",
                              str(tmp_path / "journal.json")], cwd=tmp_path, stdout=subprocess.PIPE,

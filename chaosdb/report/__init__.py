@@ -1,0 +1,1 @@
+"""Reports: journals + load samples -> degradation/recovery metrics, tables and plots."""

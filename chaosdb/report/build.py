@@ -1,0 +1,209 @@
+"""Build a run's report: ``metrics.json``, ``report.md``, a self-contained ``report.html`` and PNGs.
+
+``report.html`` embeds its images as data URIs and loads nothing from anywhere (no
+CDN, no fonts, no scripts): it works offline and can be mailed as one file. The PNGs
+are also written beside it for the Markdown report.
+
+Secrets: the experiment's inline configuration and secret values, and passwords inside
+DSNs, are masked (``***``) in every output, whatever field they appear in.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.redact import redact, redact_dsn
+from chaosdb.report.data import Samples, load_samples
+from chaosdb.report.journal import JournalInfo, read_journal
+from chaosdb.report.metrics import compute_metrics
+from chaosdb.report.plots import ecdf_png, timeline_png
+
+__all__ = ["build_report", "render_markdown", "render_html"]
+
+SCHEMA_VERSION = 1
+
+
+def _fmt(v: Any, digits: int = 1) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return str(v)
+
+
+def _pct_change(new: Any, old: Any) -> str:
+    if new is None or not old:
+        return "–"
+    return f"{(new / old - 1) * 100:+.0f} %"
+
+
+def _scrub(value: Any, secrets: list[str]) -> Any:
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            return redact_dsn(v) if "://" in v or "password=" in v.lower() else v
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return redact(walk(value), secrets)
+
+
+def _summary_rows(m: dict[str, Any]) -> list[list[str]]:
+    b, i = m.get("baseline") or {}, m.get("impact") or {}
+    rows = []
+    for label, key in (("mean (ms)", "mean_ms"), ("σ (ms)", "std_ms"), ("p50 (ms)", "p50_ms"), ("p95 (ms)", "p95_ms"),
+                       ("p99 (ms)", "p99_ms"), ("max (ms)", "max_ms"), ("throughput (tx/s)", "throughput_tps")):
+        rows.append([label, _fmt(b.get(key)), _fmt(i.get(key)), _pct_change(i.get(key), b.get(key))])
+    rows.append(["error rate", _fmt((b.get("error_rate") or 0) * 100, 2) + " %",
+                 _fmt((i.get("error_rate") or 0) * 100, 2) + " %" if i else "–", ""])
+    rows.append(["attempts", _fmt(b.get("count")), _fmt(i.get("count")), ""])
+    return rows
+
+
+def _tx_rows(m: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for name, e in sorted(m["by_transaction"].items()):
+        b, i = e.get("baseline") or {}, e.get("impact") or {}
+        rows.append([name, _fmt(e["attempts"]), _fmt(b.get("p50_ms")), _fmt(b.get("p99_ms")), _fmt(i.get("p50_ms")),
+                     _fmt(i.get("p99_ms")), _fmt(e["failure_rate"] * 100, 2) + " %",
+                     ", ".join(f"{k} {v}" for k, v in sorted(e["outcomes"].items()))])
+    return rows
+
+
+TX_HEADER = ["transaction", "attempts", "baseline p50", "baseline p99", "impact p50", "impact p99", "failed",
+             "outcomes"]
+
+
+def _recovery_lines(m: dict[str, Any]) -> list[str]:
+    r = m.get("recovery") or {}
+    d = m.get("degradation") or {}
+    lines = []
+    if r.get("duration_s") is not None:
+        lines.append(f"Recovery: **{r['duration_s']:.1f} s** (rule '{r['rule']}', threshold "
+                     f"{r['threshold_ms']:.1f} ms = baseline mean + 2σ)")
+    else:
+        lines.append(f"Recovery: not measured: {r.get('reason')}"
+                     + (f" (at least {r['lower_bound_s']:.1f} s)" if r.get("lower_bound_s") is not None else ""))
+    if r.get("unavailability_s") is not None:
+        lines.append(f"Longest span without a commit: **{r['unavailability_s']:.1f} s**")
+    if "time_to_baseline_throughput_s" in r:
+        ttb = r["time_to_baseline_throughput_s"]
+        lines.append("Back to 95 % of baseline throughput: " + (f"**{ttb:.1f} s** after the first fault"
+                                                                 if ttb is not None else "never during the run"))
+    if d:
+        lines.append(f"Throughput degradation {_fmt(d.get('throughput_pct'))} %, p99 "
+                     f"{_fmt(d.get('p99_increase_pct'), 0)} %, availability {_fmt((d.get('availability') or 0) * 100, 3)} %")
+    return lines
+
+
+def render_markdown(title: str, info: JournalInfo, m: dict[str, Any], images: dict[str, str]) -> str:
+    out = [f"# {title}", "", f"Journal: `{Path(info.path).name}` · status **{info.status}**"
+           + (" · **deviated**" if info.deviated else "") + f" · {m['samples']:,} transactions", ""]
+    out += [f"- {line}" for line in _recovery_lines(m)] + [""]
+    out += ["## Baseline and impact", "", "| | baseline | impact | change |", "| --- | ---: | ---: | ---: |"]
+    out += [f"| {' | '.join(r)} |" for r in _summary_rows(m)] + [""]
+    out += ["## Over time", "", f"![timeline]({images['timeline']})", "", f"![latency ECDF]({images['ecdf']})", ""]
+    out += ["## By transaction", "", "| " + " | ".join(TX_HEADER) + " |", "|" + " --- |" * len(TX_HEADER)]
+    out += [f"| {' | '.join(r)} |" for r in _tx_rows(m)] + [""]
+    out += ["## Faults and rollbacks", "", "| activity | kind | start (s) | end (s) | status |",
+            "| --- | --- | ---: | ---: | --- |"]
+    zero = m.get("first_fault_ts") or m["first_ts"]
+    for f in m["faults"]:
+        kind = "rollback" if f["rollback"] else f["type"]
+        out.append(f"| {f['name']} | {kind} | {_fmt((f['start_ts'] or zero) - zero)} | "
+                   f"{_fmt((f['end_ts'] or zero) - zero)} | {f['status']} |")
+    out += ["", "Times are seconds from the first fault. Latency statistics are of successful transactions; "
+            "percentiles are nearest-rank. Definitions: `metrics.json` schema in the README.", ""]
+    return "\n".join(out)
+
+
+CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:70rem;
+color:#1d2330;padding:0 1rem}h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:.9rem}td,th{border:1px solid #d9dce3;padding:.25rem .6rem;text-align:right}
+td:first-child,th:first-child{text-align:left}.kpi{display:flex;gap:1rem;flex-wrap:wrap;margin:1rem 0}
+.kpi div{background:#f4f6fa;border-radius:.5rem;padding:.6rem 1rem;min-width:10rem}.kpi b{display:block;font-size:1.4rem}
+.bad{color:#b3261e}.ok{color:#1b7f3b}img{max-width:100%;border:1px solid #eee}small{color:#666}"""
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    h = "".join(f"<th>{html.escape(c)}</th>" for c in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render_html(title: str, info: JournalInfo, m: dict[str, Any], png: dict[str, Path]) -> str:
+    r, d = m.get("recovery") or {}, m.get("degradation") or {}
+
+    def img(key: str, alt: str) -> str:
+        data = base64.b64encode(png[key].read_bytes()).decode()
+        return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+
+    status_class = "ok" if info.status == "completed" and not info.deviated else "bad"
+    kpis = [("recovery", f"{r['duration_s']:.1f} s" if r.get("duration_s") is not None else "–"),
+            ("no commit for", f"{r['unavailability_s']:.1f} s" if r.get("unavailability_s") is not None else "–"),
+            ("throughput drop", f"{d['throughput_pct']:.1f} %" if d.get("throughput_pct") is not None else "–"),
+            ("p99 increase", f"{d['p99_increase_pct']:.0f} %" if d.get("p99_increase_pct") is not None else "–"),
+            ("availability", f"{d['availability'] * 100:.2f} %" if d.get("availability") is not None else "–")]
+    zero = m.get("first_fault_ts") or m["first_ts"]
+    fault_rows = [[f["name"], "rollback" if f["rollback"] else f["type"], _fmt((f["start_ts"] or zero) - zero),
+                   _fmt((f["end_ts"] or zero) - zero), f["status"]] for f in m["faults"]]
+    parts = [
+        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
+        "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">",
+        f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f"<p>Status <b class={status_class}>{html.escape(info.status)}{' · deviated' if info.deviated else ''}</b>"
+        f" · {m['samples']:,} transactions · journal <code>{html.escape(Path(info.path).name)}</code></p>",
+        "<div class=kpi>" + "".join(f"<div>{html.escape(k)}<b>{html.escape(v)}</b></div>" for k, v in kpis) + "</div>",
+        "<ul>" + "".join(f"<li>{html.escape(line.replace('**', ''))}</li>" for line in _recovery_lines(m)) + "</ul>",
+        "<h2>Baseline and impact</h2>", _table(["", "baseline", "impact", "change"], _summary_rows(m)),
+        "<h2>Over time</h2>", img("timeline", "latency percentiles and throughput over time"),
+        img("ecdf", "latency ECDF, baseline versus impact"),
+        "<h2>By transaction</h2>", _table(TX_HEADER, _tx_rows(m)),
+        "<h2>Faults and rollbacks</h2>", _table(["activity", "kind", "start (s)", "end (s)", "status"], fault_rows),
+        "<p><small>Times are seconds from the first fault. Latency statistics are of successful transactions; "
+        "percentiles are nearest-rank. Generated by chaostoolkit-db.</small></p></body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def build_report(journal_path: Path | str, samples: Path | str | None = None, out_dir: Path | str | None = None,
+                 rule: str = "runs") -> dict[str, Any]:
+    """Compute the metrics of one run and write metrics.json, report.md, report.html and PNGs."""
+    info, _journal = read_journal(journal_path)
+    location = samples or info.load.get("samples_dir")
+    if not location:
+        raise ChaosDBError("the journal names no samples (no chaosdb_load in it): pass --samples PATH")
+    location = Path(location)
+    if not location.is_absolute() and not location.exists():
+        location = Path(journal_path).parent / location
+    data: Samples = load_samples(location)
+    out = Path(out_dir) if out_dir else Path(journal_path).parent / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    faults = [a.as_dict() for a in info.faults] + [a.as_dict() for a in info.rollbacks if a.kind == "action"]
+    m = compute_metrics(data, faults, baseline_start=info.load.get("warmup_end_ts"),
+                        end_ts=info.load.get("stop_ts"), pauses=info.load.get("pauses") or [], rule=rule)
+    m["faults"] = faults
+    m["schema_version"] = SCHEMA_VERSION
+    m["run"] = {"title": info.title, "status": info.status, "deviated": info.deviated, "journal": info.path,
+                "samples": [str(p) for p in data.sources], "chaoslib_version": info.chaoslib_version,
+                "load_settings": info.load.get("settings", {})}
+    m = _scrub(m, info.secrets)
+    title = _scrub(info.title, info.secrets)
+    pngs = {"timeline": out / "timeline.png", "ecdf": out / "latency_ecdf.png"}
+    timeline_png(m, faults, pngs["timeline"], title)
+    b_end = m["first_fault_ts"] or m["end_ts"]
+    impact = data.between(m["first_fault_ts"], m["end_ts"] + 1e-9) if m["first_fault_ts"] else None
+    ecdf_png(data.between(m["baseline_start_ts"], b_end), impact, pngs["ecdf"], "latency ECDF: baseline vs impact")
+    (out / "metrics.json").write_text(json.dumps(m, indent=2) + "\n")
+    md = render_markdown(title, info, m, {k: p.name for k, p in pngs.items()})
+    (out / "report.md").write_text(_scrub(md, info.secrets))
+    (out / "report.html").write_text(_scrub(render_html(title, info, m, pngs), info.secrets))
+    return {"out_dir": str(out), "metrics": m, "files": sorted(p.name for p in out.iterdir())}

@@ -1,0 +1,29 @@
+"""``chaos db-report JOURNAL``: the reporter as a Chaos Toolkit CLI plugin (entry point
+``chaostoolkit.cli_plugins``). Same as ``chaosdb report JOURNAL``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+__all__ = ["db_report"]
+
+
+@click.command("db-report")
+@click.argument("journal", type=click.Path(exists=True, dir_okay=False))
+@click.option("--samples", default=None, help="samples file or directory (default: from the journal)")
+@click.option("-o", "--out", default=None, help="output directory (default: report/ beside the journal)")
+@click.option("--rule", type=click.Choice(["runs", "literal"]), default="runs", help="recovery rule")
+def db_report(journal: str, samples: str | None, out: str | None, rule: str) -> None:
+    """Degradation and recovery report of a chaostoolkit-db run (metrics.json, report.md/.html, PNGs)."""
+    from chaosdb.cli import main
+
+    argv = ["report", "build", journal, "--rule", rule]
+    if samples:
+        argv += ["--samples", samples]
+    if out:
+        argv += ["--out", out]
+    code = main(argv)
+    if code:
+        sys.exit(code)

@@ -1,0 +1,124 @@
+"""Recovery and degradation metrics on synthetic traces whose truth is known."""
+
+import numpy as np
+import pytest
+
+from chaosdb.report.data import Samples
+from chaosdb.report.metrics import compute_metrics, recovery
+
+
+def trace(rate=500.0, duration=120.0, fault_at=60.0, outage=None, plateau=None, plateau_ms=200.0, seed=1,
+          heavy=False, recover=True, bounded=False):
+    """Evenly spaced transactions (spacing 1/rate) from t=1000; latencies ~10 ms with noise."""
+    rng = np.random.default_rng(seed)
+    n = int(rate * duration)
+    ts = 1000.0 + np.arange(n) / rate
+    if heavy:  # lognormal body plus 3 % spikes of 4-12 x the median: ~3 % of healthy transactions are outliers
+        lat = rng.lognormal(np.log(8.0), 0.4, n)
+        tail = rng.random(n) < 0.03
+        lat[tail] = 8.0 * rng.uniform(4, 12, tail.sum())
+    elif bounded:
+        lat = rng.uniform(9.0, 11.0, n)
+    else:
+        lat = rng.normal(10.0, 1.0, n).clip(5, None)
+    ok = np.ones(n, dtype=bool)
+    f0 = 1000.0 + fault_at
+    if outage is not None:
+        end = f0 + outage if recover else ts[-1] + 1
+        bad = (ts >= f0) & (ts < end)
+        ok[bad] = False
+        lat[bad] = 1.0
+    if plateau is not None:
+        bad = (ts >= f0) & (ts < f0 + plateau)
+        lat[bad] = plateau_ms
+    outcome = np.where(ok, 0, 1).astype(np.int16)
+    return Samples(ts, lat, ok, np.zeros(n, dtype=np.int16), outcome, ["new_order"], ["committed", "conn_error"],
+                   ["synthetic"]), f0
+
+
+FAULT = [{"name": "kill", "type": "action", "start_ts": None, "end_ts": None, "status": "succeeded",
+          "rollback": False}]
+
+
+def faults_at(t):
+    return [dict(FAULT[0], start_ts=t, end_ts=t + 0.1)]
+
+
+@pytest.mark.parametrize("rate,T", [(500.0, 12.0), (50.0, 7.5), (5.0, 20.0)])
+def test_clean_outage_of_known_length(rate, T):
+    s, f0 = trace(rate=rate, outage=T)
+    m = compute_metrics(s, faults_at(f0))
+    spacing = 1 / rate
+    assert m["recovery"]["duration_s"] == pytest.approx(T, abs=spacing + 1e-9)
+    assert m["recovery"]["unavailability_s"] == pytest.approx(T, abs=2 * spacing + 0.02)
+    assert m["degradation"]["availability"] < 1
+    assert m["impact"]["error_rate"] == pytest.approx(T / 60.0, abs=0.01)
+
+
+def test_latency_plateau_of_known_length():
+    s, f0 = trace(rate=300.0, plateau=15.0)
+    m = compute_metrics(s, faults_at(f0))
+    assert m["recovery"]["duration_s"] == pytest.approx(15.0, abs=1 / 300 + 1e-9)
+    assert m["recovery"]["unavailability_s"] < 1.0, "slow is not unavailable"
+    assert m["degradation"]["p99_increase_pct"] > 100
+
+
+def test_no_disturbance_gives_null_with_a_reason():
+    s, f0 = trace(rate=500.0)
+    m = compute_metrics(s, faults_at(f0))
+    assert m["recovery"]["duration_s"] is None
+    assert "no run of 5 consecutive" in m["recovery"]["reason"]
+    assert abs(m["degradation"]["throughput_pct"]) < 1
+    assert m["recovery"]["time_to_baseline_throughput_s"] == 0.0
+
+
+def test_never_recovers_gives_null_and_a_lower_bound():
+    s, f0 = trace(rate=200.0, outage=10.0, recover=False)
+    m = compute_metrics(s, faults_at(f0))
+    r = m["recovery"]
+    assert r["duration_s"] is None and "not recovered" in r["reason"]
+    assert r["lower_bound_s"] == pytest.approx(60.0, abs=0.01)
+    assert r["time_to_baseline_throughput_s"] is None
+
+
+def test_heavy_tailed_noise_neither_starts_nor_prolongs_a_disturbance():
+    s, f0 = trace(rate=500.0, heavy=True, seed=7)
+    base = compute_metrics(s, faults_at(f0))
+    outside = (s.lat > base["recovery"]["threshold_ms"]).mean()
+    assert outside > 0.01, "the noise really has outliers above mean + 2 sigma"
+    assert base["recovery"]["duration_s"] is None
+    s2, f0 = trace(rate=500.0, heavy=True, seed=7, outage=9.0)
+    m = compute_metrics(s2, faults_at(f0))
+    assert m["recovery"]["duration_s"] == pytest.approx(9.0, abs=1 / 500 + 1e-9)
+    # the literal rule is thrown off by the same noise: it needs 5 s without a single outlier
+    lit = compute_metrics(s2, faults_at(f0), rule="literal")["recovery"]
+    assert lit["duration_s"] is None or lit["duration_s"] > 9.5
+
+
+def test_literal_rule_at_the_thesis_rate():
+    s, f0 = trace(rate=5.0, plateau=11.4, bounded=True)
+    m = compute_metrics(s, faults_at(f0), rule="literal")
+    assert m["recovery"]["duration_s"] == pytest.approx(11.4, abs=0.2 + 1e-9)
+
+
+def test_pauses_are_left_out():
+    s, f0 = trace(rate=100.0, plateau=5.0)
+    pause = [{"start_ts": f0 + 30, "end_ts": f0 + 40}]
+    m = compute_metrics(s, faults_at(f0), pauses=pause)
+    assert m["samples"] == len(s) - 1000
+    assert m["impact"]["seconds"] == pytest.approx(60 - 10, abs=0.05)
+
+
+def test_windows_and_by_transaction():
+    s, f0 = trace(rate=100.0, outage=5.0)
+    m = compute_metrics(s, faults_at(f0))
+    assert len(m["windows"]) == 24
+    assert sum(w["errors"] for w in m["windows"]) == 500
+    tx = m["by_transaction"]["new_order"]
+    assert tx["attempts"] == len(s) and tx["outcomes"] == {"committed": len(s) - 500, "conn_error": 500}
+
+
+def test_recovery_rejects_unknown_rule():
+    s, f0 = trace(rate=10.0)
+    with pytest.raises(ValueError):
+        recovery(s, 20.0, f0, s.ts[-1], rule="vibes")
