@@ -33,6 +33,11 @@ def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Pa
         y = np.array([w[key] if w[key] is not None else np.nan for w in wins], dtype=float)
         ax1.plot(x, y, style, label=key.replace("_ms", ""), linewidth=1.6 if key == "p99_ms" else 1.2)
     ax1.set_yscale("log")
+    from matplotlib.ticker import FuncFormatter
+
+    plain = FuncFormatter(lambda v, _p: f"{v:g}")
+    ax1.yaxis.set_major_formatter(plain)
+    ax1.yaxis.set_minor_formatter(plain)
     ax1.set_ylabel("latency (ms, log)")
     ax1.grid(True, which="both", alpha=0.3)
     tps = np.array([w["tps"] for w in wins])
@@ -94,6 +99,9 @@ def ecdf_png(baseline: Samples, impact: Samples | None, path: Path, title: str) 
         x, y = _ecdf_points(s.lat[s.ok])
         ax.step(x, y, where="post", label=f"{label} (n={int(s.ok.sum())})", color=color)
     ax.set_xscale("log")
+    from matplotlib.ticker import FuncFormatter
+
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
     ax.set_xlabel("latency (ms, log)")
     ax.set_ylabel("fraction of transactions")
     ax.grid(True, which="both", alpha=0.3)

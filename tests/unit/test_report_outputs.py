@@ -1,0 +1,172 @@
+"""The reporter on real Chaos Toolkit journals (tests/data/chaostoolkit, provenance there), secret canaries,
+and report.html in a real headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chaosdb.cli import main as cli
+from chaosdb.report.build import build_report
+from chaosdb.report.journal import parse_ts, read_journal
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "chaostoolkit"
+
+
+def write_samples(path: Path, start: float, end: float, outage: tuple[float, float], rate: float = 200.0) -> None:
+    rng = np.random.default_rng(3)
+    ts = np.arange(start, end, 1 / rate)
+    lines = ["start_ts,latency_ms,name,outcome"]
+    for t in ts:
+        failed = outage[0] <= t < outage[1]
+        name = "new_order" if rng.random() < 0.5 else "payment"
+        lines.append(f"{t:.6f},{1.0 if failed else rng.normal(10, 1):.3f},{name},{'error' if failed else 'ok'}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(params=["journal-deviated.json", "journal-continuous.json"])
+def real_journal(request, tmp_path):
+    src = DATA / request.param
+    dst = tmp_path / request.param
+    shutil.copy(src, dst)
+    return dst
+
+
+def test_real_journals_are_read(real_journal):
+    info, raw = read_journal(real_journal)
+    assert info.start and info.end and info.end >= info.start
+    assert info.status in ("completed", "failed", "interrupted", "aborted")
+    assert all(a.start is not None for a in info.activities)
+    assert info.faults == [a for a in info.activities if a.kind == "action"]
+    assert raw["chaoslib-version"] == info.chaoslib_version
+
+
+def test_naive_and_offset_timestamps_mean_the_same_instant():
+    assert parse_ts("2026-11-22T02:53:02.093416+00:00") == parse_ts("2026-11-22T02:53:02.093416")
+    assert parse_ts("2026-11-22T03:53:02.093416+01:00") == parse_ts("2026-11-22T02:53:02.093416Z")
+    assert parse_ts("not a time") is None
+
+
+def _journal_with_samples(journal: Path, tmp_path: Path, naive: bool = False) -> tuple[Path, Path, float]:
+    data = json.loads(journal.read_text())
+    if naive:
+        text = json.dumps(data).replace("+00:00", "")
+        data = json.loads(text)
+        journal.write_text(text)
+    info, _ = read_journal(journal)
+    fault = info.first_fault_start
+    samples = tmp_path / "plain.csv"
+    write_samples(samples, fault - 40, fault + 40, (fault + 0.5, fault + 8.5))
+    return journal, samples, fault
+
+
+@pytest.mark.parametrize("naive", [False, True])
+def test_report_from_a_real_journal_and_a_plain_csv(real_journal, tmp_path, naive):
+    journal, samples, fault = _journal_with_samples(real_journal, tmp_path, naive)
+    out = tmp_path / "out"
+    assert cli(["report", str(journal), "--samples", str(samples), "-o", str(out)]) == 0
+    m = json.loads((out / "metrics.json").read_text())
+    for key in ("baseline", "impact", "recovery", "degradation", "by_transaction", "windows", "faults"):
+        assert key in m
+    for key in ("count", "mean_ms", "std_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms", "throughput_tps", "error_rate"):
+        assert key in m["baseline"] and key in m["impact"]
+    for key in ("duration_s", "unavailability_s", "time_to_baseline_throughput_s"):
+        assert key in m["recovery"]
+    assert m["first_fault_ts"] == pytest.approx(fault)
+    assert m["recovery"]["duration_s"] == pytest.approx(8.0, abs=0.01)
+    assert m["recovery"]["unavailability_s"] == pytest.approx(8.0, abs=0.05)
+    assert set(m["by_transaction"]) == {"new_order", "payment"}
+    assert {f["name"] for f in m["faults"]} >= {a["activity"]["name"] for a in json.loads(journal.read_text())["run"]
+                                                if a["activity"]["type"] == "action"}
+    md = (out / "report.md").read_text()
+    assert "Recovery: **8.0 s**" in md and "timeline.png" in md
+
+
+def test_compare_and_upb_commands(real_journal, tmp_path, capsys):
+    journal, samples, _ = _journal_with_samples(real_journal, tmp_path)
+    for i in range(3):
+        build_report(journal, samples=samples, out_dir=tmp_path / f"run{i}")
+    capsys.readouterr()
+    assert cli(["report", "compare", f"node-kill={tmp_path / 'run0'}", f"node-kill={tmp_path / 'run1'}",
+                f"other={tmp_path / 'run2'}", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["baseline"]["runs"] == 3
+    assert [r["scenario"] for r in result["scenarios"]] == ["node-kill", "other"]
+    assert result["scenarios"][0]["runs"] == 2 and result["scenarios"][0]["recovery_s"] == pytest.approx(8.0, abs=0.01)
+    assert cli(["report", "compare", str(tmp_path / "run0")]) == 0
+    table = capsys.readouterr().out
+    assert table.splitlines()[2].startswith("| baseline |")
+    upb = tmp_path / "upb.json"
+    upb.write_text(json.dumps({"T": {"0": {"0": 100}, "1": {"0": 80, "1": 60}}}))
+    assert cli(["report", "upb", str(upb), "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["D_T"] == 20.0 and r["D_F"] == 25.0
+
+
+def test_secrets_never_reach_any_output(real_journal, tmp_path):
+    canaries = ["CANARY-secret-9f8e7d", "CANARY-config-1a2b3c", "CANARY-dsnpw-4d5e6f"]
+    data = json.loads(real_journal.read_text())
+    data["experiment"]["secrets"] = {"db": {"password": canaries[0], "ref": {"type": "env", "key": "X"}}}
+    data["experiment"]["configuration"] = {"api_token": canaries[1]}
+    data["experiment"]["title"] = f"title with {canaries[1]}"
+    data["run"][0]["activity"]["name"] = f"uses {canaries[0]}"
+    data["chaosdb_load"] = {"settings": {"dsn": f"postgresql://app:{canaries[2]}@h1,h2/db"}}
+    real_journal.write_text(json.dumps(data))
+    journal, samples, _ = _journal_with_samples(real_journal, tmp_path)
+    out = tmp_path / "out"
+    build_report(journal, samples=samples, out_dir=out)
+    for f in out.iterdir():
+        blob = f.read_bytes()
+        for c in canaries:
+            assert c.encode() not in blob, f"{c} leaked into {f.name}"
+    assert "***" in (out / "metrics.json").read_text()
+
+
+def test_bad_inputs_are_explained(tmp_path):
+    bad = tmp_path / "j.json"
+    bad.write_text('{"run": [')
+    assert cli(["report", str(bad), "--samples", str(tmp_path)]) == 2
+    bad.write_text(json.dumps({"run": []}))
+    csv = tmp_path / "x.csv"
+    csv.write_text("time,lat\n1,2\n")
+    assert cli(["report", str(bad), "--samples", str(csv)]) == 2
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not exe:
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        yield browser
+        browser.close()
+
+
+def test_report_html_renders_offline_in_a_real_browser(real_journal, tmp_path, chromium):
+    journal, samples, _ = _journal_with_samples(real_journal, tmp_path)
+    out = tmp_path / "out"
+    build_report(journal, samples=samples, out_dir=out)
+    page = chromium.new_page()
+    errors, requests = [], []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("request", lambda req: requests.append(req.url))
+    url = (out / "report.html").as_uri()
+    page.goto(url)
+    page.wait_for_load_state("load")
+    sizes = page.eval_on_selector_all("img", "imgs => imgs.map(i => [i.complete, i.naturalWidth, i.naturalHeight])")
+    assert len(sizes) == 2 and all(c and w > 400 and h > 200 for c, w, h in sizes), sizes
+    assert "Recovery" in page.inner_text("body") and page.title()
+    external = [u for u in requests if not u.startswith("data:") and u != url]
+    assert external == [], f"the report made network requests: {external}"
+    assert errors == []
+    page.screenshot(path=str(out / "screenshot.png"), full_page=True)
+    assert (out / "screenshot.png").stat().st_size > 10_000
