@@ -170,3 +170,21 @@ def test_report_html_renders_offline_in_a_real_browser(real_journal, tmp_path, c
     assert errors == []
     page.screenshot(path=str(out / "screenshot.png"), full_page=True)
     assert (out / "screenshot.png").stat().st_size > 10_000
+
+
+def test_samples_reader_fast_path_and_tolerant_fallback_agree(tmp_path):
+    from chaosdb.report.data import load_samples
+
+    good = tmp_path / "a"
+    good.mkdir()
+    rows = [f"{1000 + i * 0.01:.6f},{5 + i % 7}.0,{'x' if i % 3 else 'y'},{'committed' if i % 10 else 'aborted'}"
+            for i in range(3000)]
+    (good / "samples-w0-1.csv").write_text("start_ts,latency_ms,name,outcome\n" + "\n".join(rows) + "\n1099.5,3.0,x,comm")
+    odd = tmp_path / "b"
+    odd.mkdir()
+    (odd / "samples-w0-1.csv").write_text("start_ts,latency_ms,name,outcome\n" + "\n".join(rows)
+                                          + "\n1099.6,not-a-number,x,committed\n")
+    a, b = load_samples(good), load_samples(odd)
+    assert len(a) == len(b) == 3000
+    assert (a.ts == b.ts).all() and (a.lat == b.lat).all() and (a.ok == b.ok).all()
+    assert sorted(a.names) == ["x", "y"] and int((~a.ok).sum()) == 300
