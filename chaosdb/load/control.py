@@ -37,6 +37,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import sys
 import time
 from pathlib import Path
@@ -49,7 +50,9 @@ from chaosdb.load import state as load_state
 from chaosdb.workloads.outcomes import is_success
 from chaosdb.workloads.samples import read_samples, sample_files
 
-__all__ = ["before_experiment_control", "after_experiment_control", "cleanup_control", "start_load", "stop_load"]
+__all__ = ["before_experiment_control", "after_experiment_control", "cleanup_control", "start_load", "stop_load",
+           "before_hypothesis_control", "before_method_control", "before_activity_control",
+           "after_method_control", "before_rollback_control"]
 
 LOCUSTFILES = {"tpcc": str(Path(__file__).with_name("locust_tpcc.py")),
                "ycsb": str(Path(__file__).with_name("locust_ycsb.py"))}
@@ -97,11 +100,19 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
                warmup_s: float = 10.0, baseline_s: float = 30.0, samples_dir: str = "",
                locustfile: str = "", processes: int = 0, isolation: str = "default", wait: float = 0.0,
                rate: float = 0.0, max_run_s: float = 3600.0, start_timeout_s: float = 60.0,
-               extra_args: list[str] | None = None, dsn: str = "", configuration: dict[str, Any] | None = None,
+               extra_args: list[str] | None = None, dsn: str = "", progress_s: float = 5.0,
+               replace_samples: bool = False, configuration: dict[str, Any] | None = None,
                secrets: dict[str, Any] | None = None) -> dict[str, Any]:
     """Start Locust and return once the warm-up is over; the record is kept in :mod:`chaosdb.load.state`."""
     if load_state.current() and load_state.current().get("running"):
         raise ChaosDBError("a load is already running in this process")
+    try:  # values substituted from configuration (e.g. environment variables) arrive as strings
+        users, records, processes = int(users), int(records), int(processes)
+        spawn_rate, warmup_s, baseline_s, wait, rate = (float(spawn_rate), float(warmup_s), float(baseline_s),
+                                                        float(wait), float(rate))
+        max_run_s, start_timeout_s = float(max_run_s), float(start_timeout_s)
+    except (TypeError, ValueError) as exc:
+        raise ChaosDBError(f"load settings must be numbers: {exc}") from None
     if users < 1:
         raise ChaosDBError("users must be >= 1")
     if workload not in LOCUSTFILES and not locustfile:
@@ -110,7 +121,11 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
     out = Path(samples_dir or f"chaosdb-load/{time.strftime('%Y%m%d-%H%M%S')}").absolute()
     out.mkdir(parents=True, exist_ok=True)
     if sample_files(out):
-        raise ChaosDBError(f"{out} already holds samples from another run: choose an empty samples_dir")
+        if not replace_samples:
+            raise ChaosDBError(f"{out} already holds samples from another run: choose an empty samples_dir "
+                               "(or set replace_samples to true)")
+        for old in list(out.glob("samples-*.csv")) + list(out.glob("locust*")) + list(out.glob("load.json")):
+            old.unlink()
     argv = [sys.executable, "-m", "locust", "-f", locustfile or LOCUSTFILES[workload], "--headless",
             "-u", str(users), "-r", str(spawn_rate or users), "--run-time", f"{int(max_run_s)}s",
             "--stop-timeout", "5", "--csv", str(out / "locust"), "--csv-full-history", "--only-summary",
@@ -148,6 +163,8 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
         "pauses": [],
     }
     load_state.set_current(record, proc)
+    _progress.start(out, float(progress_s))
+    _progress.phase = "starting the load"
     deadline = time.monotonic() + start_timeout_s
     while not _has_commit(out):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -156,10 +173,12 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
             raise ChaosDBError(f"the load {why}; last lines of {log_path}:\n{_tail(log_path)}")
         time.sleep(0.25)
     record["first_commit_ts"] = round(time.time(), 6)
+    _progress.phase = f"warm-up ({warmup_s:g} s, not measured)"
     time.sleep(max(0.0, warmup_s))
     record["warmup_end_ts"] = round(time.time(), 6)
     record["warmup_ended_at"] = iso_from_epoch(record["warmup_end_ts"])
     # the baseline: steady load before the hypothesis and the first fault
+    _progress.phase = f"baseline ({baseline_s:g} s)"
     time.sleep(max(0.0, baseline_s))
     record["baseline_end_ts"] = round(time.time(), 6)
     return record
@@ -177,6 +196,7 @@ def _summarise(samples_dir: str) -> dict[str, Any]:
 def stop_load(stop_timeout_s: float = 20.0) -> dict[str, Any]:
     """Stop the running load (idempotent) and return its record with stop time and counts."""
     record, proc = load_state.current(), load_state.process()
+    _progress.stop()
     if not record:
         return {}
     if proc is not None and proc.poll() is None:
@@ -204,7 +224,76 @@ def stop_load(stop_timeout_s: float = 20.0) -> dict[str, Any]:
     return record
 
 
+class _Progress:
+    """A line every few seconds: phase, elapsed time, and the last seconds' tx/s, p99 and errors."""
+
+    def __init__(self) -> None:
+        self.phase = ""
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def start(self, samples_dir: Path, every_s: float) -> None:
+        if every_s <= 0 or self._thread is not None:
+            return
+        self._stop.clear()
+        self._t0 = time.time()
+        self._thread = threading.Thread(target=self._run, args=(samples_dir, every_s), name="chaosdb-progress",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        self._thread = None
+
+    def _run(self, samples_dir: Path, every_s: float) -> None:
+        import logging
+
+        from chaosdb.load import window as w
+        from chaosdb.workloads.samples import read_recent
+
+        log = logging.getLogger("chaostoolkit")
+        while not self._stop.wait(every_s):
+            now = time.time()
+            bounds = w.window_bounds(now, every_s, lag_s=1.5)
+            rows = w.select(read_recent(samples_dir, bounds.start), bounds)
+            if rows:
+                ok = [s for s in rows if is_success(s.outcome)]
+                p99 = f"{w.latency_percentile(rows, 99):.0f} ms" if ok else "-"
+                line = (f"{len(ok) / bounds.seconds:7.1f} tx/s  p99 {p99:>8}  errors "
+                        f"{w.error_rate(rows) * 100:5.1f} %")
+            else:
+                line = "no transactions in the last seconds"
+            log.info("[load] %5.0fs  %-40s %s", now - self._t0, self.phase[:40], line)
+
+
+_progress = _Progress()
+
+
 # --- Chaos Toolkit control hooks (every hook receives the provider's arguments) -----------------
+
+
+def before_hypothesis_control(context: dict[str, Any], **kwargs: Any) -> None:
+    _progress.phase = "steady-state hypothesis"
+
+
+def before_method_control(context: dict[str, Any], **kwargs: Any) -> None:
+    _progress.phase = "method"
+
+
+def before_activity_control(context: dict[str, Any], **kwargs: Any) -> None:
+    if isinstance(context, dict) and context.get("name"):
+        _progress.phase = f"{context.get('type', 'activity')}: {context['name']}"
+
+
+def after_method_control(context: dict[str, Any], **kwargs: Any) -> None:
+    _progress.phase = "after the method"
+
+
+def before_rollback_control(context: dict[str, Any], **kwargs: Any) -> None:
+    _progress.phase = "rollbacks"
+
 
 
 def before_experiment_control(context: dict[str, Any], configuration: dict[str, Any] | None = None,

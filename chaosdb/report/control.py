@@ -44,7 +44,26 @@ def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | No
             state["chaosdb_report"] = {"error": str(exc)}
             return
     m = result["metrics"]
+    _log_summary(m, target)
     state["chaosdb_report"] = {"out_dir": str(target), "html": str(target / "report.html"),
                                "recovery_s": (m.get("recovery") or {}).get("duration_s"),
                                "degradation": m.get("degradation")}
     logger.info("chaosdb report: %s", target / "report.html")
+
+
+def _log_summary(m: dict[str, Any], target: Path) -> None:
+    b, i = m.get("baseline") or {}, m.get("impact") or {}
+    r = m.get("recovery") or {}
+
+    def f(v: Any, unit: str = "") -> str:
+        return "-" if v is None else (f"{v:,.1f}{unit}" if isinstance(v, float) else f"{v}{unit}")
+
+    rows = [("", "baseline", "impact"), ("p50 (ms)", f(b.get("p50_ms")), f(i.get("p50_ms"))),
+            ("p99 (ms)", f(b.get("p99_ms")), f(i.get("p99_ms"))),
+            ("tx/s", f(b.get("throughput_tps")), f(i.get("throughput_tps"))),
+            ("errors (%)", f((b.get("error_rate") or 0) * 100), f((i.get("error_rate") or 0) * 100))]
+    logger.info("chaosdb summary:")
+    for a, x, y in rows:
+        logger.info("  %-12s %12s %12s", a, x, y)
+    logger.info("  recovery: %s   no commit for: %s", f(r.get("duration_s"), " s") if r.get("duration_s") is not None
+                else f"- ({r.get('reason')})", f(r.get("unavailability_s"), " s"))

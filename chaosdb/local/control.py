@@ -1,0 +1,74 @@
+"""Chaos Toolkit control: an embedded cluster for the duration of an experiment.
+
+Declare it first among the controls::
+
+    {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.local.control",
+      "arguments": {"nodes": 3, "tpcc_warehouses": 2, "tpcc_scale_down": 10, "down_after": true}}}
+
+* before the experiment: ``cluster up`` (the cluster named by configuration
+  ``chaosdb_cluster`` / ``chaosdb_cluster_dir``; created on first use, a no-op when it
+  runs), then loads TPC-C data (``tpcc_warehouses`` > 0) and/or YCSB records
+  (``ycsb_records`` > 0) when missing. A failure interrupts the run before anything else.
+* after the experiment (also when it failed or was interrupted): stops the load first
+  (idempotent), then, with ``down_after``, stops every process of the cluster
+  (``purge`` also deletes its data).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+__all__ = ["before_experiment_control", "after_experiment_control"]
+
+logger = logging.getLogger("chaostoolkit")
+
+
+def before_experiment_control(context: dict[str, Any], configuration: dict[str, Any] | None = None,
+                              nodes: int = 3, tpcc_warehouses: int = 0, tpcc_scale_down: int = 10,
+                              ycsb_records: int = 0, timeout_s: float = 180.0, **kwargs: Any) -> None:
+    from chaoslib.exceptions import InterruptExecution
+
+    from chaosdb.core.errors import ChaosDBError
+    from chaosdb.local import cluster
+    from chaosdb.local.state import load_layout, resolve_cluster_dir
+
+    directory = resolve_cluster_dir("", "", configuration)
+    try:
+        result = cluster.up(directory, directory.name, nodes=int(nodes), timeout=float(timeout_s))
+        logger.info("chaosdb: cluster %s %s in %.1fs, leader %s", result["cluster"],
+                    "created" if result["created"] else "up", result["seconds"], result["leader"])
+        dsn = load_layout(directory).dsn()
+        if int(tpcc_warehouses) > 0:
+            from chaosdb.workloads.tpcc import loader
+            from chaosdb.workloads.tpcc.rand import Scale
+
+            loaded = loader.load(dsn, Scale.reduced(int(tpcc_warehouses), int(tpcc_scale_down)))
+            logger.info("chaosdb: TPC-C data: %d warehouse(s), %d part(s) loaded in %.1fs", loaded["warehouses"],
+                        len(loaded["loaded"]), loaded["seconds"])
+        if int(ycsb_records) > 0:
+            from chaosdb.workloads import ycsb
+
+            ycsb.load(dsn, int(ycsb_records))
+    except (ChaosDBError, OSError, ValueError) as exc:
+        raise InterruptExecution(f"chaosdb embedded cluster: {exc}") from None
+
+
+def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None,
+                             configuration: dict[str, Any] | None = None, down_after: bool = True,
+                             purge: bool = False, **kwargs: Any) -> None:
+    from chaosdb.load.control import stop_load
+    from chaosdb.local import cluster
+    from chaosdb.local.state import load_layout, resolve_cluster_dir
+
+    record = stop_load()
+    if state is not None and record and "chaosdb_load" not in state:
+        state["chaosdb_load"] = {k: v for k, v in record.items() if k != "running"}
+    if not down_after:
+        return
+    try:
+        layout = load_layout(resolve_cluster_dir("", "", configuration))
+        cluster.down(layout, purge=bool(purge))
+        logger.info("chaosdb: cluster %s stopped%s", layout.name, " and purged" if purge else "")
+    except Exception as exc:  # never hide the experiment's own outcome
+        logger.error("chaosdb: could not stop the embedded cluster: %s", exc)
