@@ -1,0 +1,193 @@
+"""Write the experiments in ``experiments/`` from one template (``python -m chaosdb.devtools.make_experiments``).
+
+Every experiment runs on the embedded cluster with the same TPC-C load, the same
+steady-state hypothesis (p99, error rate, TPC-C consistency, no lost acknowledged write,
+replicas converged) and the same safety rollbacks; only the method differs. A unit test
+checks that the committed files are what this module writes, so they never drift apart.
+To point them at another cluster, replace the ``embedded-cluster`` control and set the
+configuration and secrets as the README explains.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["EXPERIMENTS", "build", "main"]
+
+HYPOTHESIS = {
+    "title": "fast, mostly error-free, consistent, nothing acknowledged lost, replicas converged",
+    "probes": [
+        {"type": "probe", "name": "p99-latency-last-10s-ms", "tolerance": {"type": "range", "range": [0, 300]},
+         "provider": {"type": "python", "module": "chaosdb.load.probes", "func": "latency_percentile",
+                      "arguments": {"percentile": 99, "window_s": 10}}},
+        {"type": "probe", "name": "error-rate-last-10s", "tolerance": {"type": "range", "range": [0, 0.01]},
+         "provider": {"type": "python", "module": "chaosdb.load.probes", "func": "error_rate",
+                      "arguments": {"window_s": 10}}},
+        {"type": "probe", "name": "tpcc-consistency-conditions-1-4", "tolerance": True,
+         "provider": {"type": "python", "module": "chaosdb.load.integrity", "func": "tpcc_is_consistent"}},
+        {"type": "probe", "name": "acknowledged-new-orders-lost", "tolerance": 0,
+         "provider": {"type": "python", "module": "chaosdb.load.integrity", "func": "lost_acknowledged_writes"}},
+        {"type": "probe", "name": "replicas-converged", "tolerance": True,
+         "provider": {"type": "python", "module": "chaosdb.load.integrity", "func": "replicas_converged",
+                      "arguments": {"timeout_s": 30}}},
+    ],
+}
+
+ROLLBACKS = [
+    {"type": "action", "name": "resume-any-suspended-node",
+     "provider": {"type": "python", "module": "chaosdb.local.actions", "func": "resume_nodes",
+                  "arguments": {"nodes": "all"}}},
+    {"type": "action", "name": "make-sure-every-node-runs",
+     "provider": {"type": "python", "module": "chaosdb.local.actions", "func": "restart_nodes",
+                  "arguments": {"nodes": "all", "wait_healthy_s": 90}}},
+]
+
+
+def action(name: str, func: str, arguments: dict[str, Any], after: float = 0, module: str = "chaosdb.local.actions",
+           before: float = 0) -> dict[str, Any]:
+    a: dict[str, Any] = {"type": "action", "name": name,
+                         "provider": {"type": "python", "module": module, "func": func, "arguments": arguments}}
+    pauses = {k: v for k, v in (("before", before), ("after", after)) if v}
+    if pauses:
+        a["pauses"] = pauses
+    return a
+
+
+RESTART = action("restart-stopped-nodes", "restart_nodes", {"nodes": "all", "wait_healthy_s": 90}, after=20)
+WAIT_HEALTHY = action("wait-until-the-cluster-is-healthy", "wait_until_healthy",
+                      {"timeout_s": 90, "expected_members": 3}, module="chaosdb.postgres.actions")
+
+EXPERIMENTS: dict[str, dict[str, Any]] = {
+    "quickstart": {
+        "title": "Quickstart: the PostgreSQL primary's whole node fails under TPC-C load",
+        "cluster": "quickstart",
+        "story": "We kill every process of the node that is the primary (etcd, Patroni, PostgreSQL), let Patroni "
+                 "elect a new primary, restart the node so it rejoins as a replica, and check that the hypothesis "
+                 "holds again. Expected: about 20 s (Patroni's ttl) without commits, then full recovery.",
+        "tags": ["quickstart", "node-failure"],
+        "method": [action("kill-the-primary-node", "kill_node", {"target": "leader"}, after=30),
+                   action("restart-the-killed-node", "restart_nodes", {"nodes": "all", "wait_healthy_s": 90},
+                          after=20)],
+    },
+    "thesis-1-process-kill": {
+        "title": "Thesis level 1: the primary's database process is killed (its supervisor restarts it)",
+        "cluster": "experiments",
+        "story": "SIGKILL of the PostgreSQL postmaster on the primary node; Patroni, its supervisor, restarts it in "
+                 "place within its primary_start_timeout. Expected: a few seconds of connection errors, no failover "
+                 "in most runs, quick recovery (the thesis's 'Node Process' fault).",
+        "tags": ["thesis", "process-failure"],
+        "method": [action("kill-the-primary-postgres-process", "kill_postgres_process", {"target": "leader"},
+                          after=40)],
+    },
+    "thesis-2-database-stop-short-grace": {
+        "title": "Thesis level 2: graceful database-level stop of the primary, 1 s drain",
+        "cluster": "experiments",
+        "story": "Patroni switches leadership away from the primary (clients are disconnected cleanly), waits a "
+                 "1 s drain time, then stops PostgreSQL on that node cleanly; it is restarted later (the thesis's "
+                 "'Database Node' fault, drain-wait 1 s). Expected: about a second of errors, no lost write.",
+        "tags": ["thesis", "graceful-stop"],
+        "method": [action("switch-over-and-stop-the-primary", "stop_database",
+                          {"target": "leader", "method": "switchover", "drain_wait_s": 1, "grace_s": 30}, after=20),
+                   RESTART],
+    },
+    "thesis-2-database-stop-long-grace": {
+        "title": "Thesis level 2: graceful database-level stop of the primary, 30 s drain",
+        "cluster": "experiments",
+        "story": "As the short-grace experiment, with a 30 s drain time between the switchover and the stop "
+                 "(the thesis compared drain-wait 1 s with 60 s). Expected: the stop itself is invisible to "
+                 "clients; only the switchover shows.",
+        "tags": ["thesis", "graceful-stop"],
+        "method": [action("switch-over-drain-30s-and-stop-the-primary", "stop_database",
+                          {"target": "leader", "method": "switchover", "drain_wait_s": 30, "grace_s": 30}, after=10),
+                   RESTART],
+    },
+    "thesis-3-node-kill": {
+        "title": "Thesis level 3: the primary's whole node is killed",
+        "cluster": "experiments",
+        "story": "Every process of the primary's node dies at once and stays down until restarted (the thesis's most "
+                 "abrupt level). Expected: no commit until the leader lease expires (~20 s), then recovery.",
+        "tags": ["thesis", "node-failure"],
+        "method": [action("kill-the-primary-node", "kill_node", {"target": "leader"}, after=30), RESTART],
+    },
+    "cascading-failure": {
+        "title": "Cascading failure: dependent, timed faults kept within quorum (thesis Listing B.3)",
+        "cluster": "experiments",
+        "story": "Listing B.3 fails one node, a second one 2 minutes later and two more 1 minute after that. On 3 "
+                 "nodes, which tolerate one failure at a time, the cascade is compressed and each fault ends before "
+                 "the next starts: a replica hangs for 10 s; once the cluster is healthy again the primary's "
+                 "database process is killed; once healthy again a replica's whole node is killed and later "
+                 "restarted. Expected: three separate disturbances, each recovered, no lost write.",
+        "tags": ["cascading", "timed"],
+        "method": [action("hang-a-replica-10s", "suspend_node", {"target": "replica", "duration_s": 10}, after=15),
+                   WAIT_HEALTHY,
+                   action("then-kill-the-primary-postgres-process", "kill_postgres_process", {"target": "leader"},
+                          after=15),
+                   WAIT_HEALTHY,
+                   action("then-kill-a-replica-node", "kill_node", {"target": "replica"}, after=20),
+                   RESTART],
+    },
+    "hang-primary": {
+        "title": "Hang: every process of the primary's node is suspended (SIGSTOP) for 10 s",
+        "cluster": "experiments",
+        "story": "SIGSTOP freezes etcd, Patroni and PostgreSQL on the primary's node; their sockets stay open but "
+                 "nothing answers. 10 s is shorter than Patroni's ttl (20 s), so there is no failover: clients stall "
+                 "and resume. A detached process resumes the node on time even if chaos run dies. Expected: about "
+                 "10 s without commits, no errors beyond timeouts, no lost write.",
+        "tags": ["hang", "sigstop"],
+        "method": [action("hang-the-primary-node-10s", "suspend_node", {"target": "leader", "duration_s": 10},
+                          after=30)],
+    },
+}
+
+
+def build(name: str) -> dict[str, Any]:
+    spec = EXPERIMENTS[name]
+    hypothesis_text = ("Hypothesis: with 8 TPC-C terminals on the embedded 3-node Patroni cluster, p99 latency stays "
+                       "under 300 ms and fewer than 1 % of attempts fail; the TPC-C consistency conditions hold, no "
+                       "acknowledged New-Order is lost and every replica holds the primary's data. ")
+    return {
+        "version": "1.0.0",
+        "title": spec["title"],
+        "description": hypothesis_text + spec["story"],
+        "tags": ["postgresql", "patroni", *spec["tags"]],
+        "configuration": {
+            "chaosdb_cluster": {"type": "env", "key": "CHAOSDB_CLUSTER", "default": spec["cluster"]},
+            "report_dir": {"type": "env", "key": "CHAOSDB_REPORT_DIR", "default": f"reports/{name}"},
+            "baseline_s": {"type": "env", "key": "CHAOSDB_BASELINE_S", "default": "30"},
+        },
+        "controls": [
+            {"name": "embedded-cluster", "provider": {
+                "type": "python", "module": "chaosdb.local.control",
+                "arguments": {"nodes": 3, "tpcc_warehouses": 2, "tpcc_scale_down": 10, "down_after": True,
+                              "purge": True}}},
+            {"name": "tpcc-load", "provider": {
+                "type": "python", "module": "chaosdb.load.control",
+                "arguments": {"users": 8, "warmup_s": 15, "baseline_s": "${baseline_s}",
+                              "samples_dir": "${report_dir}/samples", "replace_samples": True}}},
+            {"name": "report", "provider": {"type": "python", "module": "chaosdb.report.control",
+                                            "arguments": {"out_dir": "${report_dir}"}}},
+        ],
+        "steady-state-hypothesis": HYPOTHESIS,
+        "method": spec["method"],
+        "rollbacks": ROLLBACKS,
+    }
+
+
+def render(name: str) -> str:
+    return json.dumps(build(name), indent=2) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    out = Path(argv[0] if argv else "experiments")
+    out.mkdir(parents=True, exist_ok=True)
+    for name in EXPERIMENTS:
+        (out / f"{name}.json").write_text(render(name))
+        print(f"wrote {out / (name + '.json')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,32 @@
+"""The shipped experiments: generated from one template, valid, and honest about their hypothesis."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chaosdb.devtools.make_experiments import EXPERIMENTS, render
+
+EXP_DIR = Path(__file__).resolve().parents[2] / "experiments"
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_committed_file_is_what_the_generator_writes(name):
+    assert (EXP_DIR / f"{name}.json").read_text() == render(name), \
+        "run: python -m chaosdb.devtools.make_experiments experiments"
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_each_experiment_states_its_hypothesis_and_restores_the_cluster(name):
+    exp = json.loads((EXP_DIR / f"{name}.json").read_text())
+    assert exp["description"].startswith("Hypothesis:")
+    assert {c["name"] for c in exp["controls"]} == {"embedded-cluster", "tpcc-load", "report"}
+    assert [r["provider"]["func"] for r in exp["rollbacks"]] == ["resume_nodes", "restart_nodes"]
+    funcs = {a["provider"]["func"] for a in exp["method"]}
+    assert funcs & {"kill_node", "kill_postgres_process", "stop_database", "suspend_node"}
+    # secrets never inline: every configuration value is read from the environment
+    assert all(v.get("type") == "env" for v in exp["configuration"].values())
+
+
+def test_no_stray_experiment_files():
+    assert {p.stem for p in EXP_DIR.glob("*.json")} == set(EXPERIMENTS)
