@@ -157,12 +157,13 @@ def build(name: str) -> dict[str, Any]:
             "chaosdb_cluster": {"type": "env", "key": "CHAOSDB_CLUSTER", "default": spec["cluster"]},
             "report_dir": {"type": "env", "key": "CHAOSDB_REPORT_DIR", "default": f"reports/{name}"},
             "baseline_s": {"type": "env", "key": "CHAOSDB_BASELINE_S", "default": "30"},
+            "address_base": {"type": "env", "key": "CHAOSDB_ADDRESS_BASE", "default": "127.0.0.11"},
         },
         "controls": [
             {"name": "embedded-cluster", "provider": {
                 "type": "python", "module": "chaosdb.local.control",
                 "arguments": {"nodes": 3, "tpcc_warehouses": 2, "tpcc_scale_down": 10, "down_after": True,
-                              "purge": True}}},
+                              "purge": True, "address_base": "${address_base}"}}},
             {"name": "tpcc-load", "provider": {
                 "type": "python", "module": "chaosdb.load.control",
                 "arguments": {"users": 8, "warmup_s": 15, "baseline_s": "${baseline_s}",

