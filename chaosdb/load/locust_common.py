@@ -1,8 +1,10 @@
 """Plumbing shared by the pack's Locust users: options, per-process samples file, terminal numbers.
 
 Terminal (client) numbers are ``local_index * workers + worker_index`` so that
-clients are spread evenly across worker processes (``--processes N``; in
-master/worker mode across machines pass ``--chaosdb-workers N`` to each worker).
+clients are spread evenly across worker processes (``--processes N``). In
+master/worker mode across machines the master forwards its option values to the
+workers: give ``--chaosdb-workers N`` (and the other ``--chaosdb-*`` options) to the
+master; each worker may take the DSN from its own ``CHAOSDB_LOAD_DSN``.
 """
 
 from __future__ import annotations

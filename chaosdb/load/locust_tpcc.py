@@ -22,6 +22,7 @@ file of this process.
 
 from __future__ import annotations
 
+import os
 import time
 
 import locust
@@ -51,6 +52,8 @@ def _config(environment) -> TerminalConfig:
     from chaosdb.workloads.tpcc.loader import read_meta
 
     opts = environment.parsed_options
+    # in master/worker mode the master's option values replace the worker's: fall back to this process's env
+    opts.chaosdb_dsn = opts.chaosdb_dsn or os.environ.get("CHAOSDB_LOAD_DSN", "")
     if not opts.chaosdb_dsn:
         raise SystemExit("chaosdb TPC-C: no DSN: pass --chaosdb-dsn or set CHAOSDB_LOAD_DSN")
     with psycopg.connect(opts.chaosdb_dsn, connect_timeout=10, target_session_attrs="read-write") as conn:

@@ -8,6 +8,8 @@ YCSB key it wrote.
 
 from __future__ import annotations
 
+import os
+
 import locust
 from locust import User, constant, events, task
 
@@ -42,6 +44,7 @@ class YcsbUser(User):
 
     def on_start(self) -> None:
         opts = self.environment.parsed_options
+        opts.chaosdb_dsn = opts.chaosdb_dsn or os.environ.get("CHAOSDB_LOAD_DSN", "")  # see locust_tpcc
         if not opts.chaosdb_dsn:
             raise SystemExit("chaosdb YCSB: no DSN: pass --chaosdb-dsn or set CHAOSDB_LOAD_DSN")
         _process.setup(self.environment)
