@@ -156,7 +156,10 @@ def find_binaries(postgres_bin: str | None = None, etcd_bin: str | None = None) 
             md.distribution(mod)
         except md.PackageNotFoundError:
             raise _missing_extra(mod) from None
-    return Binaries(postgres_bin=str(pg), etcd=str(etcd), python=sys.executable)
+    # Patroni runs with this interpreter; packages found through PYTHONPATH (pip --target installs) must be
+    # found by it too
+    return Binaries(postgres_bin=str(pg), etcd=str(etcd), python=sys.executable,
+                    pythonpath=os.environ.get("PYTHONPATH", ""))
 
 
 # ---------------------------------------------------------------------------
