@@ -16,7 +16,7 @@ from typing import Any
 from chaosdb.workloads.outcomes import is_success
 from chaosdb.workloads.samples import Sample, SampleWriter
 
-__all__ = ["add_common_options", "ProcessState", "TransactionFailed", "report"]
+__all__ = ["add_common_options", "ProcessState", "TransactionFailed", "report", "resolve_dsn", "Pacer"]
 
 
 class TransactionFailed(Exception):
@@ -77,6 +77,11 @@ class ProcessState:
         # CHAOSDB_SAMPLES_DISABLED=1 exists only for the benchmark that measures what recording costs
         self.writer = NullWriter() if os.environ.get("CHAOSDB_SAMPLES_DISABLED") == "1" else SampleWriter(path)
 
+    def attach(self, events: Any) -> None:
+        """Flush the samples when the test stops and close the file when Locust quits."""
+        events.test_stop.add_listener(lambda environment, **_kw: self.flush())
+        events.quitting.add_listener(lambda environment, **_kw: self.close())
+
     def next_terminal(self) -> int:
         return next(self._local) * self.workers + self.worker_index
 
@@ -87,6 +92,15 @@ class ProcessState:
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+
+
+def resolve_dsn(opts: Any, workload: str) -> str:
+    """The DSN option, else this process's CHAOSDB_LOAD_DSN (in master/worker mode the master's option
+    values replace the worker's); exits with a message when there is none."""
+    opts.chaosdb_dsn = opts.chaosdb_dsn or os.environ.get("CHAOSDB_LOAD_DSN", "")
+    if not opts.chaosdb_dsn:
+        raise SystemExit(f"chaosdb {workload}: no DSN: pass --chaosdb-dsn or set CHAOSDB_LOAD_DSN")
+    return opts.chaosdb_dsn
 
 
 def report(environment: Any, state: ProcessState, sample: Sample, request_type: str) -> None:

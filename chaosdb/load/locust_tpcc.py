@@ -22,19 +22,19 @@ file of this process.
 
 from __future__ import annotations
 
-import os
 import time
 
 import locust
 from locust import User, constant, events, task
 
-from chaosdb.load.locust_common import Pacer, ProcessState, add_common_options, report
+from chaosdb.load.locust_common import Pacer, ProcessState, add_common_options, report, resolve_dsn
 from chaosdb.workloads.tpcc.rand import Scale
 from chaosdb.workloads.tpcc.terminal import Terminal, TerminalConfig
 
 __all__ = ["TpccUser"]
 
 _process = ProcessState()
+_process.attach(events)
 
 
 @events.init_command_line_parser.add_listener
@@ -52,11 +52,7 @@ def _config(environment) -> TerminalConfig:
     from chaosdb.workloads.tpcc.loader import read_meta
 
     opts = environment.parsed_options
-    # in master/worker mode the master's option values replace the worker's: fall back to this process's env
-    opts.chaosdb_dsn = opts.chaosdb_dsn or os.environ.get("CHAOSDB_LOAD_DSN", "")
-    if not opts.chaosdb_dsn:
-        raise SystemExit("chaosdb TPC-C: no DSN: pass --chaosdb-dsn or set CHAOSDB_LOAD_DSN")
-    with psycopg.connect(opts.chaosdb_dsn, connect_timeout=10, target_session_attrs="read-write") as conn:
+    with psycopg.connect(resolve_dsn(opts, "TPC-C"), connect_timeout=10, target_session_attrs="read-write") as conn:
         meta = read_meta(conn)
     if not meta:
         raise SystemExit("chaosdb TPC-C: the database holds no TPC-C data: run 'chaosdb load tpcc-load' first")
@@ -66,16 +62,6 @@ def _config(environment) -> TerminalConfig:
         dsn=opts.chaosdb_dsn, scale=scale, c_load=int(meta["c_load"]), isolation=opts.chaosdb_isolation,
         max_retries=opts.chaosdb_max_retries, wait=opts.tpcc_wait, seed=opts.chaosdb_seed)
     return _process.extra["config"]
-
-
-@events.test_stop.add_listener
-def _flush(environment, **_kw) -> None:
-    _process.flush()
-
-
-@events.quitting.add_listener
-def _close(environment, **_kw) -> None:
-    _process.close()
 
 
 class TpccUser(User):

@@ -8,33 +8,22 @@ YCSB key it wrote.
 
 from __future__ import annotations
 
-import os
-
 import locust
 from locust import User, constant, events, task
 
-from chaosdb.load.locust_common import Pacer, ProcessState, add_common_options, report
+from chaosdb.load.locust_common import Pacer, ProcessState, add_common_options, report, resolve_dsn
 from chaosdb.workloads.ycsb import SqlBackend, WorkloadA
 
 __all__ = ["YcsbUser"]
 
 _process = ProcessState()
+_process.attach(events)
 
 
 @events.init_command_line_parser.add_listener
 def _options(parser) -> None:
     add_common_options(parser)
     parser.add_argument("--ycsb-records", type=int, default=10000, help="number of records in usertable")
-
-
-@events.test_stop.add_listener
-def _flush(environment, **_kw) -> None:
-    _process.flush()
-
-
-@events.quitting.add_listener
-def _close(environment, **_kw) -> None:
-    _process.close()
 
 
 class YcsbUser(User):
@@ -44,9 +33,7 @@ class YcsbUser(User):
 
     def on_start(self) -> None:
         opts = self.environment.parsed_options
-        opts.chaosdb_dsn = opts.chaosdb_dsn or os.environ.get("CHAOSDB_LOAD_DSN", "")  # see locust_tpcc
-        if not opts.chaosdb_dsn:
-            raise SystemExit("chaosdb YCSB: no DSN: pass --chaosdb-dsn or set CHAOSDB_LOAD_DSN")
+        resolve_dsn(opts, "YCSB")
         _process.setup(self.environment)
         self.client_number = _process.next_terminal()
         seed = None if opts.chaosdb_seed is None else opts.chaosdb_seed * 1009 + self.client_number
