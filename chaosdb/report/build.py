@@ -91,6 +91,10 @@ def _recovery_lines(m: dict[str, Any]) -> list[str]:
     else:
         lines.append(f"Recovery: not measured: {r.get('reason')}"
                      + (f" (at least {r['lower_bound_s']:.1f} s)" if r.get("lower_bound_s") is not None else ""))
+    more = [d for d in (r.get("disturbances") or [])[1:] if d.get("duration_s") is not None]
+    if more:
+        lines.append("Later disturbances: " + "; ".join(f"{d['duration_s']:.1f} s after '{d['after_fault']}'"
+                                                       for d in more))
     if r.get("unavailability_s") is not None:
         lines.append(f"Longest span without a commit: **{r['unavailability_s']:.1f} s**")
     if "time_to_baseline_throughput_s" in r:

@@ -2,11 +2,12 @@
 
 Windows
 -------
-* **baseline**: from the end of the load's warm-up (or the first sample) to the start
-  of the first fault;
-* **impact**: from the start of the first fault to the end of the measured run (the
-  load's stop, or the last sample). Pauses of the load (e.g. the replica convergence
-  check) are left out of both.
+* **baseline**: transactions that started after the load's warm-up (or at the first sample)
+  and completed before the first fault started;
+* **impact**: transactions that completed at or after the start of the first fault, up to
+  the end of the measured run (the load's stop, or the last sample): a transaction in
+  flight when the fault hits counts for the impact. Pauses of the load (e.g. the replica
+  convergence check) are left out of both.
 
 Statistics of a window use the *successful* transactions' latencies (mean, population σ,
 nearest-rank p50/p95/p99, max); ``count`` is every attempt, ``error_rate`` failed / all
@@ -19,21 +20,28 @@ baseline mean for 5 seconds. The recovery duration then is the time between the 
 last transaction that fall outside the interval.")
 
 A transaction is *outside* when its latency exceeds ``baseline mean + 2 σ`` or it failed.
-Transactions are ordered by start time across all clients.
+Transactions are taken in the order they completed (were observed): a stall (a hung primary)
+holds back one transaction per client and releases them together, which start order would
+interleave with transactions that finished before the stall.
 
-* onset: the first transaction of the first run of ``run_length`` (5) consecutive outside
-  transactions that ends at or after the first fault's start;
-* ``rule="literal"`` (the thesis's wording, meant for its ~5 NewOrders/s): recovered at the
-  last outside transaction that is followed by ``quiet_s`` (5 s) with no outside transaction;
+* onset: the first run of ``run_length`` (5) consecutive outside transactions that completes
+  at or after the first fault's start;
+* ``rule="literal"`` (the thesis's wording, meant for its ~5 NewOrders/s): the disturbance ends
+  with the last outside transaction that is followed by ``quiet_s`` (5 s) with no outside one;
 * ``rule="runs"`` (default; for high rates): at hundreds of transactions per second a few
   percent of transactions lie above mean + 2 σ in any healthy second (heavy tails), so the
   literal rule would never see 5 clean seconds. The same 5-in-a-row criterion that marks the
-  onset is used for the end: recovered at the last transaction of the last run of
-  ``run_length`` consecutive outside transactions that is followed by ``quiet_s`` without
-  such a run. Isolated outliers neither start nor prolong a disturbance.
-* ``duration_s`` = start of the last outside transaction of the disturbance - start of the
-  first; ``null`` with ``reason`` when no disturbance is found or the run ends before
-  ``quiet_s`` of quiet (then ``lower_bound_s`` says how long it lasted at least).
+  onset is used for the end: the disturbance is the onset run and every following run of
+  ``run_length`` that starts less than ``quiet_s`` after the previous one ended. Isolated
+  outliers neither start nor prolong it.
+* the disturbance's transactions are every outside transaction in flight during those runs
+  (completions of slow and fast transactions interleave at its edges);
+* ``duration_s`` = completion of its last outside transaction - start of its first, but not
+  before the first fault ("the time between the first and last transaction that fall
+  outside"): a clean outage of T seconds gives T, a hang of T seconds gives T, a latency
+  plateau of T seconds gives T plus the plateau's latency (users saw slowness until the last
+  slow transaction ended). ``null`` with ``reason`` when no
+  disturbance is found or the run ends before ``quiet_s`` of quiet (then ``lower_bound_s``).
 
 ``unavailability_s`` is the longest span of the impact window in which no transaction
 committed (completion times); ``time_to_baseline_throughput_s`` is from the first fault's
@@ -49,7 +57,8 @@ import numpy as np
 
 from chaosdb.report.data import Samples
 
-__all__ = ["window_stats", "recovery", "compute_metrics", "windows", "unavailability", "time_to_throughput"]
+__all__ = ["window_stats", "recovery", "disturbances", "compute_metrics", "windows", "unavailability",
+           "time_to_throughput"]
 
 
 def _pct(sorted_vals: np.ndarray, p: float) -> float:
@@ -85,42 +94,67 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
              run_length: int = 5, quiet_s: float = 5.0) -> dict[str, Any]:
     if rule not in ("runs", "literal"):
         raise ValueError("rule must be 'runs' or 'literal'")
-    outside = (~s.ok) | (s.lat > threshold_ms)
-    base = {"rule": rule, "run_length": run_length, "quiet_s": quiet_s, "threshold_ms": round(threshold_ms, 3)}
+    base = {"rule": rule, "run_length": run_length, "quiet_s": quiet_s, "threshold_ms": round(threshold_ms, 3),
+            "order": "completion"}
+    # transactions in the order they were *observed* (completed): a stall holds back every client's
+    # transaction and releases them together, which start order would interleave with older ones
+    done = s.ts + s.lat / 1000.0
+    order = np.argsort(done, kind="stable")
+    done_o, start_o = done[order], s.ts[order]
+    outside = ((~s.ok) | (s.lat > threshold_ms))[order]
     starts, ends = _runs(outside, run_length)
-    after = s.ts[ends] >= fault_start if ends.size else np.array([], dtype=bool)
+    after = done_o[ends] >= fault_start if ends.size else np.array([], dtype=bool)
     if not after.any():
         return {**base, "duration_s": None, "reason": f"no run of {run_length} consecutive transactions above "
                 f"{threshold_ms:.1f} ms or failed after the first fault", "onset_ts": None, "end_ts": None}
     first = int(np.flatnonzero(after)[0])
-    onset_idx = int(starts[first])
-    onset_ts = float(s.ts[onset_idx])
-    last_idx: int | None = None
-    if rule == "runs":
-        run_starts_ts, run_ends_ts = s.ts[starts[first:]], s.ts[ends[first:]]
-        cur_end = run_ends_ts[0]
-        k = 0
-        for k in range(1, run_starts_ts.size + 1):
-            if k == run_starts_ts.size or run_starts_ts[k] - cur_end >= quiet_s:
-                break
-            cur_end = max(cur_end, run_ends_ts[k])
-        last_idx = int(ends[first + k - 1]) if k else int(ends[first])
-        # the last run may not be the one with the latest end if runs overlap in time; take the max
-        last_idx = int(ends[first:first + k][np.argmax(s.ts[ends[first:first + k]])])
-    else:
-        out_idx = np.flatnonzero(outside)
-        out_idx = out_idx[out_idx >= onset_idx]
-        gaps = np.diff(s.ts[out_idx])
-        big = np.flatnonzero(gaps >= quiet_s)
-        last_idx = int(out_idx[big[0]]) if big.size else int(out_idx[-1])
-    last_ts = float(s.ts[last_idx])
-    if end_ts - last_ts < quiet_s:
+    # runs that can prolong the disturbance: runs of run_length ("runs") or any outside transaction ("literal")
+    c_starts, c_ends = (starts, ends) if rule == "runs" else _runs(outside, 1)
+    margin = threshold_ms / 1000.0  # completions reorder by up to about one healthy latency
+    lo_runs = float(start_o[starts[first]:ends[first] + 1].min())
+    hi_runs = float(done_o[ends[first]])
+    while True:
+        # every outside transaction in flight during the runs belongs to the disturbance (a stall keeps writes in
+        # flight while reads still complete: that is not quiet); only runs extend it, so noise cannot chain it on
+        overlapping = outside & (start_o < hi_runs) & (done_o > lo_runs - margin)
+        hi = float(done_o[overlapping].max())
+        nxt = np.flatnonzero((done_o[c_ends] > hi_runs) & (done_o[c_starts] - hi < quiet_s))
+        if not nxt.size:
+            break
+        hi_runs = max(hi_runs, float(done_o[c_ends[nxt]].max()))
+    lo = float(start_o[overlapping].min())
+    members = np.flatnonzero(overlapping)
+    onset_ts = max(float(fault_start), lo)
+    last_done = hi
+    if end_ts - last_done < quiet_s:
         return {**base, "duration_s": None, "onset_ts": onset_ts, "end_ts": None,
-                "lower_bound_s": round(last_ts - onset_ts, 3),
-                "reason": f"not recovered: the run ended {end_ts - last_ts:.1f} s after the last disturbed "
+                "lower_bound_s": round(last_done - onset_ts, 3),
+                "reason": f"not recovered: the run ended {max(0.0, end_ts - last_done):.1f} s after the last disturbed "
                           f"transaction, before {quiet_s:g} s of quiet"}
-    return {**base, "duration_s": round(last_ts - onset_ts, 3), "onset_ts": onset_ts, "end_ts": last_ts,
-            "reason": None}
+    return {**base, "duration_s": round(last_done - onset_ts, 3), "onset_ts": onset_ts, "end_ts": last_done,
+            "disturbed_transactions": int(members.size), "reason": None}
+
+
+def disturbances(s: Samples, threshold_ms: float, faults: list[dict[str, Any]], end_ts: float,
+                 rule: str = "runs", limit: int = 50) -> list[dict[str, Any]]:
+    """Every disturbance after the first fault (the recovery rule applied again after each one ends),
+    each with the last fault that started before it. ``recovery`` itself is the first one."""
+    starts = sorted((f["start_ts"], f["name"]) for f in faults if f.get("start_ts") and not f.get("rollback"))
+    if not starts:
+        return []
+    out: list[dict[str, Any]] = []
+    t = starts[0][0]
+    while len(out) < limit:
+        r = recovery(s, threshold_ms, t, end_ts, rule=rule)
+        if r.get("onset_ts") is None:
+            break
+        cause = [name for ts, name in starts if ts <= r["onset_ts"] + 1e-6]
+        out.append({"onset_ts": r["onset_ts"], "end_ts": r.get("end_ts"), "duration_s": r.get("duration_s"),
+                    "after_fault": cause[-1] if cause else None, "reason": r.get("reason")})
+        if r.get("end_ts") is None:
+            break
+        t = r["end_ts"] + 1e-6
+    return out
 
 
 def unavailability(s: Samples, start: float, end: float) -> float:
@@ -185,19 +219,25 @@ def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: fl
                               "baseline_start_ts": b_start, "first_fault_ts": fault_start, "end_ts": end,
                               "excluded_pauses": pauses}
     b_end = fault_start if fault_start is not None else end
-    baseline = s.between(b_start, b_end)
+    done_at = s.ts + s.lat / 1000.0
+    started = (s.ts >= b_start) & (s.ts <= end)
+    # a transaction in flight when the first fault starts belongs to the impact, not to the baseline
+    in_baseline = started & (s.ts < b_end) & ((done_at < b_end) if fault_start is not None else True)
+    baseline = s.subset(in_baseline)
     base_paused = sum(max(0.0, min(float(p["end_ts"]), b_end) - max(float(p["start_ts"]), b_start)) for p in pauses)
     result["baseline"] = window_stats(baseline, b_end - b_start - base_paused)
+    impact = s.subset(started & (done_at >= fault_start)) if fault_start is not None else None
     if fault_start is None or baseline.ok.sum() < 2:
         why = "no fault in the journal" if fault_start is None else "the baseline has fewer than 2 successes"
         result.update(impact=None, recovery={"duration_s": None, "reason": why}, degradation=None)
     else:
-        impact = s.between(fault_start, end + 1e-9)
         impact_paused = sum(max(0.0, min(float(p["end_ts"]), end) - max(float(p["start_ts"]), fault_start))
                             for p in pauses)
         result["impact"] = window_stats(impact, end - fault_start - impact_paused)
         mean, std = result["baseline"]["mean_ms"], result["baseline"]["std_ms"]
-        rec = recovery(s.between(b_start, end + 1e-9), mean + 2 * std, fault_start, end, rule=rule)
+        measured = s.between(b_start, end + 1e-9)
+        rec = recovery(measured, mean + 2 * std, fault_start, end, rule=rule)
+        rec["disturbances"] = disturbances(measured, mean + 2 * std, faults, end, rule=rule)
         rec["unavailability_s"] = unavailability(s, fault_start, end)
         rec["time_to_baseline_throughput_s"] = time_to_throughput(s, fault_start, end,
                                                                   result["baseline"]["throughput_tps"] or 0)
@@ -216,9 +256,8 @@ def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: fl
         if not mask.any():
             continue
         entry: dict[str, Any] = {"baseline": window_stats(baseline.subset(baseline.name == code), b_end - b_start)}
-        if result.get("impact") is not None:
-            imp = s.between(fault_start, end + 1e-9)
-            entry["impact"] = window_stats(imp.subset(imp.name == code), result["impact"]["seconds"])
+        if result.get("impact") is not None and impact is not None:
+            entry["impact"] = window_stats(impact.subset(impact.name == code), result["impact"]["seconds"])
         sub = s.subset(mask)
         entry["attempts"] = int(len(sub))
         entry["failure_rate"] = round(float((~sub.ok).sum()) / len(sub), 6)
