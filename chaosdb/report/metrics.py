@@ -188,7 +188,9 @@ def windows(s: Samples, start: float, end: float, width: float = 5.0) -> list[di
     while t < end:
         w = s.between(t, t + width)
         ok = np.sort(w.lat[w.ok])
-        out.append({"start_ts": round(t, 3), "count": int(len(w)), "tps": round(ok.size / width, 3),
+        covered = min(width, end - t)  # the last window is partial: its rate is over the time it covers
+        out.append({"start_ts": round(t, 3), "seconds": round(covered, 3), "count": int(len(w)),
+                    "tps": round(ok.size / covered, 3) if covered > 0 else 0.0,
                     "errors": int((~w.ok).sum()),
                     "p50_ms": round(_pct(ok, 50), 3) if ok.size else None,
                     "p95_ms": round(_pct(ok, 95), 3) if ok.size else None,
@@ -198,9 +200,12 @@ def windows(s: Samples, start: float, end: float, width: float = 5.0) -> list[di
 
 
 def _pause_mask(s: Samples, pauses: list[dict[str, Any]]) -> np.ndarray:
+    """Transactions whose lifetime overlaps a pause of the load are left out (a paused client's
+    transaction in flight gets the pause added to its latency)."""
     keep = np.ones(len(s), dtype=bool)
+    done = s.ts + s.lat / 1000.0
     for p in pauses:
-        keep &= ~((s.ts >= float(p["start_ts"])) & (s.ts < float(p["end_ts"])))
+        keep &= ~((s.ts < float(p["end_ts"])) & (done > float(p["start_ts"])))
     return keep
 
 

@@ -27,21 +27,21 @@ def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Pa
     plt = _plt()
     zero = metrics.get("first_fault_ts") or metrics["first_ts"]
     wins = metrics["windows"]
-    x = np.array([w["start_ts"] - zero for w in wins]) + 2.5
+    x = np.array([w["start_ts"] - zero + w.get("seconds", 5.0) / 2 for w in wins])
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 6.2), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     for key, style in (("p50_ms", "-"), ("p95_ms", "--"), ("p99_ms", "-")):
         y = np.array([w[key] if w[key] is not None else np.nan for w in wins], dtype=float)
         ax1.plot(x, y, style, label=key.replace("_ms", ""), linewidth=1.6 if key == "p99_ms" else 1.2)
     ax1.set_yscale("log")
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    plain = FuncFormatter(lambda v, _p: f"{v:g}")
-    ax1.yaxis.set_major_formatter(plain)
-    ax1.yaxis.set_minor_formatter(plain)
+    ax1.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax1.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+    ax1.yaxis.set_minor_formatter(NullFormatter())
     ax1.set_ylabel("latency (ms, log)")
     ax1.grid(True, which="both", alpha=0.3)
     tps = np.array([w["tps"] for w in wins])
-    errs = np.array([w["errors"] for w in wins]) / 5.0
+    errs = np.array([w["errors"] / max(w.get("seconds", 5.0), 1e-9) for w in wins])
     ax2.plot(x, tps, color="tab:green", label="committed tx/s")
     ax2.bar(x, errs, width=4.0, color="tab:red", alpha=0.5, label="failed attempts/s")
     ax2.set_ylabel("transactions / s")
