@@ -25,7 +25,10 @@ holds back one transaction per client and releases them together, which start or
 interleave with transactions that finished before the stall.
 
 * onset: the first run of ``run_length`` (5) consecutive outside transactions that completes
-  at or after the first fault's start;
+  at or after the first fault's start, or, if earlier, the first moment when at least
+  max(5, half the clients) outside transactions are in flight at once for at least 0.25 s (a stall: every client's
+  transaction is held and the released clients' fast transactions interleave with the held
+  ones' completions, so no run forms); clients are estimated by Little's law from the baseline;
 * ``rule="literal"`` (the thesis's wording, meant for its ~5 NewOrders/s): the disturbance ends
   with the last outside transaction that is followed by ``quiet_s`` (5 s) with no outside one;
 * ``rule="runs"`` (default; for high rates): at hundreds of transactions per second a few
@@ -90,8 +93,37 @@ def _runs(mask: np.ndarray, min_len: int) -> tuple[np.ndarray, np.ndarray]:
     return starts[keep], ends[keep]
 
 
+def _first_crowd(start_o: np.ndarray, done_o: np.ndarray, outside: np.ndarray, need: int,
+                 after_ts: float, persist_s: float) -> tuple[float, np.ndarray] | None:
+    """First moment after *after_ts* when at least *need* outside transactions are in flight at once,
+    and which they are (a stall: every client's transaction is held)."""
+    idx = np.flatnonzero(outside & (done_o >= after_ts))
+    if idx.size < need:
+        return None
+    times = np.concatenate((start_o[idx], done_o[idx]))
+    steps = np.concatenate((np.ones(idx.size), -np.ones(idx.size)))
+    order = np.lexsort((steps, times))  # at equal times, ends before starts
+    level = np.cumsum(steps[order])
+    t_sorted = times[order]
+    # intervals where the level stays >= need: [t_sorted[i], t_sorted[i + 1]) for i with level[i] >= need
+    above = level[:-1] >= need
+    # a stall holds transactions for a while; overlapping noise outliers only brush against the level
+    i = 0
+    while i < above.size:
+        if above[i] and t_sorted[i] >= after_ts - 60:
+            j = i
+            while j < above.size and above[j]:
+                j += 1
+            if t_sorted[j] - t_sorted[i] >= persist_s:
+                t = float(t_sorted[i] + 1e-9)
+                return t, idx[(start_o[idx] <= t) & (done_o[idx] > t)]
+            i = j
+        i += 1
+    return None
+
+
 def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float, rule: str = "runs",
-             run_length: int = 5, quiet_s: float = 5.0) -> dict[str, Any]:
+             run_length: int = 5, quiet_s: float = 5.0, concurrency: float = 0.0) -> dict[str, Any]:
     if rule not in ("runs", "literal"):
         raise ValueError("rule must be 'runs' or 'literal'")
     base = {"rule": rule, "run_length": run_length, "quiet_s": quiet_s, "threshold_ms": round(threshold_ms, 3),
@@ -104,15 +136,25 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
     outside = ((~s.ok) | (s.lat > threshold_ms))[order]
     starts, ends = _runs(outside, run_length)
     after = done_o[ends] >= fault_start if ends.size else np.array([], dtype=bool)
-    if not after.any():
+    # a stall shows as many outside transactions in flight at once rather than as a run: released clients
+    # start fast transactions between the held ones' completions
+    need = max(run_length, int(np.ceil(0.5 * concurrency)))
+    crowd = _first_crowd(start_o, done_o, outside, need, fault_start, max(0.25, threshold_ms / 1000.0))
+    if not after.any() and crowd is None:
         return {**base, "duration_s": None, "reason": f"no run of {run_length} consecutive transactions above "
-                f"{threshold_ms:.1f} ms or failed after the first fault", "onset_ts": None, "end_ts": None}
-    first = int(np.flatnonzero(after)[0])
+                f"{threshold_ms:.1f} ms or failed, and never {need} of them in flight at once, after the first "
+                "fault", "onset_ts": None, "end_ts": None}
     # runs that can prolong the disturbance: runs of run_length ("runs") or any outside transaction ("literal")
     c_starts, c_ends = (starts, ends) if rule == "runs" else _runs(outside, 1)
     margin = threshold_ms / 1000.0  # completions reorder by up to about one healthy latency
-    lo_runs = float(start_o[starts[first]:ends[first] + 1].min())
-    hi_runs = float(done_o[ends[first]])
+    first = int(np.flatnonzero(after)[0]) if after.any() else None
+    if first is not None and (crowd is None or done_o[ends[first]] <= crowd[0]):
+        lo_runs = float(start_o[starts[first]:ends[first] + 1].min())
+        hi_runs = float(done_o[ends[first]])
+    else:
+        lo_runs = float(start_o[crowd[1]].min())
+        hi_runs = float(done_o[crowd[1]].max())
+        base["onset_by"] = f"{need} transactions in flight at once"
     while True:
         # every outside transaction in flight during the runs belongs to the disturbance (a stall keeps writes in
         # flight while reads still complete: that is not quiet); only runs extend it, so noise cannot chain it on
@@ -136,7 +178,7 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
 
 
 def disturbances(s: Samples, threshold_ms: float, faults: list[dict[str, Any]], end_ts: float,
-                 rule: str = "runs", limit: int = 50) -> list[dict[str, Any]]:
+                 rule: str = "runs", limit: int = 50, concurrency: float = 0.0) -> list[dict[str, Any]]:
     """Every disturbance after the first fault (the recovery rule applied again after each one ends),
     each with the last fault that started before it. ``recovery`` itself is the first one."""
     starts = sorted((f["start_ts"], f["name"]) for f in faults if f.get("start_ts") and not f.get("rollback"))
@@ -145,7 +187,7 @@ def disturbances(s: Samples, threshold_ms: float, faults: list[dict[str, Any]], 
     out: list[dict[str, Any]] = []
     t = starts[0][0]
     while len(out) < limit:
-        r = recovery(s, threshold_ms, t, end_ts, rule=rule)
+        r = recovery(s, threshold_ms, t, end_ts, rule=rule, concurrency=concurrency)
         if r.get("onset_ts") is None:
             break
         cause = [name for ts, name in starts if ts <= r["onset_ts"] + 1e-6]
@@ -199,14 +241,24 @@ def windows(s: Samples, start: float, end: float, width: float = 5.0) -> list[di
     return out
 
 
-def _pause_mask(s: Samples, pauses: list[dict[str, Any]]) -> np.ndarray:
-    """Transactions whose lifetime overlaps a pause of the load are left out (a paused client's
-    transaction in flight gets the pause added to its latency)."""
+def _without_pauses(s: Samples, pauses: list[dict[str, Any]]) -> Samples:
+    """Leave out transactions that started during a pause of the load, and take the pause's overlap
+    out of the latency of those in flight across it (a paused client waits for the pause, not the
+    database); whatever else delayed them (a fault right after the pause) stays in their latency."""
     keep = np.ones(len(s), dtype=bool)
+    shift = np.zeros(len(s))
     done = s.ts + s.lat / 1000.0
     for p in pauses:
-        keep &= ~((s.ts < float(p["end_ts"])) & (done > float(p["start_ts"])))
-    return keep
+        ps, pe = float(p["start_ts"]), float(p["end_ts"])
+        keep &= ~((s.ts >= ps) & (s.ts < pe))
+        shift += np.clip(np.minimum(done, pe) - np.maximum(s.ts, ps), 0.0, None)
+    # the waiting is taken off the front: the transaction keeps its real completion time
+    ts = s.ts + shift
+    lat = np.maximum(s.lat - shift * 1000.0, 0.0)
+    order = np.argsort(ts, kind="stable")
+    adjusted = Samples(ts[order], lat[order], s.ok[order], s.name[order], s.outcome[order], s.names, s.outcomes,
+                       s.sources)
+    return adjusted.subset(keep[order])
 
 
 def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: float | None = None,
@@ -214,7 +266,7 @@ def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: fl
                     rule: str = "runs", window_s: float = 5.0) -> dict[str, Any]:
     pauses = pauses or []
     if pauses:
-        s = s.subset(_pause_mask(s, pauses))
+        s = _without_pauses(s, pauses)
     first_ts, last_ts = float(s.ts[0]), float(s.ts[-1])
     b_start = max(baseline_start or first_ts, first_ts)
     end = min(end_ts or last_ts, last_ts) if end_ts else last_ts
@@ -241,8 +293,11 @@ def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: fl
         result["impact"] = window_stats(impact, end - fault_start - impact_paused)
         mean, std = result["baseline"]["mean_ms"], result["baseline"]["std_ms"]
         measured = s.between(b_start, end + 1e-9)
-        rec = recovery(measured, mean + 2 * std, fault_start, end, rule=rule)
-        rec["disturbances"] = disturbances(measured, mean + 2 * std, faults, end, rule=rule)
+        # Little's law: clients in flight on average = throughput x mean latency (closed-loop load)
+        clients = (result["baseline"]["throughput_tps"] or 0) * mean / 1000.0
+        rec = recovery(measured, mean + 2 * std, fault_start, end, rule=rule, concurrency=clients)
+        rec["clients_estimate"] = round(clients, 1)
+        rec["disturbances"] = disturbances(measured, mean + 2 * std, faults, end, rule=rule, concurrency=clients)
         rec["unavailability_s"] = unavailability(s, fault_start, end)
         rec["time_to_baseline_throughput_s"] = time_to_throughput(s, fault_start, end,
                                                                   result["baseline"]["throughput_tps"] or 0)

@@ -122,8 +122,16 @@ def test_pauses_are_left_out():
     s, f0 = trace(rate=100.0, plateau=5.0)
     pause = [{"start_ts": f0 + 30, "end_ts": f0 + 40}]
     m = compute_metrics(s, faults_at(f0), pauses=pause)
-    # starts inside the pause, and the one transaction in flight when it began (10 ms latency, 10 ms spacing)
-    assert len(s) - m["samples"] in (1000, 1001)
+    assert m["samples"] == len(s) - 1000  # the transactions that started inside the pause
+
+
+def test_a_pause_is_taken_out_of_the_latency_of_transactions_in_flight():
+    s, f0 = trace(rate=100.0)
+    ps = f0 + 30.0
+    inflight = int(np.flatnonzero(s.ts < ps)[-1])
+    s.lat[inflight] += 10_000.0  # paused for the whole 10 s pause
+    m = compute_metrics(s, faults_at(f0), pauses=[{"start_ts": ps, "end_ts": ps + 10.0}])
+    assert m["impact"]["max_ms"] < 20, "the pause is not the database's latency"
     assert m["impact"]["seconds"] == pytest.approx(60 - 10, abs=0.05)
 
 
