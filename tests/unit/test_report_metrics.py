@@ -175,3 +175,34 @@ def test_every_disturbance_of_a_multi_fault_run_is_listed():
     assert [x["after_fault"] for x in d] == ["kill", "second"]
     assert [x["duration_s"] for x in d] == pytest.approx([5.0, 8.0], abs=0.01)
     assert m["recovery"]["duration_s"] == pytest.approx(5.0, abs=0.01)
+
+
+def test_a_stall_is_found_when_released_clients_interleave_with_held_completions():
+    """8 closed-loop clients; a 10 s hang holds one transaction each. When released, the held ones complete
+    over 40 ms while the first released clients already run fast new transactions in between, so no run of 5
+    outside transactions forms in any order: the 8 in flight at once reveal the stall."""
+    rng = np.random.default_rng(5)
+    clients, t_end, hang, hang_len = 8, 100.0, 50.0, 10.0
+    ts, lat = [], []
+    for c in range(clients):
+        t = 1000.0 + c * 0.003
+        while t < 1000.0 + t_end:
+            latency = float(rng.uniform(15, 25))
+            if t < 1000.0 + hang <= t + latency / 1000.0:  # held by the hang, released 0-40 ms after its end
+                latency = (1000.0 + hang + hang_len + c * 0.005 - t) * 1000.0
+            ts.append(t)
+            lat.append(latency)
+            t += latency / 1000.0 + 0.0005
+    order = np.argsort(ts)
+    ts, lat = np.array(ts)[order], np.array(lat)[order]
+    n = ts.size
+    s = Samples(ts, lat, np.ones(n, dtype=bool), np.zeros(n, dtype=np.int16), np.zeros(n, dtype=np.int16),
+                ["new_order"], ["committed"], ["synthetic"])
+    f0 = 1000.0 + hang
+    m = compute_metrics(s, faults_at(f0))
+    r = m["recovery"]
+    assert r["clients_estimate"] == pytest.approx(8, abs=0.5)
+    assert r.get("onset_by", "").endswith("in flight at once")
+    assert r["duration_s"] == pytest.approx(hang_len + 0.035, abs=0.05)
+    # and no transaction committed during the hang
+    assert m["recovery"]["unavailability_s"] == pytest.approx(hang_len, abs=0.1)
