@@ -23,18 +23,18 @@ from typing import Any, Callable
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.stats import percentile
+from chaosdb.load.control import LOCUSTFILES
 from chaosdb.workloads.outcomes import is_success
 from chaosdb.workloads.samples import read_samples
 
 __all__ = ["calibrate", "measure_step"]
 
-LOCUSTFILES = {"tpcc": "locust_tpcc.py", "ycsb": "locust_ycsb.py"}
 
 
 def measure_step(dsn: str, workload: str, users: int, rate: float, seconds: float, settle_s: float,
                  samples_dir: Path, extra: list[str] | None = None) -> dict[str, Any]:
     """Run the load for ``settle_s + seconds`` at *rate* (0 = unthrottled); measure the last ``seconds``."""
-    locustfile = str(Path(__file__).with_name(LOCUSTFILES[workload]))
+    locustfile = LOCUSTFILES[workload]
     env = dict(os.environ, CHAOSDB_LOAD_DSN=dsn)
     src_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = src_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")

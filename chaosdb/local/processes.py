@@ -11,7 +11,6 @@ Reading ``/proc/PID/cwd`` needs the same uid or root, which is what starts them.
 from __future__ import annotations
 
 import os
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,7 +68,7 @@ def postmaster_pid(data_dir: Path) -> int | None:
     return None
 
 
-def _kind(pid: int, cmdline: str, data_dir: str, pm: int | None) -> str:
+def _kind(pid: int, cmdline: str, pm: int | None) -> str:
     if pm is not None and pid == pm:
         return "postmaster"
     argv0 = os.path.basename(cmdline.split("\0", 1)[0]) if cmdline else ""
@@ -105,7 +104,7 @@ def node_processes(node_dir: Path, data_dir: Path | None = None) -> list[NodePro
         if state in ("Z", "X", "?"):
             continue
         cmd = _read(f"/proc/{pid}/cmdline")
-        found.append(NodeProcess(pid, _kind(pid, cmd, str(data_dir), pm), state))
+        found.append(NodeProcess(pid, _kind(pid, cmd, pm), state))
     return sorted(found, key=lambda p: p.pid)
 
 
@@ -130,6 +129,3 @@ def wait_gone(pids: list[int], timeout: float) -> list[int]:
         alive = [p for p in alive if pid_alive(p)]
     return alive
 
-
-SIGNALS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM, "SIGSTOP": signal.SIGSTOP,
-           "SIGCONT": signal.SIGCONT, "SIGINT": signal.SIGINT, "SIGQUIT": signal.SIGQUIT}

@@ -126,7 +126,7 @@ class SqlBackend:
         self.executor.close()
 
 
-def load(dsn: str, records: int, seed: int = 7, batch: int = 5000) -> dict[str, Any]:
+def load(dsn: str, records: int, seed: int = 7) -> dict[str, Any]:
     """Create ``usertable`` and insert the records that are missing (idempotent)."""
     import psycopg
 
