@@ -43,7 +43,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.http import HttpError
 from chaosdb.etcd.client import EtcdClient
 from chaosdb.local.processes import node_processes, pid_alive, signal_pids, wait_gone
-from chaosdb.local.runtime import RunAs, find_binaries, prepare_runtime, resolve_run_as
+from chaosdb.local.runtime import RunAs, find_binaries, node_users, prepare_runtime, resolve_run_as
 from chaosdb.local.state import (
     SECRETS_FILE,
     STATE_FILE,
@@ -101,6 +101,7 @@ def plan_layout(
     run_as: RunAs | None = None,
     replication: str = "sync",
     kind: str = "postgres-ha",
+    users: list[RunAs] | None = None,
 ) -> ClusterLayout:
     """Decide names, addresses, ports and directories; validate the request."""
     if kind not in SUPPORTED_KINDS:
@@ -134,10 +135,11 @@ def plan_layout(
     for i in range(nodes):
         host = "127.0.0.1" if single_address else ".".join(map(str, base[:3] + [base[3] + i]))
         off = i if single_address else 0
+        user = users[i] if users else run_as
         layout_nodes.append(NodeLayout(
             name=f"node{i + 1}", host=host, pg_port=pg_port + off, api_port=api_port + off,
             etcd_client_port=etcd_port + off, etcd_peer_port=etcd_peer_port + off,
-            dir=str(directory / f"node{i + 1}"),
+            dir=str(directory / f"node{i + 1}"), user=user.user, uid=user.uid, gid=user.gid,
         ))
     return ClusterLayout(
         name=name, kind=kind, dir=str(directory), run_as=run_as.user, uid=run_as.uid, gid=run_as.gid,
@@ -335,9 +337,15 @@ def _run_as_of(layout: ClusterLayout) -> RunAs:
     return RunAs(layout.run_as, layout.uid, layout.gid)
 
 
-def _prepare_dirs(layout: ClusterLayout, run_as: RunAs) -> None:
-    """Create the node directories for *run_as*; refuse ones that belong to somebody else."""
+def _node_run_as(layout: ClusterLayout, node: NodeLayout) -> RunAs:
+    _run_as_of(layout)
+    return RunAs(*layout.node_user(node))
+
+
+def _prepare_dirs(layout: ClusterLayout, cluster_user: RunAs | None = None) -> None:
+    """Create the node directories for their users; refuse ones that belong to somebody else."""
     for node in layout.nodes:
+        run_as = _node_run_as(layout, node)
         for d in (node.path, node.log_dir, node.log_dir / "postgresql", node.run_dir):
             if not d.exists():
                 d.mkdir(parents=True)
@@ -361,8 +369,9 @@ def _write_private(path: Path, text: str, uid: int | None = None, gid: int | Non
         os.chown(path, uid, gid if gid is not None else -1)
 
 
-def _write_configs(layout: ClusterLayout, secrets: dict[str, str], run_as: RunAs) -> None:
+def _write_configs(layout: ClusterLayout, secrets: dict[str, str]) -> None:
     for node in layout.nodes:
+        run_as = _node_run_as(layout, node)
         cfg = _patroni_config(layout, node, secrets)
         # JSON is YAML: Patroni reads it as is
         _write_private(node.patroni_config, json.dumps(cfg, indent=2) + "\n", run_as.uid, run_as.gid)
@@ -396,8 +405,8 @@ def _components_running(node: NodeLayout) -> dict[str, list[int]]:
 
 def start_node(layout: ClusterLayout, name: str, components: tuple[str, ...] = ("etcd", "patroni")) -> dict[str, Any]:
     """Start whatever of *components* is not running on node *name*; return what was started."""
-    run_as = _run_as_of(layout)
     node = layout.node(name)
+    run_as = _node_run_as(layout, node)
     running = _components_running(node)
     stopped = [p for p in node_processes(node.path, node.data_dir) if p.state == "T"]
     if stopped:
@@ -552,7 +561,8 @@ def up(
         if directory.exists() and any(directory.iterdir()):
             raise ChaosDBError(f"{directory} exists, is not empty and holds no chaosdb cluster: choose another --dir")
         ras = resolve_run_as(run_as)
-        layout = plan_layout(name, directory, nodes=nodes, run_as=ras, **layout_options)
+        layout = plan_layout(name, directory, nodes=nodes, run_as=ras,
+                             users=node_users(ras, nodes, run_as), **layout_options)
         bins = find_binaries(postgres_bin, etcd_bin)
         directory.mkdir(parents=True, exist_ok=True)
         os.chmod(directory, 0o755)
@@ -574,7 +584,7 @@ def up(
         layout.save()
         created = True
     _prepare_dirs(layout, ras)
-    _write_configs(layout, secrets, ras)
+    _write_configs(layout, secrets)
     started = {}
     for node in layout.nodes:
         started[node.name] = start_node(layout, node.name, components=("etcd",))["started"]

@@ -34,7 +34,7 @@ from typing import Iterable
 
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["RunAs", "resolve_run_as", "find_binaries", "prepare_runtime", "Binaries"]
+__all__ = ["RunAs", "resolve_run_as", "node_users", "find_binaries", "prepare_runtime", "Binaries"]
 
 DEFAULT_USER = "chaosdb"
 
@@ -96,6 +96,30 @@ def resolve_run_as(run_as: str | None = None) -> RunAs:
     if entry.pw_uid == 0:
         raise ChaosDBError(f"user {name!r} has uid 0: PostgreSQL refuses to run as root")
     return RunAs(name, entry.pw_uid, entry.pw_gid)
+
+
+def node_users(cluster_user: RunAs, nodes: int, run_as: str | None = None) -> list[RunAs]:
+    """The user each node runs as.
+
+    As root with the default user, node *i* runs as its own system user ``chaosdb-n<i>``
+    (created if missing): a node then has an identity of its own on the host, which is
+    what per-node network faults match on (``iptables -m owner``), just as separate
+    machines would. With ``--run-as`` or as a normal user every node runs as that user.
+    """
+    if os.geteuid() != 0 or (run_as and run_as != DEFAULT_USER):
+        return [cluster_user] * nodes
+    users = []
+    for i in range(1, nodes + 1):
+        name = f"{DEFAULT_USER}-n{i}"
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            _create_system_user(name)
+            entry = pwd.getpwnam(name)
+        if entry.pw_uid == 0:
+            raise ChaosDBError(f"user {name!r} has uid 0: PostgreSQL refuses to run as root")
+        users.append(RunAs(name, entry.pw_uid, entry.pw_gid))
+    return users
 
 
 @dataclass

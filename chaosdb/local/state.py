@@ -62,6 +62,9 @@ class NodeLayout:
     etcd_client_port: int
     etcd_peer_port: int
     dir: str
+    user: str = ""  # the node's own user; empty: the cluster's run_as
+    uid: int = -1
+    gid: int = -1
 
     @property
     def path(self) -> Path:
@@ -118,6 +121,12 @@ class ClusterLayout:
     @property
     def path(self) -> Path:
         return Path(self.dir)
+
+    def node_user(self, node: NodeLayout) -> tuple[str, int, int]:
+        """(user, uid, gid) that *node*'s processes run as."""
+        if node.uid >= 0:
+            return node.user, node.uid, node.gid
+        return self.run_as, self.uid, self.gid
 
     def node(self, name: str) -> NodeLayout:
         for n in self.nodes:

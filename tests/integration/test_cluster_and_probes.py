@@ -46,14 +46,19 @@ def test_status_shows_roles_lag_timeline_and_etcd_leader(healthy):
 
 
 def test_cluster_runs_unprivileged_when_started_as_root(healthy):
-    uids = set()
-    for n in healthy.nodes:
-        for pid_kind in ("etcd", "patroni", "postmaster"):
-            pid = lc.status(healthy)["nodes"][int(n.name[-1]) - 1]["pids"][pid_kind]
-            uids.add(os.stat(f"/proc/{pid}").st_uid)
-    assert uids == {healthy.uid}
+    st = lc.status(healthy)
+    per_node = {}
+    for n, sn in zip(healthy.nodes, st["nodes"]):
+        uids = {os.stat(f"/proc/{sn['pids'][kind]}").st_uid for kind in ("etcd", "patroni", "postmaster")}
+        assert uids == {healthy.node_user(n)[1]}, n.name  # every process of a node runs as the node's user
+        per_node[n.name] = uids.pop()
     if os.geteuid() == 0:
-        assert healthy.uid != 0
+        # as root each node has a user of its own (what per-node network faults match on), never root
+        assert 0 not in per_node.values()
+        assert len(set(per_node.values())) == len(healthy.nodes)
+        assert [healthy.node_user(n)[0] for n in healthy.nodes] == ["chaosdb-n1", "chaosdb-n2", "chaosdb-n3"]
+    else:
+        assert set(per_node.values()) == {os.geteuid()}
 
 
 def test_dsn_is_multi_host_read_write_without_password(healthy):
