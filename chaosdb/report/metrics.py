@@ -160,7 +160,11 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
         # flight while reads still complete: that is not quiet); only runs extend it, so noise cannot chain it on
         overlapping = outside & (start_o < hi_runs) & (done_o > lo_runs - margin)
         hi = float(done_o[overlapping].max())
-        nxt = np.flatnonzero((done_o[c_ends] > hi_runs) & (done_o[c_starts] - hi < quiet_s))
+        later = np.flatnonzero(done_o[c_ends] > hi_runs)
+        # a later run continues the disturbance when it completes within quiet_s, or when its transactions
+        # were already in flight then (clients held for longer than quiet_s: no completion is not quiet)
+        nxt = np.array([i for i in later if done_o[c_starts[i]] - hi < quiet_s
+                        or float(start_o[c_starts[i]:c_ends[i] + 1].min()) - hi < quiet_s], dtype=int)
         if not nxt.size:
             break
         hi_runs = max(hi_runs, float(done_o[c_ends[nxt]].max()))

@@ -206,3 +206,21 @@ def test_a_stall_is_found_when_released_clients_interleave_with_held_completions
     assert r["duration_s"] == pytest.approx(hang_len + 0.035, abs=0.05)
     # and no transaction committed during the hang
     assert m["recovery"]["unavailability_s"] == pytest.approx(hang_len, abs=0.1)
+
+
+def test_a_short_blip_then_a_long_stall_is_one_disturbance():
+    """As in the partition-leader run: at the fault a run of slow transactions completes (a blip), then every
+    client's next transaction is held for 50 s (longer than quiet_s) and fails. No completion during those 50 s
+    is not quiet: the disturbance lasts until the held ones end, not until the blip ends."""
+    s, f0 = trace(rate=500.0)
+    blip = np.flatnonzero(s.ts < f0)[-8:-2]
+    s.lat[blip] = (f0 + 0.05 - s.ts[blip]) * 1000.0  # slow (>= 50 ms), complete just after the fault
+    held = np.flatnonzero((s.ts >= f0 + 0.1))[:8]
+    s.lat[held] = 50_000.0
+    s.ok[held] = False
+    s.outcome[held] = 1
+    keep = ~((s.ts > s.ts[held[-1]]) & (s.ts < f0 + 50.1))
+    s = s.subset(keep)
+    m = compute_metrics(s, faults_at(f0))
+    assert m["recovery"]["duration_s"] == pytest.approx(50.1, abs=0.05)
+    assert len(m["recovery"]["disturbances"]) == 1
