@@ -25,11 +25,13 @@ ACTIVITY_MODULES: dict[str, list[str]] = {
         "chaosdb.etcd.probes",
         "chaosdb.load.probes",
         "chaosdb.load.integrity",
+        "chaosdb.faults.probes",
     ],
     "action": [
         "chaosdb.local.actions",
         "chaosdb.postgres.actions",
         "chaosdb.load.actions",
+        "chaosdb.faults.actions",
     ],
 }
 

@@ -195,6 +195,53 @@ def cmd_report_upb(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_local_cleanup(args: argparse.Namespace) -> int:
+    from chaosdb.faults.engine import cleanup
+
+    result = cleanup()
+    if args.json:
+        _print_json(result)
+    else:
+        for r in result["reverted"]:
+            print(f"reverted {r['kind']} fault {r['id']} on {', '.join(map(str, r['targets']))}")
+        for s in result["swept"]:
+            print(f"removed {s}")
+        for e in result["errors"]:
+            print(f"error: {e}")
+        print("clean: nothing of chaosdb's fault engine is left" if result["clean"]
+              else "NOT clean: " + json.dumps(result["residue"]))
+    return 0 if result["clean"] else 1
+
+
+def cmd_local_residue(args: argparse.Namespace) -> int:
+    from chaosdb.faults.engine import residue
+
+    left = residue()
+    if args.json:
+        _print_json(left)
+    else:
+        for key in ("records", "iptables", "cgroups", "tc", "processes"):
+            for item in left[key]:
+                print(f"{key}: {item}")
+        print("clean" if left["clean"] else "residue found: 'chaosdb local cleanup' removes it")
+    return 0 if left["clean"] else 1
+
+
+def cmd_local_faults(args: argparse.Namespace) -> int:
+    from chaosdb.faults.probes import active_faults
+
+    faults = active_faults()
+    if args.json:
+        _print_json(faults)
+    else:
+        for f in faults:
+            print(f"{f['id']}  {f['kind']:<12} {','.join(map(str, f['targets'])):<16} {json.dumps(f['params'])}"
+                  f"  {json.dumps(f['stats'])}")
+        if not faults:
+            print("no active local fault")
+    return 0
+
+
 def _add_dsn_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dsn", default="", help="libpq DSN (default: CHAOSDB_LOAD_DSN, else the embedded cluster)")
     p.add_argument("--cluster", default="", help="embedded cluster name (default: chaosdb)")
@@ -269,6 +316,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--start-rate", type=float, default=0.0, help="first offered rate (default: half the probe)")
     p.add_argument("--out", default="chaosdb-calibration", help="directory for the steps' samples")
     p.set_defaults(func=cmd_load_calibrate)
+
+    lo = sub.add_parser("local", help="the local fault engine: active faults, residue, cleanup")
+    losub = lo.add_subparsers(dest="local_command", required=True)
+    p = losub.add_parser("faults", help="active CPU/memory/network faults and what they did so far")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_local_faults)
+    p = losub.add_parser("residue", help="anything of the fault engine on this host (exit 1 if so)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_local_residue)
+    p = losub.add_parser("cleanup", help="revert every fault and remove every tagged rule, cgroup, qdisc, proxy")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_local_cleanup)
 
     rp = sub.add_parser("report", help="reports: 'chaosdb report JOURNAL', 'report compare', 'report upb'")
     rsub = rp.add_subparsers(dest="report_command", required=True)

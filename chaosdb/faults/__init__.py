@@ -1,0 +1,22 @@
+"""Local fault engine: CPU and memory limits (cgroups), network faults (iptables, tc,
+a latency proxy), each recorded so that a fresh process can revert it.
+
+=================  ==========================================================
+module             job
+=================  ==========================================================
+``host``           what this host can do (root, cgroup version, iptables, tc,
+                   netem); checked before anything is changed
+``records``        one JSON record per active fault, written *before* the fault
+                   changes anything, so that any process can revert it
+``cgroups``        cgroup v1 / v2 groups for CPU quota and memory limit
+``netfilter``      iptables chains and rules (tagged ``CHAOSDB-*`` / ``chaosdb:``)
+``traffic``        tc htb classes on ``lo`` for bandwidth (and netem when present)
+``classify``       which packets belong to "node X <-> its peers / its clients"
+``netproxy``       TCP proxy adding latency and jitter (``python -m``)
+``engine``         inject and revert faults; ``cleanup`` and ``residue``
+``reverter``       detached process that reverts a fault at its deadline
+``actions`` /      Chaos Toolkit activities
+``probes``
+``control``        reverts this run's faults after the experiment, whatever happened
+=================  ==========================================================
+"""

@@ -1,0 +1,214 @@
+"""CPU, memory and network faults on one machine (embedded cluster or local processes).
+
+=========================  ===============================================  =========================
+action                     what happens                                     mechanism
+=========================  ===============================================  =========================
+``limit_cpu``              target's processes share ``quota_s`` CPU s per   cgroup v2 ``cpu.max`` /
+                           ``period_s``                                     v1 ``cpu.cfs_quota_us``
+``limit_memory``           target's processes share ``limit_mb`` MiB, no    v2 ``memory.max`` / v1
+                           swap; OOM kills and limit hits are reported      ``memory.limit_in_bytes``
+``partition_node``         drop the target's traffic with peers / clients   iptables DROP (INPUT)
+``lose_packets``           drop ``loss_percent`` % at random                iptables ``statistic``
+``lose_packets_in_bursts`` same loss in bursts of ``mean_burst_packets``    Gilbert model: statistic
+                                                                            + recent
+``limit_bandwidth``        shape the target's traffic to ``rate_kbit``      tc htb on lo + fw mark
+``delay_traffic``          add ``delay_ms`` ± ``jitter_ms``                 netem if the kernel has
+                                                                            it, else a TCP proxy
+``revert_faults``          rollback: undo active faults (all, or by kind /
+                           target / id); returns what each fault did
+``cleanup_faults``         revert everything and sweep anything tagged
+=========================  ===============================================  =========================
+
+Targets are chosen when the action runs, as for node failures: ``target`` is a
+role (``leader``, ``replica``, ``etcd-leader``, ...) or node names, ``count``
+how many. ``duration_s`` > 0 makes the fault revert itself from a detached
+process even if ``chaos run`` dies; always pair a fault with ``revert_faults``
+as rollback. Every fault needs root; what the host lacks (a cgroup controller,
+iptables, tc) is reported before anything changes.
+
+Network faults tell a node's traffic apart by its address and its user (see
+:mod:`chaosdb.faults.classify`): ``scope`` is ``peers`` (other nodes), ``clients``
+(everyone else: the load, probes) or ``all``; ``direction`` is ``inbound``,
+``outbound`` or ``both`` (as seen from the target).
+"""
+
+import logging
+from typing import Any, Dict, List
+
+from chaoslib.types import Configuration
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.faults import engine
+from chaosdb.faults.host import netem_available
+from chaosdb.faults.records import FaultRecord
+from chaosdb.faults.targets import choose_nodes, identities, matching_processes, node_ports, process_groups
+
+__all__ = [
+    "limit_cpu",
+    "limit_memory",
+    "partition_node",
+    "lose_packets",
+    "lose_packets_in_bursts",
+    "limit_bandwidth",
+    "delay_traffic",
+    "revert_faults",
+    "cleanup_faults",
+]
+
+logger = logging.getLogger("chaostoolkit")
+
+
+def _result(rec: FaultRecord, **extra: Any) -> Dict[str, Any]:
+    out = {"fault_id": rec.id, "kind": rec.kind, "targets": rec.targets, "params": rec.params,
+           "injected_at": round(rec.created, 3), "reverts_at": round(rec.deadline, 3) if rec.deadline else None,
+           **extra}
+    if rec.cgroups:
+        out["cgroups"] = [{"target": c["target"], "path": c["path"], "pids": c.get("pids", []),
+                           "applied": c.get("applied", {})} for c in rec.cgroups]
+    if rec.notes:
+        out["notes"] = rec.notes
+    logger.info("chaosdb: %s fault %s on %s (%s)", rec.kind, rec.id,
+                ", ".join(str(t.get("name")) for t in rec.targets),
+                ", ".join(f"{k}={v}" for k, v in rec.params.items()))
+    return out
+
+
+def _groups(target: Any, count: Any, components: List[str], processes: str, configuration: Any, cluster: str,
+            cluster_dir: str):
+    if processes:
+        return [matching_processes(processes)], ""
+    layout, chosen, _ = choose_nodes(target, count, configuration, cluster, cluster_dir)
+    return process_groups(layout, chosen, components), layout.dir
+
+
+def limit_cpu(target: str = "leader", count: int = 1, quota_s: float = 0.05, period_s: float = 1.0,
+              components: List[str] = None, duration_s: float = 0, processes: str = "", cluster: str = "",
+              cluster_dir: str = "", configuration: Configuration = None) -> Dict[str, Any]:
+    """CPU contention: the target node's processes together may run ``quota_s`` seconds of CPU per
+    ``period_s`` (0.05 per 1.0 = 5 % of one core, as in the TiKV study).
+
+    ``components`` restricts the limit to some of the node's processes (``etcd``, ``patroni``,
+    ``postgres``); ``processes`` targets every local process whose command line contains that text
+    instead of a cluster node (e.g. ``"cockroach start"``). Processes forked later (new PostgreSQL
+    backends) are born inside the limit. Rollback: ``revert_faults``.
+    """
+    groups, cdir = _groups(target, count, components, processes, configuration, cluster, cluster_dir)
+    return _result(engine.inject_cpu_quota(groups, quota_s, period_s, duration_s, cdir))
+
+
+def limit_memory(target: str = "leader", count: int = 1, limit_mb: float = 256, components: List[str] = None,
+                 duration_s: float = 0, processes: str = "", cluster: str = "", cluster_dir: str = "",
+                 configuration: Configuration = None) -> Dict[str, Any]:
+    """Memory pressure: the target node's processes together may use at most ``limit_mb`` MiB, without
+    swap. Under pressure the kernel reclaims page cache, then the OOM killer kills a process of the
+    group; ``revert_faults`` returns the limit hits, peak usage and OOM kills it caused.
+
+    Pages a process touched before the fault stay charged where they were (cgroup semantics), so the
+    limit bites on what the node allocates from now on. ``components`` / ``processes`` as for ``limit_cpu``.
+    """
+    groups, cdir = _groups(target, count, components, processes, configuration, cluster, cluster_dir)
+    return _result(engine.inject_memory_limit(groups, limit_mb, duration_s, cdir))
+
+
+def _network(kind: str, target: Any, count: Any, scope: str, direction: str, duration_s: float,
+             configuration: Any, cluster: str, cluster_dir: str, quorum_what: str = "",
+             allow_quorum_loss: bool = False, **kwargs: Any) -> Dict[str, Any]:
+    layout, chosen, verdict = choose_nodes(target, count, configuration, cluster, cluster_dir,
+                                           quorum_what, allow_quorum_loss)
+    nodes = identities(layout)
+    targets = [n for n in nodes if n.name in {t.name for t in chosen}]
+    rec = engine.inject_network(kind, targets, nodes, scope, direction, duration_s, layout.dir, **kwargs)
+    roles = {t.name: sorted(t.roles) for t in chosen}
+    return _result(rec, roles_at_injection=roles, quorum=verdict)
+
+
+def partition_node(target: str = "leader", count: int = 1, scope: str = "all", direction: str = "both",
+                   duration_s: float = 0, allow_quorum_loss: bool = False, cluster: str = "", cluster_dir: str = "",
+                   configuration: Configuration = None) -> Dict[str, Any]:
+    """Network partition: silently drop the target node's packets with its peers (``scope="peers"``),
+    its clients (``"clients"``) or both (``"all"``), in one ``direction`` or ``both``.
+
+    Packets vanish as on a cut link (no error is returned to the sender; TCP retries and times out).
+    Partitioning as many nodes as would cost the majority is refused unless ``allow_quorum_loss``.
+    """
+    return _network("partition", target, count, scope, direction, duration_s, configuration, cluster, cluster_dir,
+                    quorum_what="partition", allow_quorum_loss=allow_quorum_loss)
+
+
+def lose_packets(target: str = "leader", count: int = 1, loss_percent: float = 5.0, scope: str = "all",
+                 direction: str = "both", duration_s: float = 0, cluster: str = "", cluster_dir: str = "",
+                 configuration: Configuration = None) -> Dict[str, Any]:
+    """Random packet loss: each packet of the target's traffic in ``scope``/``direction`` is dropped
+    with probability ``loss_percent`` / 100, independently of the others."""
+    return _network("loss", target, count, scope, direction, duration_s, configuration, cluster, cluster_dir,
+                    loss_percent=loss_percent)
+
+
+def lose_packets_in_bursts(target: str = "leader", count: int = 1, loss_percent: float = 5.0,
+                           mean_burst_packets: float = 4.0, scope: str = "all", direction: str = "both",
+                           duration_s: float = 0, cluster: str = "", cluster_dir: str = "",
+                           configuration: Configuration = None) -> Dict[str, Any]:
+    """Bursty packet loss (Gilbert model): the same long-run ``loss_percent`` as ``lose_packets`` but
+    lost packets come in bursts of ``mean_burst_packets`` on average (geometric), which hurts TCP
+    far more than spread-out loss. The burst state is kept per source address."""
+    return _network("bursty-loss", target, count, scope, direction, duration_s, configuration, cluster,
+                    cluster_dir, loss_percent=loss_percent, burst_packets=mean_burst_packets)
+
+
+def limit_bandwidth(target: str = "leader", count: int = 1, rate_kbit: int = 1024, scope: str = "all",
+                    direction: str = "both", duration_s: float = 0, cluster: str = "", cluster_dir: str = "",
+                    configuration: Configuration = None) -> Dict[str, Any]:
+    """Bandwidth limit: the target's traffic in ``scope``/``direction`` shares one htb class of
+    ``rate_kbit`` kbit/s on ``lo`` (packets beyond it queue, then drop)."""
+    return _network("bandwidth", target, count, scope, direction, duration_s, configuration, cluster, cluster_dir,
+                    rate_kbit=rate_kbit)
+
+
+def delay_traffic(target: str = "leader", count: int = 1, delay_ms: float = 100.0, jitter_ms: float = 0.0,
+                  ports: List[str] = None, scope: str = "clients", direction: str = "both",
+                  existing_connections: str = "reset", duration_s: float = 0, cluster: str = "",
+                  cluster_dir: str = "", configuration: Configuration = None) -> Dict[str, Any]:
+    """Latency and jitter on the target's traffic.
+
+    With netem in the kernel: every packet in ``scope``/``direction`` waits ``delay_ms`` ± ``jitter_ms``
+    (``ports`` ignored). Without netem (these hosts): connections to the target's ``ports``
+    (``postgres``, ``patroni``, ``etcd``, ``etcd-peer`` or numbers; default ``["postgres"]``) from
+    ``scope`` go through a TCP proxy that holds each chunk ``delay_ms`` ± ``jitter_ms`` in each
+    ``direction`` (``both`` adds twice the delay per round trip). Only new connections can be
+    redirected: ``existing_connections="reset"`` resets the open ones (clients reconnect through the
+    proxy), ``"keep"`` leaves them undelayed.
+    """
+    layout, chosen, _ = choose_nodes(target, count, configuration, cluster, cluster_dir)
+    nodes = identities(layout)
+    targets = [n for n in nodes if n.name in {t.name for t in chosen}]
+    if netem_available():
+        rec = engine.inject_network("delay", targets, nodes, scope, direction, duration_s, layout.dir,
+                                    delay_ms=delay_ms, jitter_ms=jitter_ms)
+    else:
+        ports_by_node = {t.name: node_ports(layout, t.name, ports or ["postgres"]) for t in targets}
+        rec = engine.inject_proxy_delay(targets, nodes, ports_by_node, delay_ms, jitter_ms, scope, direction,
+                                        existing_connections, duration_s, layout.dir)
+    return _result(rec, roles_at_injection={t.name: sorted(t.roles) for t in chosen})
+
+
+def revert_faults(kinds: List[str] = None, target: str = "", fault_id: str = "",
+                  configuration: Configuration = None) -> List[Dict[str, Any]]:
+    """Rollback for every fault action: undo the active local faults (all of them, or those of
+    ``kinds`` such as ``["cpu", "partition"]``, on node ``target``, or one ``fault_id``).
+
+    Idempotent (nothing active: an empty list). Each entry tells what the fault did while it was
+    active: CPU throttled periods and time, memory peak, limit hits and OOM kills, packets dropped.
+    """
+    if fault_id:
+        done = engine.revert_id(fault_id)
+        return [done] if done else []
+    if target and not isinstance(target, str):
+        raise ChaosDBError("target must be one node name")
+    return engine.revert_all(kinds or (), targets=[target] if target else ())
+
+
+def cleanup_faults(configuration: Configuration = None) -> Dict[str, Any]:
+    """Revert every recorded fault and remove anything of the fault engine left without a record
+    (tagged iptables chains and rules, cgroups, the tc qdisc, proxies, reverters). The same as
+    ``chaosdb local cleanup``; ``clean`` is true when nothing is left."""
+    return engine.cleanup()

@@ -1,0 +1,30 @@
+"""Chaos Toolkit control: after the experiment, revert every local fault this run injected.
+
+Rollbacks do this normally; the control is the safety net for runs that end
+another way (a failed action after a successful injection, Ctrl-C between an
+action and its rollback). Faults of other runs are left alone.
+
+    "controls": [{"name": "chaosdb-faults",
+                  "provider": {"type": "python", "module": "chaosdb.faults.control"}}]
+"""
+
+import logging
+import os
+from typing import Any
+
+from chaosdb.faults import engine
+
+__all__ = ["after_experiment_control"]
+
+logger = logging.getLogger("chaostoolkit")
+
+
+def after_experiment_control(context: Any = None, state: Any = None, **kwargs: Any) -> None:
+    try:
+        done = engine.revert_all(owner_pid=os.getpid())
+    except Exception as exc:  # never break the run's own ending; say what to do
+        logger.error("chaosdb: could not revert this run's local faults (%s): run 'chaosdb local cleanup'", exc)
+        return
+    if done:
+        logger.warning("chaosdb: reverted %d local fault(s) the experiment left active: %s", len(done),
+                       ", ".join(f"{d['kind']} {d['id']}" for d in done))

@@ -1,0 +1,129 @@
+"""One JSON record per active fault.
+
+A record is written *before* the fault changes anything and updated after each
+change (a cgroup made, a chain inserted, a proxy started), so that whatever
+happens to the process that injected it, a fresh process (``chaosdb local
+cleanup``, the detached reverter, the next run's control) knows exactly what to
+undo. The record is deleted once the fault is fully reverted.
+
+Records live in ``$CHAOSDB_FAULTS_DIR``, else ``/run/chaosdb/faults`` for root
+(a tmpfs: it forgets faults exactly when a reboot forgets the rules) and
+``$CHAOSDB_HOME/faults`` otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chaosdb.core.errors import ChaosDBError
+
+__all__ = ["FaultRecord", "faults_dir", "new_record", "load_records", "load_record", "process_start_time"]
+
+
+def faults_dir() -> Path:
+    env = os.environ.get("CHAOSDB_FAULTS_DIR")
+    if env:
+        return Path(env)
+    if os.geteuid() == 0:
+        return Path("/run/chaosdb/faults")
+    from chaosdb.local.state import default_home
+
+    return default_home() / "faults"
+
+
+def process_start_time(pid: int) -> int:
+    """Start time of *pid* in clock ticks since boot (0 if gone): tells a process from a later one with its pid."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode("utf-8", "replace")
+    except OSError:
+        return 0
+    idx = stat.rfind(")")
+    fields = stat[idx + 2:].split()
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return 0
+
+
+@dataclass
+class FaultRecord:
+    id: str
+    kind: str
+    created: float
+    owner_pid: int
+    owner_start: int
+    targets: list[dict[str, Any]] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    deadline: float | None = None  # epoch seconds after which the fault reverts itself
+    cluster_dir: str = ""
+    cgroups: list[dict[str, Any]] = field(default_factory=list)  # {controller, path, origin, pids}
+    chains: list[dict[str, str]] = field(default_factory=list)  # {table, chain, parent}
+    tc: list[dict[str, Any]] = field(default_factory=list)  # {dev, classid, prio}
+    processes: list[dict[str, Any]] = field(default_factory=list)  # {pid, start, what}
+    reverter: dict[str, Any] = field(default_factory=dict)  # {pid, start}
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def path(self) -> Path:
+        return faults_dir() / f"{self.id}.json"
+
+    def save(self) -> None:
+        d = faults_dir()
+        d.mkdir(parents=True, exist_ok=True)
+        os.chmod(d, 0o700)
+        tmp = d / f".{self.id}.tmp"
+        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        os.replace(tmp, self.path)
+
+    def delete(self) -> None:
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "kind": self.kind, "targets": [t.get("name") for t in self.targets],
+            "params": self.params, "created": round(self.created, 3),
+            "deadline": round(self.deadline, 3) if self.deadline else None,
+            "owner_pid": self.owner_pid,
+        }
+
+    def owned_by_live_process(self) -> bool:
+        return self.owner_start != 0 and process_start_time(self.owner_pid) == self.owner_start
+
+
+def new_record(kind: str, **fields: Any) -> FaultRecord:
+    pid = os.getpid()
+    return FaultRecord(id=secrets.token_hex(4), kind=kind, created=time.time(), owner_pid=pid,
+                       owner_start=process_start_time(pid), **fields)
+
+
+def load_record(fault_id: str) -> FaultRecord | None:
+    path = faults_dir() / f"{fault_id}.json"
+    try:
+        return FaultRecord(**json.loads(path.read_text()))
+    except FileNotFoundError:
+        return None
+    except (ValueError, TypeError) as exc:
+        raise ChaosDBError(f"{path} is not a chaosdb fault record ({exc}); remove it after checking "
+                           "'chaosdb local residue'") from None
+
+
+def load_records() -> list[FaultRecord]:
+    d = faults_dir()
+    if not d.is_dir():
+        return []
+    out = []
+    for p in sorted(d.glob("*.json")):
+        rec = load_record(p.stem)
+        if rec is not None:
+            out.append(rec)
+    return sorted(out, key=lambda r: r.created)

@@ -1,0 +1,31 @@
+"""Revert a fault at its deadline, from a detached process.
+
+``python -m chaosdb.faults.reverter --fault-id ID --at EPOCH``
+
+Started by every fault that has a duration, in its own session, so that the
+fault ends on time even when ``chaos run`` is killed. If the fault was reverted
+already (rollback, cleanup), there is nothing to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m chaosdb.faults.reverter")
+    p.add_argument("--fault-id", required=True)
+    p.add_argument("--at", type=float, required=True, help="epoch seconds")
+    args = p.parse_args(argv)
+    while (left := args.at - time.time()) > 0:
+        time.sleep(min(left, 0.1))
+    from chaosdb.faults.engine import revert_id
+
+    revert_id(args.fault_id)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""Fault targets on one machine: nodes of the embedded cluster chosen by role, or any
+local processes chosen by command line (a user's own CockroachDB / etcd processes)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.targets import Target, check_quorum, select_targets
+from chaosdb.faults.classify import NodeIdentity
+from chaosdb.faults.engine import ProcessGroup
+from chaosdb.local.nodes import open_cluster, status_of, targets_of
+from chaosdb.local.processes import node_processes
+from chaosdb.local.state import ClusterLayout
+
+__all__ = ["COMPONENTS", "choose_nodes", "process_groups", "matching_processes", "identities", "PORT_NAMES",
+           "node_ports"]
+
+#: process kinds of an embedded node a CPU/memory fault can be restricted to
+COMPONENTS = {"etcd": {"etcd"}, "patroni": {"patroni"}, "postgres": {"postmaster", "postgres"}}
+PORT_NAMES = ("postgres", "patroni", "etcd", "etcd-peer")
+
+
+def choose_nodes(target: str | Sequence[str], count: int | str, configuration: Any, cluster: str = "",
+                 cluster_dir: str = "", quorum_what: str = "", allow_quorum_loss: bool = False,
+                 ) -> tuple[ClusterLayout, list[Target], dict[str, Any]]:
+    layout = open_cluster(cluster, cluster_dir, configuration)
+    nodes = targets_of(status_of(layout))
+    chosen = select_targets(nodes, target, count)
+    verdict = check_quorum(nodes, chosen, allow_quorum_loss, quorum_what) if quorum_what else {}
+    return layout, chosen, verdict
+
+
+def _kinds(components: Sequence[str] | None) -> set[str] | None:
+    if not components:
+        return None
+    unknown = [c for c in components if c not in COMPONENTS]
+    if unknown:
+        raise ChaosDBError(f"unknown component(s) {', '.join(unknown)}: use {', '.join(COMPONENTS)}")
+    kinds: set[str] = set()
+    for c in components:
+        kinds |= COMPONENTS[c]
+    return kinds
+
+
+def process_groups(layout: ClusterLayout, chosen: list[Target], components: Sequence[str] | None) -> list[ProcessGroup]:
+    kinds = _kinds(components)
+    groups = []
+    for t in chosen:
+        node = layout.node(t.name)
+
+        def pids(node=node) -> list[int]:
+            return [p.pid for p in node_processes(node.path, node.data_dir) if kinds is None or p.kind in kinds]
+
+        groups.append(ProcessGroup(target={**t.as_dict(), "name": t.name,
+                                           "components": sorted(components or COMPONENTS)}, pids=pids))
+    return groups
+
+
+def matching_processes(pattern: str) -> ProcessGroup:
+    """Every live process whose command line contains *pattern* (and their later children are born inside)."""
+    if not pattern or len(pattern) < 3:
+        raise ChaosDBError("processes must be a command-line substring of at least 3 characters")
+    me = os.getpid()
+
+    def pids() -> list[int]:
+        found = []
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) == me:
+                continue
+            try:
+                with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+            except OSError:
+                continue
+            if pattern in cmd and "chaosdb.faults" not in cmd:
+                found.append(int(entry.name))
+        return sorted(found)
+
+    return ProcessGroup(target={"name": pattern, "processes": pattern}, pids=pids)
+
+
+def node_ports(layout: ClusterLayout, name: str, ports: Sequence[str | int]) -> list[int]:
+    node = layout.node(name)
+    by_name = {"postgres": node.pg_port, "patroni": node.api_port, "etcd": node.etcd_client_port,
+               "etcd-peer": node.etcd_peer_port}
+    out = []
+    for p in ports:
+        if isinstance(p, int) or (isinstance(p, str) and p.isdigit()):
+            out.append(int(p))
+        elif p in by_name:
+            out.append(by_name[p])
+        else:
+            raise ChaosDBError(f"unknown port {p!r}: use a number or one of {', '.join(PORT_NAMES)}")
+    if not out:
+        raise ChaosDBError("ports is empty: name at least one port to delay")
+    return out
+
+
+def identities(layout: ClusterLayout) -> list[NodeIdentity]:
+    ids = []
+    for i, n in enumerate(layout.nodes):
+        _, uid, _ = layout.node_user(n)
+        ids.append(NodeIdentity(n.name, i, n.host, uid, (n.pg_port, n.api_port, n.etcd_client_port,
+                                                         n.etcd_peer_port)))
+    return ids
