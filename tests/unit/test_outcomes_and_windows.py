@@ -82,3 +82,29 @@ def test_read_recent_returns_exactly_the_window_across_blocks_and_files(tmp_path
     recent = read_recent(tmp_path, since_ts=995.0, block=1000)
     assert len(recent) == 2 * 100  # 5 s of 20 rows/s, in two files
     assert all(s.start_ts >= 995.0 for s in recent)
+
+
+def test_executor_connects_with_tcp_timeouts_unless_the_dsn_sets_them(monkeypatch):
+    import psycopg
+
+    from chaosdb.workloads.executor import Executor
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_connect(dsn, **kwargs):
+        seen.update(kwargs, dsn=dsn)
+        raise Stop()
+
+    monkeypatch.setattr(psycopg, "connect", fake_connect)
+    import pytest as _pytest
+
+    with _pytest.raises(Stop):
+        Executor("host=127.0.0.1 dbname=x").connection()
+    assert seen["tcp_user_timeout"] == "10000" and seen["keepalives_idle"] == "5"
+    seen.clear()
+    with _pytest.raises(Stop):
+        Executor("host=127.0.0.1 dbname=x tcp_user_timeout=0 keepalives=0").connection()
+    assert "tcp_user_timeout" not in seen and "keepalives" not in seen and seen["keepalives_count"] == "3"
