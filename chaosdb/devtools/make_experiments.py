@@ -143,11 +143,116 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
 }
 
 
+FAULTS = "chaosdb.faults.actions"
+REVERT_FAULTS = {"type": "action", "name": "revert-every-local-fault",
+                 "provider": {"type": "python", "module": FAULTS, "func": "revert_faults"}}
+
+
+def _timed(name: str, func: str, arguments: dict[str, Any], duration_s: int = 30, after: int = 50) -> list:
+    """A fault on a node for *duration_s* (reverted by a detached process), time to recover, then a wait
+    until the cluster is whole again (a partitioned old leader rejoins) before the hypothesis is checked."""
+    return [action(name, func, {**arguments, "duration_s": duration_s}, after=after, module=FAULTS), WAIT_HEALTHY]
+
+
+TIKV_STUDY = ("Fault set of the TiKV leader/follower study (../shared/seeds), on the embedded PostgreSQL cluster: "
+              "the fault lasts 30 s and reverts itself from a detached process; the load keeps running and the "
+              "report shows the degradation and the recovery. ")
+
+EXPERIMENTS.update({
+    "cpu-limit-leader": {
+        "title": "CPU contention on the leader: its node gets 0.05 s of CPU per 1 s for 30 s",
+        "cluster": "experiments", "faults": True,
+        "story": TIKV_STUDY + "cgroup CPU quota 0.05 s per 1 s period on every process of the primary's node "
+                 "(etcd, Patroni, PostgreSQL). Expected: throughput collapses and latency soars while the quota holds "
+                 "(the node runs at most 50 ms per second, then stalls); Patroni may lose its lease if its own loop "
+                 "starves; full recovery after the revert.",
+        "tags": ["tikv-study", "cpu"],
+        "method": _timed("limit-the-leader-cpu-to-5pct", "limit_cpu",
+                         {"target": "leader", "quota_s": 0.05, "period_s": 1.0}),
+    },
+    "cpu-limit-follower": {
+        "title": "CPU contention on a follower: its node gets 0.05 s of CPU per 1 s for 30 s",
+        "cluster": "experiments", "faults": True,
+        "story": TIKV_STUDY + "The same quota on the synchronous standby's node. Expected: with synchronous "
+                 "replication every commit waits for that standby, so commits slow down too, unless Patroni moves "
+                 "the sync role to the other replica.",
+        "tags": ["tikv-study", "cpu"],
+        "method": _timed("limit-a-follower-cpu-to-5pct", "limit_cpu",
+                         {"target": "replica", "quota_s": 0.05, "period_s": 1.0}),
+    },
+    "memory-limit-leader": {
+        "title": "Memory pressure on the leader: its node may use 128 MiB more for 30 s",
+        "cluster": "experiments", "faults": True,
+        "story": TIKV_STUDY + "cgroup memory limit of 128 MiB (no swap) on the primary's node; what the node "
+                 "allocates from now on counts (new backends, sorts, page cache). The rollback's output counts "
+                 "limit hits and OOM kills. Expected: page-cache reclaim and slower queries; an OOM kill of a "
+                 "backend makes PostgreSQL restart all backends (errors for a few seconds).",
+        "tags": ["tikv-study", "memory"],
+        "method": _timed("limit-the-leader-memory-to-128mib", "limit_memory", {"target": "leader", "limit_mb": 128}),
+    },
+    "memory-limit-follower": {
+        "title": "Memory pressure on a follower: its node may use 128 MiB more for 30 s",
+        "cluster": "experiments", "faults": True,
+        "story": TIKV_STUDY + "The same limit on a replica's node. Expected: little or no effect on clients.",
+        "tags": ["tikv-study", "memory"],
+        "method": _timed("limit-a-follower-memory-to-128mib", "limit_memory",
+                         {"target": "replica", "limit_mb": 128}),
+    },
+    "partition-leader": {
+        "title": "Network partition of the leader from its peers and clients for 40 s",
+        "cluster": "experiments", "faults": True,
+        "story": TIKV_STUDY.replace("30 s", "40 s") + "Every packet between the primary's node and the other "
+                 "nodes and clients is dropped silently. Expected: no commit until Patroni on the majority side "
+                 "elects a new leader (lease expiry plus etcd client retries), the load reconnects there; the old "
+                 "leader rejoins as a replica after the partition heals.",
+        "tags": ["tikv-study", "partition"],
+        "method": _timed("partition-the-leader-40s", "partition_node", {"target": "leader", "scope": "all"},
+                         duration_s=40, after=60),
+    },
+    "loss-random-primary": {
+        "title": "5 % random packet loss on the primary's traffic for 30 s",
+        "cluster": "experiments", "faults": True,
+        "story": TIKV_STUDY + "Each packet to or from the primary's node (peers and clients) is dropped with "
+                 "probability 5 %. Expected: TCP retransmissions add latency spikes (200 ms minimum RTO), p99 "
+                 "rises, throughput dips; no errors.",
+        "tags": ["tikv-study", "packet-loss"],
+        "method": _timed("lose-5pct-of-the-primary-packets", "lose_packets", {"target": "leader", "loss_percent": 5}),
+    },
+    "loss-bursty-primary": {
+        "title": "5 % bursty packet loss (mean burst 4 packets) on the primary's traffic for 30 s",
+        "cluster": "experiments", "faults": True,
+        "story": TIKV_STUDY + "The same 5 % long-run loss as loss-random-primary, but lost packets come in bursts "
+                 "(Gilbert model, mean 4 packets). Expected: fewer but longer stalls than random loss (a burst "
+                 "can cost several RTOs).",
+        "tags": ["tikv-study", "packet-loss"],
+        "method": _timed("lose-5pct-of-the-primary-packets-in-bursts", "lose_packets_in_bursts",
+                         {"target": "leader", "loss_percent": 5, "mean_burst_packets": 4}),
+    },
+})
+
+
 def build(name: str) -> dict[str, Any]:
     spec = EXPERIMENTS[name]
     hypothesis_text = ("Hypothesis: with 8 TPC-C terminals on the embedded 3-node Patroni cluster, p99 latency stays "
                        "under 300 ms and fewer than 1 % of attempts fail; the TPC-C consistency conditions hold, no "
                        "acknowledged New-Order is lost and every replica holds the primary's data. ")
+    controls = [
+        {"name": "embedded-cluster", "provider": {
+            "type": "python", "module": "chaosdb.local.control",
+            "arguments": {"nodes": 3, "tpcc_warehouses": 2, "tpcc_scale_down": 10, "down_after": True,
+                          "purge": True, "address_base": "${address_base}"}}},
+        {"name": "tpcc-load", "provider": {
+            "type": "python", "module": "chaosdb.load.control",
+            "arguments": {"users": 8, "warmup_s": 15, "baseline_s": "${baseline_s}",
+                          "samples_dir": "${report_dir}/samples", "replace_samples": True}}},
+        {"name": "report", "provider": {"type": "python", "module": "chaosdb.report.control",
+                                        "arguments": {"out_dir": "${report_dir}"}}},
+    ]
+    rollbacks = ROLLBACKS
+    if spec.get("faults"):
+        # revert this run's local faults after the experiment, whatever happened (before the cluster goes down)
+        controls.insert(1, {"name": "local-faults", "provider": {"type": "python", "module": "chaosdb.faults.control"}})
+        rollbacks = [REVERT_FAULTS, *ROLLBACKS]
     return {
         "version": "1.0.0",
         "title": spec["title"],
@@ -159,21 +264,10 @@ def build(name: str) -> dict[str, Any]:
             "baseline_s": {"type": "env", "key": "CHAOSDB_BASELINE_S", "default": "30"},
             "address_base": {"type": "env", "key": "CHAOSDB_ADDRESS_BASE", "default": "127.0.0.11"},
         },
-        "controls": [
-            {"name": "embedded-cluster", "provider": {
-                "type": "python", "module": "chaosdb.local.control",
-                "arguments": {"nodes": 3, "tpcc_warehouses": 2, "tpcc_scale_down": 10, "down_after": True,
-                              "purge": True, "address_base": "${address_base}"}}},
-            {"name": "tpcc-load", "provider": {
-                "type": "python", "module": "chaosdb.load.control",
-                "arguments": {"users": 8, "warmup_s": 15, "baseline_s": "${baseline_s}",
-                              "samples_dir": "${report_dir}/samples", "replace_samples": True}}},
-            {"name": "report", "provider": {"type": "python", "module": "chaosdb.report.control",
-                                            "arguments": {"out_dir": "${report_dir}"}}},
-        ],
+        "controls": controls,
         "steady-state-hypothesis": HYPOTHESIS,
         "method": spec["method"],
-        "rollbacks": ROLLBACKS,
+        "rollbacks": rollbacks,
     }
 
 

@@ -4,7 +4,8 @@
   versions write naive UTC (``datetime.utcnow().isoformat()``). Both become epoch
   seconds; a naive timestamp is read as UTC.
 * Fault windows: every *action* of the method (start -> end), in order; probes of
-  the method are not faults. Actions of the rollbacks are kept apart and marked.
+  the method are not faults. A timed local fault (output ``reverts_at``) ends when
+  its detached revert is due. Actions of the rollbacks are kept apart and marked.
 * Statuses: completed, failed, aborted, interrupted, plus ``deviated``.
 * ``chaosdb_load`` (written by :mod:`chaosdb.load.control`) gives the samples
   location, warm-up end, stop time and pause windows.
@@ -81,9 +82,14 @@ def _activities(runs: list[dict[str, Any]], rollback: bool) -> list[Activity]:
     out = []
     for r in runs or []:
         act = r.get("activity", {}) or {}
+        end = parse_ts(r.get("end"))
+        output = r.get("output")
+        if isinstance(output, dict) and isinstance(output.get("reverts_at"), (int, float)) and end is not None:
+            # a timed fault (chaosdb.faults) lasts until its detached revert, not until the action returns
+            end = max(end, float(output["reverts_at"]))
         out.append(Activity(
             name=str(act.get("name", "?")), kind=str(act.get("type", "action")), start=parse_ts(r.get("start")),
-            end=parse_ts(r.get("end")), status=str(r.get("status", "")), rollback=rollback,
+            end=end, status=str(r.get("status", "")), rollback=rollback,
             background=bool(act.get("background", False))))
     return out
 

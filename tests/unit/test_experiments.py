@@ -20,10 +20,21 @@ def test_committed_file_is_what_the_generator_writes(name):
 def test_each_experiment_states_its_hypothesis_and_restores_the_cluster(name):
     exp = json.loads((EXP_DIR / f"{name}.json").read_text())
     assert exp["description"].startswith("Hypothesis:")
-    assert {c["name"] for c in exp["controls"]} == {"embedded-cluster", "tpcc-load", "report"}
-    assert [r["provider"]["func"] for r in exp["rollbacks"]] == ["resume_nodes", "restart_nodes"]
     funcs = {a["provider"]["func"] for a in exp["method"]}
-    assert funcs & {"kill_node", "kill_postgres_process", "stop_database", "suspend_node"}
+    modules = {a["provider"]["module"] for a in exp["method"]}
+    rollbacks = [r["provider"]["func"] for r in exp["rollbacks"]]
+    controls = {c["name"] for c in exp["controls"]}
+    if "chaosdb.faults.actions" in modules:
+        # local faults: timed, reverted by rollback and by the control whatever happens
+        assert controls == {"embedded-cluster", "local-faults", "tpcc-load", "report"}
+        assert rollbacks == ["revert_faults", "resume_nodes", "restart_nodes"]
+        assert all(a["provider"]["arguments"]["duration_s"] > 0 for a in exp["method"]
+                   if a["provider"]["module"] == "chaosdb.faults.actions")
+        assert funcs & {"limit_cpu", "limit_memory", "partition_node", "lose_packets", "lose_packets_in_bursts"}
+    else:
+        assert controls == {"embedded-cluster", "tpcc-load", "report"}
+        assert rollbacks == ["resume_nodes", "restart_nodes"]
+        assert funcs & {"kill_node", "kill_postgres_process", "stop_database", "suspend_node"}
     # secrets never inline: every configuration value is read from the environment
     assert all(v.get("type") == "env" for v in exp["configuration"].values())
 
