@@ -45,12 +45,12 @@ class Executor:
     connect_timeout_s: int = 2
     application_name: str = "chaosdb"
     seed: int | None = None
+    sleep: Callable[[float], None] = time.sleep
     #: libpq TCP settings of a well-configured client: a peer that vanished (partition, dead host) is
     #: noticed in about 10 s instead of the kernel's minutes. Values in the DSN take precedence.
     tcp_options: dict = field(default_factory=lambda: {
         "keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "3",
         "tcp_user_timeout": "10000"})
-    sleep: Callable[[float], None] = time.sleep
 
     def __post_init__(self) -> None:
         if self.isolation not in ISOLATION:

@@ -333,3 +333,34 @@ def test_fifty_inject_revert_cycles_leave_no_residue(no_residue, config, kind):
         assert [d["id"] for d in done] == [rec["fault_id"]]
         left = probes.fault_residue()
         assert left["clean"], f"cycle {i}: {left}"
+
+
+def test_interrupted_chaos_run_leaves_no_fault_behind(no_residue, config, tmp_path):
+    """Ctrl-C while a fault without duration is active: chaos run's rollbacks and the faults control revert it."""
+    import signal
+    from pathlib import Path
+
+    experiment = {
+        "version": "1.0.0", "title": "interrupted while a fault is active", "description": "test",
+        "configuration": {"chaosdb_cluster_dir": config["chaosdb_cluster_dir"]},
+        "controls": [{"name": "local-faults", "provider": {"type": "python", "module": "chaosdb.faults.control"}}],
+        "method": [{"type": "action", "name": "lose-1pct", "pauses": {"after": 60},
+                    "provider": {"type": "python", "module": "chaosdb.faults.actions", "func": "lose_packets",
+                                 "arguments": {"target": "leader", "loss_percent": 1}}}],
+        "rollbacks": [{"type": "action", "name": "revert", "provider": {
+            "type": "python", "module": "chaosdb.faults.actions", "func": "revert_faults"}}],
+    }
+    path = tmp_path / "exp.json"
+    path.write_text(json.dumps(experiment))
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "chaos"), "--no-log-file", "run", str(path),
+                             "--journal-path", str(tmp_path / "journal.json")], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not probes.active_faults():
+        time.sleep(0.2)
+    assert probes.active_faults(), "the fault never became active"
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert probes.no_fault_residue(), (probes.fault_residue(), out[-2000:])
+    journal = json.loads((tmp_path / "journal.json").read_text())
+    assert journal["status"] in ("interrupted", "aborted", "failed", "completed"), journal["status"]

@@ -108,3 +108,10 @@ def test_executor_connects_with_tcp_timeouts_unless_the_dsn_sets_them(monkeypatc
     with _pytest.raises(Stop):
         Executor("host=127.0.0.1 dbname=x tcp_user_timeout=0 keepalives=0").connection()
     assert "tcp_user_timeout" not in seen and "keepalives" not in seen and seen["keepalives_count"] == "3"
+
+
+def test_terminal_builds_its_executor_with_the_sleep_function():
+    from chaosdb.workloads.executor import Executor
+
+    ex = Executor("host=x", "default", 5, 2, "tpcc-1", 7, lambda s: None)  # positional, as the terminal does
+    assert callable(ex.sleep) and isinstance(ex.tcp_options, dict)
