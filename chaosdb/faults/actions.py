@@ -198,13 +198,14 @@ def revert_faults(kinds: List[str] = None, target: str = "", fault_id: str = "",
 
     Idempotent (nothing active: an empty list). Each entry tells what the fault did while it was
     active: CPU throttled periods and time, memory peak, limit hits and OOM kills, packets dropped.
+    Faults that a ``duration_s`` timer already ended are listed too (``"reverted_by": "timer"``), once.
     """
     if fault_id:
         done = engine.revert_id(fault_id)
         return [done] if done else []
     if target and not isinstance(target, str):
         raise ChaosDBError("target must be one node name")
-    return engine.revert_all(kinds or (), targets=[target] if target else ())
+    return engine.revert_all(kinds or (), targets=[target] if target else (), include_timed=True)
 
 
 def cleanup_faults(configuration: Configuration = None) -> Dict[str, Any]:

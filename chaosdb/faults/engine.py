@@ -9,6 +9,7 @@ from the record alone, in any process, any number of times.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -249,6 +250,14 @@ def _check_network(targets: list[NodeIdentity], nodes: list[NodeIdentity], clust
                            + ". Stop the other cluster first")
 
 
+def _new_chain(rec: FaultRecord, table: str, chain: str, parent: str = "") -> str:
+    """Record the chain first (so a revert finds it whatever happens next), then create it."""
+    rec.chains.append({"table": table, "chain": chain, "parent": parent})
+    rec.save()
+    netfilter.create_chain(table, chain)
+    return chain
+
+
 def _gilbert_chains(rec: FaultRecord, loss: float, burst: float) -> str:
     """Gilbert-model bursty loss: enter a burst with probability q, stay with 1 - 1/burst.
 
@@ -259,9 +268,7 @@ def _gilbert_chains(rec: FaultRecord, loss: float, burst: float) -> str:
     good, bad = f"CHAOSDB-{rec.id}-G", f"CHAOSDB-{rec.id}-B"
     name = f"chaosdb{rec.id}"
     for chain in (bad, good):
-        netfilter.create_chain("filter", chain)
-        rec.chains.append({"table": "filter", "chain": chain, "parent": ""})
-    rec.save()
+        _new_chain(rec, "filter", chain)
     netfilter.append_rule("filter", bad, ["-m", "statistic", "--mode", "random", "--probability", f"{r:.6f}",
                                           "-m", "recent", "--name", name, "--remove", "--rsource", "-j", "RETURN"])
     netfilter.append_rule("filter", bad, ["-j", "DROP"])
@@ -307,10 +314,7 @@ def inject_network(kind: str, targets: list[NodeIdentity], nodes: list[NodeIdent
                      params=params, cluster_dir=cluster_dir)
 
     def steps(rec: FaultRecord) -> None:
-        mangle = f"CHAOSDB-{rec.id}-L"
-        rec.chains.append({"table": "mangle", "chain": mangle, "parent": "OUTPUT"})
-        rec.save()
-        netfilter.create_chain("mangle", mangle)
+        mangle = _new_chain(rec, "mangle", f"CHAOSDB-{rec.id}-L", "OUTPUT")
         for rule in label_rules(nodes):
             netfilter.append_rule("mangle", mangle, rule)
         if kind in ("bandwidth", "delay"):
@@ -324,10 +328,7 @@ def inject_network(kind: str, targets: list[NodeIdentity], nodes: list[NodeIdent
                     netfilter.append_rule("mangle", mangle, m + ["-j", "CLASSIFY", "--set-class", entry["classid"]])
         netfilter.hook_chain("mangle", "OUTPUT", mangle, rec.id)
         if kind in ("partition", "loss", "bursty-loss"):
-            chain = f"CHAOSDB-{rec.id}"
-            rec.chains.append({"table": "filter", "chain": chain, "parent": "INPUT"})
-            rec.save()
-            netfilter.create_chain("filter", chain)
+            chain = _new_chain(rec, "filter", f"CHAOSDB-{rec.id}", "INPUT")
             if kind == "partition":
                 action = ["-j", "DROP"]
             elif kind == "loss":
@@ -414,10 +415,7 @@ def inject_proxy_delay(targets: list[NodeIdentity], nodes: list[NodeIdentity], p
                      params=params, cluster_dir=cluster_dir)
 
     def steps(rec: FaultRecord) -> None:
-        chain = f"CHAOSDB-{rec.id}-N"
-        rec.chains.append({"table": "nat", "chain": chain, "parent": "OUTPUT"})
-        rec.save()
-        netfilter.create_chain("nat", chain)
+        chain = _new_chain(rec, "nat", f"CHAOSDB-{rec.id}-N", "OUTPUT")
         before: list[tuple[str, int, dict[str, Any]]] = []
         from chaosdb.faults.records import faults_dir
 
@@ -539,7 +537,42 @@ def revert_id(fault_id: str) -> dict[str, Any] | None:
     return revert(rec) if rec else None
 
 
-def revert_all(kinds: Iterable[str] = (), owner_pid: int | None = None, targets: Iterable[str] = ()) -> list[dict]:
+def _timer_dir() -> Path:
+    from chaosdb.faults.records import faults_dir
+
+    return faults_dir() / "reverted"
+
+
+def keep_timer_result(done: dict[str, Any]) -> None:
+    """Keep what a timed fault did when its detached reverter ended it: the next ``revert_faults``
+    (the experiment's rollback) returns it, so the journal has the numbers."""
+    d = _timer_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"{done['id']}.json").write_text(json.dumps({**done, "reverted_by": "timer"}) + "\n")
+
+
+def take_timer_results(kinds: set[str] | None = None, targets: set[str] | None = None) -> list[dict]:
+    out = []
+    d = _timer_dir()
+    for p in sorted(d.glob("*.json")) if d.is_dir() else []:
+        try:
+            entry = json.loads(p.read_text())
+        except (OSError, ValueError):
+            p.unlink(missing_ok=True)
+            continue
+        if kinds and entry.get("kind") not in kinds:
+            continue
+        if targets and not targets & set(entry.get("targets") or []):
+            continue
+        out.append(entry)
+        p.unlink(missing_ok=True)
+    return out
+
+
+def revert_all(kinds: Iterable[str] = (), owner_pid: int | None = None, targets: Iterable[str] = (),
+               include_timed: bool = False) -> list[dict]:
+    """Revert the matching active faults; with *include_timed* also return (once) the results of faults
+    their timers already reverted."""
     kinds, targets = set(kinds), set(targets)
     done = []
     for rec in load_records():
@@ -550,6 +583,8 @@ def revert_all(kinds: Iterable[str] = (), owner_pid: int | None = None, targets:
         if targets and not targets & {t.get("name") for t in rec.targets}:
             continue
         done.append(revert(rec))
+    if include_timed:
+        done += take_timer_results(kinds, targets)
     return done
 
 
@@ -625,5 +660,6 @@ def cleanup() -> dict[str, Any]:
             errors.append(str(exc))
     if _have("tc") and traffic.remove_root_if_unused(force=True):
         swept.append(f"tc qdisc {traffic.ROOT_HANDLE} on {traffic.DEV}")
+    take_timer_results()
     left = residue()
     return {"reverted": reverted, "swept": swept, "errors": errors, "clean": left["clean"], "residue": left}

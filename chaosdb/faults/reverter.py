@@ -21,9 +21,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     while (left := args.at - time.time()) > 0:
         time.sleep(min(left, 0.1))
-    from chaosdb.faults.engine import revert_id
+    from chaosdb.faults.engine import keep_timer_result, revert_id
 
-    revert_id(args.fault_id)
+    done = revert_id(args.fault_id)
+    if done:
+        keep_timer_result(done)  # what the fault did, for the rollback's output
     return 0
 
 

@@ -34,6 +34,9 @@ pytestmark = [
 
 @pytest.fixture
 def no_residue(healthy, config):
+    from chaosdb.faults.engine import take_timer_results
+
+    take_timer_results()  # results of earlier timed faults are reported once, by the next rollback
     assert probes.no_fault_residue(), probes.fault_residue()
     yield healthy
     left = probes.fault_residue()
@@ -289,6 +292,11 @@ def test_timed_fault_reverts_itself_when_the_injecting_process_is_killed(no_resi
     while time.monotonic() < deadline and not probes.no_fault_residue():
         time.sleep(0.1)
     assert probes.no_fault_residue(), probes.fault_residue()
+    # the rollback still learns what the fault did (once)
+    done = actions.revert_faults(configuration=config)
+    assert [(d["id"], d["reverted_by"]) for d in done] == [(fault_id, "timer")]
+    assert done[0]["stats"]["packets_matched"] > 0
+    assert actions.revert_faults(configuration=config) == []
 
 
 def test_cleanup_removes_faults_whose_records_are_lost(no_residue, config):
