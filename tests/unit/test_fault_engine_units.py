@@ -145,3 +145,23 @@ def test_validation_happens_before_anything_changes(tmp_path, monkeypatch):
     with pytest.raises(ChaosDBError, match="jitter_ms"):
         engine.inject_proxy_delay(N[:1], N, {"node1": [5432]}, delay_ms=10, jitter_ms=20)
     assert not (tmp_path / "faults").exists() or not list((tmp_path / "faults").iterdir())
+
+
+def test_not_root_and_missing_tools_are_explained_before_anything(monkeypatch, tmp_path):
+    from chaosdb.faults import engine, host
+
+    monkeypatch.setenv("CHAOSDB_FAULTS_DIR", str(tmp_path / "faults"))
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(ChaosDBError, match="needs root"):
+        engine.inject_network("partition", N[:1], N)
+    with pytest.raises(ChaosDBError, match="needs root"):
+        engine.inject_cpu_quota([engine.ProcessGroup({"name": "x"}, lambda: [1])], 0.05)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    real_exists = os.path.exists
+    monkeypatch.setattr(os.path, "exists", lambda p: False if str(p).endswith("/iptables") else real_exists(p))
+    with pytest.raises(ChaosDBError, match="apt-get install iptables"):
+        host.require_tool("iptables", "iptables")
+    with pytest.raises(ChaosDBError, match="iptables is not installed"):
+        engine.inject_network("loss", N[:1], N, loss_percent=5)
+    assert not (tmp_path / "faults").exists()
