@@ -26,6 +26,7 @@ ACTIVITY_MODULES: dict[str, list[str]] = {
         "chaosdb.load.probes",
         "chaosdb.load.integrity",
         "chaosdb.faults.probes",
+        "chaosdb.cockroach.probes",
     ],
     "action": [
         "chaosdb.local.actions",

@@ -1,0 +1,220 @@
+"""Asking a CockroachDB cluster for its nodes: SQL, HTTP or the ``cockroach`` CLI.
+
+Configuration (experiment ``configuration``; secrets in ``secrets``):
+
+======================== ============================================================
+``cockroach_channel``    ``sql`` (default when ``cockroach_url`` is set), ``http``, ``cli``
+``cockroach_url``        ``postgresql://root@host:26257/defaultdb?sslmode=...`` (SQL; CLI ``--url``)
+``cockroach_http_url``   DB Console base URL (``http://host:8080``); ``cockroach_http_urls``: one per
+                         node, for the per-node ``/_status/vars`` range counts
+``cockroach_bin``        the CLI (default ``cockroach`` on PATH)
+``cockroach_cli_prefix`` argv put before it, e.g. ``["kubectl", "exec", "-n", "crdb", "cockroachdb-client",
+                         "-c", "client", "--"]`` (the thesis's client pod as gateway)
+``cockroach_host``       ``--host`` for the CLI when no URL is given
+``cockroach_certs_dir``  ``--certs-dir``; else ``cockroach_insecure: true`` adds ``--insecure``
+======================== ============================================================
+
+Secrets: ``cockroach_username`` / ``cockroach_password`` (HTTP login). Commands are argv lists,
+never shell strings; user input is never interpolated into a shell.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from chaosdb.cockroach.records import health_summary, normalise_api_nodes, parse_cli_output, range_metrics
+from chaosdb.core.errors import ChaosDBError
+
+__all__ = ["channel_of", "cli_argv", "cli_node_status", "http_node_status", "sql_node_status", "node_status",
+           "http_health", "NODE_STATUS_SQL"]
+
+
+def channel_of(configuration: dict[str, Any]) -> str:
+    ch = str(configuration.get("cockroach_channel") or "").lower()
+    if not ch:
+        ch = "sql" if configuration.get("cockroach_url") else "http" if (
+            configuration.get("cockroach_http_url") or configuration.get("cockroach_http_urls")) else "cli"
+    if ch not in ("sql", "http", "cli"):
+        raise ChaosDBError(f"cockroach_channel must be sql, http or cli, got {ch!r}")
+    return ch
+
+
+def cli_argv(configuration: dict[str, Any], *command: str) -> list[str]:
+    """``[prefix...] cockroach <command...> <connection flags>`` as an argv list."""
+    prefix = configuration.get("cockroach_cli_prefix") or []
+    if isinstance(prefix, str):
+        raise ChaosDBError("cockroach_cli_prefix must be a list of arguments, not a shell string")
+    binary = str(configuration.get("cockroach_bin") or "cockroach")
+    if not prefix and not shutil.which(binary):
+        raise ChaosDBError(f"the cockroach CLI ({binary}) is not on PATH: install it, set cockroach_bin, or use "
+                           "cockroach_channel sql/http")
+    argv = [*map(str, prefix), binary, *command]
+    if configuration.get("cockroach_url"):
+        argv.append(f"--url={configuration['cockroach_url']}")
+    elif configuration.get("cockroach_host"):
+        argv.append(f"--host={configuration['cockroach_host']}")
+    if configuration.get("cockroach_certs_dir"):
+        argv.append(f"--certs-dir={configuration['cockroach_certs_dir']}")
+    elif str(configuration.get("cockroach_insecure", "")).lower() in ("1", "true", "yes"):
+        argv.append("--insecure")
+    return argv
+
+
+def _run(argv: list[str], timeout: float) -> str:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise ChaosDBError(f"cannot run {argv[0]}: not found") from None
+    except subprocess.TimeoutExpired:
+        raise ChaosDBError(f"{' '.join(argv[:4])} ... did not answer within {timeout:g} s") from None
+    if proc.returncode != 0:
+        msg = (proc.stderr or proc.stdout).strip().splitlines()
+        raise ChaosDBError(f"{' '.join(argv[:4])} ... failed (exit {proc.returncode}): "
+                           + (" / ".join(msg[-3:]) if msg else "no output"))
+    return proc.stdout
+
+
+def cli_node_status(configuration: dict[str, Any], timeout: float = 30.0) -> list[dict[str, Any]]:
+    """``cockroach node status --all --format=csv`` (CSV exists in every version; JSON only since v23.2)."""
+    argv = cli_argv(configuration, "node", "status", "--all", "--format=csv")
+    return parse_cli_output(_run(argv, timeout), "csv")
+
+
+class _Http:
+    def __init__(self, base: str, secrets: dict[str, Any] | None, timeout: float):
+        self.base = base.rstrip("/")
+        self.secrets = secrets or {}
+        self.timeout = timeout
+        self.session: str | None = None
+
+    def request(self, path: str, data: bytes | None = None, headers: dict[str, str] | None = None
+                ) -> tuple[int, str]:
+        req = urllib.request.Request(self.base + path, data=data, headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as r:
+                return r.status, r.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode("utf-8", "replace")
+        except (urllib.error.URLError, OSError) as e:
+            raise ChaosDBError(f"{self.base}{path}: {getattr(e, 'reason', e)}") from None
+
+    def login(self) -> str:
+        user, password = self.secrets.get("cockroach_username"), self.secrets.get("cockroach_password")
+        if not user or not password:
+            raise ChaosDBError("/api/v2/nodes/ needs a login: set secrets cockroach_username and cockroach_password "
+                               "(a SQL user with the admin role)")
+        body = urllib.parse.urlencode({"username": user, "password": password}).encode()
+        status, text = self.request("/api/v2/login/", body, {"Content-Type": "application/x-www-form-urlencoded"})
+        if status != 200:
+            raise ChaosDBError(f"login to {self.base} failed (HTTP {status}): check cockroach_username/password")
+        try:
+            self.session = json.loads(text)["session"]
+        except (ValueError, KeyError):
+            raise ChaosDBError(f"login to {self.base} returned no session") from None
+        return self.session
+
+    def get_json(self, path: str) -> Any:
+        headers = {"X-Cockroach-API-Session": self.session} if self.session else {}
+        status, text = self.request(path, headers=headers)
+        if status == 401 and not self.session:
+            self.login()
+            status, text = self.request(path, headers={"X-Cockroach-API-Session": self.session or ""})
+        if status != 200:
+            raise ChaosDBError(f"GET {self.base}{path}: HTTP {status} {text.strip()[:200]}")
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise ChaosDBError(f"GET {self.base}{path} did not return JSON") from None
+
+
+def _http_urls(configuration: dict[str, Any]) -> list[str]:
+    urls = configuration.get("cockroach_http_urls") or []
+    if isinstance(urls, str):
+        urls = [u.strip() for u in urls.split(",") if u.strip()]
+    if configuration.get("cockroach_http_url"):
+        urls = [configuration["cockroach_http_url"], *[u for u in urls if u != configuration["cockroach_http_url"]]]
+    if not urls:
+        raise ChaosDBError("set cockroach_http_url (the DB Console, e.g. http://host:8080) for the http channel")
+    return [str(u) for u in urls]
+
+
+def http_node_status(configuration: dict[str, Any], secrets: dict[str, Any] | None = None,
+                     timeout: float = 10.0) -> list[dict[str, Any]]:
+    """``/api/v2/nodes/`` (login with the secrets), range counts from each reachable node's ``/_status/vars``."""
+    urls = _http_urls(configuration)
+    api = _Http(urls[0], secrets, timeout)
+    body = api.get_json("/api/v2/nodes/")
+    metrics: dict[int, dict[str, float]] = {}
+    for url in urls:
+        try:
+            status, text = _Http(url, secrets, timeout).request("/_status/vars")
+        except ChaosDBError:
+            continue  # a dead node's metrics are simply missing
+        if status == 200:
+            for nid, m in range_metrics(text).items():
+                metrics.setdefault(nid, m)
+    return normalise_api_nodes(body, metrics)
+
+
+def http_health(url: str, timeout: float = 5.0) -> dict[str, Any]:
+    """``/health?ready=1`` of one node: ready or why not; a refused connection means the node is down."""
+    try:
+        status, text = _Http(url, None, timeout).request("/health?ready=1")
+    except ChaosDBError as exc:
+        return {"ready": False, "status": None, "reason": str(exc)}
+    return health_summary(status, text)
+
+
+#: what ``cockroach node status --all`` runs (pkg/cli/node.go), with the range sums of ``--ranges``
+NODE_STATUS_SQL = """
+SELECT l.node_id AS id, n.address, n.sql_address, n.build_tag AS build, n.started_at::STRING AS started_at,
+       l.updated_at::STRING AS updated_at, n.locality,
+       CASE WHEN split_part(l.expiration, ',', 1)::DECIMAL > now()::DECIMAL THEN true ELSE false END AS is_available,
+       ifnull(n.is_live, false) AS is_live, s.leaders AS replicas_leaders, s.leaseholders AS replicas_leaseholders,
+       s.ranges, s.unavailable AS ranges_unavailable, s.underreplicated AS ranges_underreplicated,
+       l.decommissioning AS is_decommissioning, l.membership, l.draining AS is_draining
+FROM crdb_internal.gossip_liveness l
+LEFT JOIN crdb_internal.gossip_nodes n USING (node_id)
+LEFT JOIN (SELECT node_id,
+                  sum((metrics->>'replicas.leaders')::DECIMAL)::INT AS leaders,
+                  sum((metrics->>'replicas.leaseholders')::DECIMAL)::INT AS leaseholders,
+                  sum((metrics->>'replicas')::DECIMAL)::INT AS ranges,
+                  sum((metrics->>'ranges.unavailable')::DECIMAL)::INT AS unavailable,
+                  sum((metrics->>'ranges.underreplicated')::DECIMAL)::INT AS underreplicated
+           FROM crdb_internal.kv_store_status GROUP BY node_id) s USING (node_id)
+ORDER BY id
+"""
+
+
+def sql_node_status(configuration: dict[str, Any], timeout: float = 10.0) -> list[dict[str, Any]]:
+    """The same query as ``node status --all --ranges`` through psycopg (needs the admin role)."""
+    url = configuration.get("cockroach_url")
+    if not url:
+        raise ChaosDBError("set cockroach_url (postgresql://user@host:26257/defaultdb?sslmode=...) for the sql channel")
+    import psycopg
+    from psycopg.rows import dict_row
+
+    from chaosdb.cockroach.records import normalise_cli_rows
+
+    try:
+        with psycopg.connect(str(url), connect_timeout=int(timeout), autocommit=True, row_factory=dict_row) as conn:
+            rows = conn.execute(NODE_STATUS_SQL).fetchall()
+    except psycopg.Error as exc:
+        raise ChaosDBError(f"node status over SQL failed: {str(exc).strip()}") from None
+    return normalise_cli_rows([{k: (None if v is None else str(v).lower() if isinstance(v, bool) else str(v))
+                                for k, v in r.items()} for r in rows])
+
+
+def node_status(configuration: dict[str, Any], secrets: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    ch = channel_of(configuration)
+    if ch == "sql":
+        return sql_node_status(configuration)
+    if ch == "http":
+        return http_node_status(configuration, secrets)
+    return cli_node_status(configuration)

@@ -1,0 +1,225 @@
+"""CockroachDB node status: contract tests against recorded real outputs, a stand-in CLI on PATH and a
+local HTTP stand-in (no CockroachDB can run here); opt-in checks against a real cluster via COCKROACH_URL."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from chaosdb.cockroach import channels, probes
+from chaosdb.cockroach.records import parse_cli_output, range_metrics
+from chaosdb.core.errors import ChaosDBError
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "cockroach"
+CSV_DECOM = (DATA / "node_status_all_csv_v22.1_with_decommissioned.csv").read_text()
+
+
+def test_csv_with_dead_and_decommissioned_nodes():
+    nodes = parse_cli_output(CSV_DECOM, "csv")
+    assert [n["id"] for n in nodes] == [1, 2, 3, 4, 6]
+    n1, n3 = nodes[0], nodes[2]
+    assert n1["address"] == "[fd00:1122:3344:101::3]:32221" and n1["build"] == "v22.1.22-29-g865aff1595"
+    assert n1["is_live"] and n1["is_available"] and n1["membership"] == "active" and n1["draining"] is False
+    assert (n1["ranges"], n1["leaseholders"], n1["leaders"], n1["ranges_unavailable"]) == (210, 41, 41, 0)
+    assert n1["started_at"] == "2025-05-30T21:10:26.237011+00:00"
+    assert n3["address"] is None and n3["build"] is None and n3["ranges"] is None  # NULLs, not "NULL"
+    assert not n3["is_live"] and n3["membership"] == "decommissioned" and n3["decommissioning"] is True
+
+
+def test_json_and_ndjson_give_the_same_records_as_csv():
+    rows = list(csv.DictReader(CSV_DECOM.splitlines()))
+    # v23.2+ --format=json: every value a string, keys sorted, NULL as "NULL"
+    as_json = "[" + ",\n  ".join(json.dumps(dict(sorted(r.items()))) for r in rows) + "\n]\n"
+    as_ndjson = "\n".join(json.dumps(dict(sorted(r.items()))) for r in rows) + "\n"
+    assert parse_cli_output(as_json, "json") == parse_cli_output(CSV_DECOM, "csv")
+    assert parse_cli_output(as_ndjson, "ndjson") == parse_cli_output(CSV_DECOM, "csv")
+
+
+def _table(i: int) -> str:
+    return (DATA / "docs_v25.4_node_status_decommission_table_format.txt").read_text().split("# command")[i] \
+        .split("\n", 1)[1]
+
+
+def test_table_format_with_draining_and_dead_nodes():
+    draining = parse_cli_output(_table(1), "table")
+    assert [n["draining"] for n in draining] == [True, False, False]
+    assert draining[0]["replicas"] == 73
+    dead = parse_cli_output(_table(3), "table")
+    assert dead[0]["is_live"] is False and dead[0]["membership"] == "active"
+
+
+def _cli_config(**extra):
+    return {"cockroach_channel": "cli", "cockroach_insecure": True, **extra}
+
+
+@pytest.fixture
+def standin_cli(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", f"{DATA / 'standin'}{os.pathsep}{os.environ['PATH']}")
+    log = tmp_path / "argv.log"
+    monkeypatch.setenv("STANDIN_ARGV_LOG", str(log))
+    return log
+
+
+def test_cli_channel_through_the_standin(standin_cli):
+    nodes = probes.node_status(_cli_config(cockroach_host="localhost:26257"))
+    assert nodes == parse_cli_output(CSV_DECOM, "csv")
+    argv = standin_cli.read_text().strip().split("\0")
+    assert argv[1:] == ["node", "status", "--all", "--format=csv", "--host=localhost:26257", "--insecure"]
+    # decommissioned nodes do not make the cluster unhealthy; every active one is live with no bad range
+    health = probes.cluster_health(_cli_config())
+    assert health["healthy"] and health["problems"] == []
+
+
+def test_cli_channel_reports_dead_active_nodes_and_cli_errors(standin_cli, monkeypatch, tmp_path):
+    # a recorded table with n1 dead but still active: written as CSV for the stand-in to replay
+    rows = [{k: ("" if v is None else str(v).lower() if isinstance(v, bool) else str(v)) for k, v in r.items()}
+            for r in csv.DictReader(_csv_from_table(_table(3)).splitlines())]
+    f = tmp_path / "dead.csv"
+    with open(f, "w", newline="") as out:
+        w = csv.DictWriter(out, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    monkeypatch.setenv("STANDIN_NODE_STATUS", str(f))  # absolute: the stand-in replays this file
+    health = probes.cluster_health(_cli_config())
+    assert not health["healthy"]
+    assert "n1 is not live" in health["problems"] and "n1 is draining" in health["problems"]
+    with pytest.raises(ChaosDBError, match="certificates"):
+        probes.node_status({"cockroach_channel": "cli"})  # neither --insecure nor --certs-dir
+    with pytest.raises(ChaosDBError, match="list of arguments"):
+        channels.cli_argv({"cockroach_cli_prefix": "kubectl exec pod -- sh -c"}, "node", "status")
+
+
+def _csv_from_table(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if "|" in ln and not set(ln.strip()) <= set("-+")]
+    return "\n".join(",".join(c.strip() for c in ln.split("|")) for ln in lines) + "\n"
+
+
+def test_missing_cli_is_explained(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(ChaosDBError, match="not on PATH"):
+        probes.node_status(_cli_config())
+
+
+# ---------------------------------------------------------------------------
+# HTTP stand-in
+
+
+def _vars_text() -> str:
+    lines = ["# HELP ranges Number of ranges", "# TYPE ranges gauge"]
+    for n in parse_cli_output(CSV_DECOM, "csv"):
+        if n["ranges"] is None:
+            continue
+        for store, share in ((1, 0.5), (2, 0.5)):  # two stores per node: the channel must sum them
+            for series, key in (("ranges", "ranges"), ("replicas_leaseholders", "leaseholders"),
+                                ("replicas_leaders", "leaders"), ("ranges_unavailable", "ranges_unavailable"),
+                                ("ranges_underreplicated", "ranges_underreplicated")):
+                lines.append(f'{series}{{store="{store}",node_id="{n["id"]}"}} {n[key] * share}')
+    lines.append('sys_uptime{node_id="1"} 1234')
+    return "\n".join(lines) + "\n"
+
+
+class _Standin(BaseHTTPRequestHandler):
+    sessions: set[str] = set()
+    draining = False
+
+    def log_message(self, *a):  # quiet
+        pass
+
+    def _send(self, code: int, body: str, ctype: str = "application/json") -> None:
+        data = body.encode()
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        path, _, query = self.path.partition("?")
+        if path == "/health":
+            if "ready=1" in query and self.draining:
+                return self._send(503, json.dumps({"error": "node is shutting down", "code": 14,
+                                                   "message": "node is shutting down", "details": []}, indent=2))
+            return self._send(200, "{\n\n}")
+        if path == "/_status/vars":
+            return self._send(200, _vars_text(), "text/plain; version=0.0.4; charset=utf-8")
+        if path == "/api/v2/nodes/":
+            if self.headers.get("X-Cockroach-API-Session") not in self.sessions:
+                return self._send(401, "not authenticated\n", "text/plain")
+            nodes = []
+            for n in parse_cli_output(CSV_DECOM, "csv"):
+                nodes.append({"node_id": n["id"], "address": {"network_field": "tcp", "address_field": n["address"]},
+                              "build_tag": n["build"] or "", "started_at": 1748639426237011000,
+                              "liveness_status": 5 if n["membership"] == "decommissioned" else 3,
+                              "locality": {"tiers": []}})
+            return self._send(200, json.dumps({"nodes": nodes, "next": 0}))
+        return self._send(404, "not found\n", "text/plain")
+
+    def do_POST(self):
+        if self.path == "/api/v2/login/":
+            form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+            if form.get("username") == ["root"] and form.get("password") == ["s3cret"]:
+                self.sessions.add("sess-1")
+                return self._send(200, json.dumps({"session": "sess-1"}))
+            return self._send(401, "the provided credentials did not match any account on the server\n",
+                              "text/plain")
+        return self._send(404, "not found\n", "text/plain")
+
+
+@pytest.fixture
+def http_standin():
+    _Standin.sessions = set()
+    _Standin.draining = False
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Standin)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_http_channel_logs_in_and_sums_store_metrics(http_standin):
+    cfg = {"cockroach_channel": "http", "cockroach_http_url": http_standin}
+    nodes = probes.node_status(cfg, {"cockroach_username": "root", "cockroach_password": "s3cret"})
+    by_id = {n["id"]: n for n in nodes}
+    assert sorted(by_id) == [1, 2, 3, 4, 6]
+    assert by_id[1]["ranges"] == 210 and by_id[1]["leaseholders"] == 41 and by_id[1]["is_live"]
+    assert by_id[3]["membership"] == "decommissioned" and not by_id[3]["is_live"] and by_id[3]["ranges"] is None
+    assert probes.cluster_is_healthy(cfg, {"cockroach_username": "root", "cockroach_password": "s3cret"})
+    with pytest.raises(ChaosDBError, match="cockroach_username and cockroach_password"):
+        probes.node_status(cfg, {})
+    with pytest.raises(ChaosDBError, match="login .* failed .*HTTP 401"):
+        probes.node_status(cfg, {"cockroach_username": "root", "cockroach_password": "wrong"})
+
+
+def test_readiness_while_draining_and_when_down(http_standin):
+    assert probes.node_is_ready(http_standin) == {"ready": True, "status": 200, "reason": None}
+    _Standin.draining = True
+    assert probes.node_is_ready(http_standin) == {"ready": False, "status": 503, "reason": "node is shutting down"}
+    down = probes.node_is_ready("http://127.0.0.1:9")  # nothing listens: a down node refuses the connection
+    assert down["ready"] is False and down["status"] is None and down["reason"]
+
+
+def test_prometheus_parser_keeps_tenants_apart():
+    text = ('ranges{store="1",node_id="1",tenant="system"} 10\nranges{store="1",node_id="1",tenant="demoapp"} 99\n'
+            '...\n# TYPE x gauge\n')
+    assert range_metrics(text) == {1: {"ranges": 10.0}}
+
+
+# ---------------------------------------------------------------------------
+# opt-in: a real cluster
+
+
+@pytest.mark.skipif(not os.environ.get("COCKROACH_URL"), reason="set COCKROACH_URL (postgresql://root@host:26257/"
+                    "defaultdb?sslmode=disable) to run against a real CockroachDB")
+def test_real_cluster_over_sql():
+    cfg = {"cockroach_channel": "sql", "cockroach_url": os.environ["COCKROACH_URL"]}
+    nodes = probes.node_status(cfg)
+    assert nodes and any(n["is_live"] for n in nodes)
+    assert all(n["ranges"] is not None for n in nodes if n["is_live"])
