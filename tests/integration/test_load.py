@@ -169,7 +169,7 @@ def test_chaos_run_with_load_control_kill_primary_then_integrity(tpcc_db, tmp_pa
     assert m["impact"]["error_rate"] > 0 and m["degradation"]["availability"] < 1
     # a whole-node kill of the primary: no commit for about Patroni's ttl (20 s)
     assert 10 < m["recovery"]["unavailability_s"] < 40, m["recovery"]
-    assert m["recovery"]["duration_s"] is not None and m["recovery"]["duration_s"] >= 10, m["recovery"]
+    assert m["recovery"]["duration_s"] is not None and m["recovery"]["duration_s"] >= 10, json.dumps(m["recovery"])
     assert [f["name"] for f in m["faults"] if not f["rollback"]] == ["kill-primary", "restart"]
 
 

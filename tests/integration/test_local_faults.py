@@ -133,7 +133,7 @@ def test_memory_limit_caps_usage_and_reports_pressure(no_residue, config):
     done = actions.revert_faults(configuration=config)
     assert not os.path.exists(path)
     final = done[0]["stats"]["cgroups"][replica]
-    assert stats["max_usage_bytes"] <= limit_mb * 1024 * 1024, stats
+    assert stats["max_usage_bytes"] <= limit_mb * 1024 * 1024 + 64 * 1024, stats  # (charged in pages)
     assert stats["max_usage_bytes"] >= 0.9 * limit_mb * 1024 * 1024, stats  # the sort pushed usage to the cap
     # what happened on pressure is reported: here the kernel OOM-kills the backend (the server closes the
     # connection); newer kernels no longer count v1 failcnt, so limit_hits may stay 0
