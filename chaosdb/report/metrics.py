@@ -147,6 +147,12 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
     # runs that can prolong the disturbance: runs of run_length ("runs") or any outside transaction ("literal")
     c_starts, c_ends = (starts, ends) if rule == "runs" else _runs(outside, 1)
     margin = threshold_ms / 1000.0  # completions reorder by up to about one healthy latency
+    # earliest start of each candidate run's transactions (runs are disjoint index ranges)
+    if c_starts.size:
+        bounds = np.ravel(np.column_stack((c_starts, c_ends + 1)))
+        run_first_start = np.minimum.reduceat(np.append(start_o, np.inf), bounds)[::2]
+    else:
+        run_first_start = np.array([])
     first = int(np.flatnonzero(after)[0]) if after.any() else None
     if first is not None and (crowd is None or done_o[ends[first]] <= crowd[0]):
         lo_runs = float(start_o[starts[first]:ends[first] + 1].min())
@@ -160,11 +166,10 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
         # flight while reads still complete: that is not quiet); only runs extend it, so noise cannot chain it on
         overlapping = outside & (start_o < hi_runs) & (done_o > lo_runs - margin)
         hi = float(done_o[overlapping].max())
-        later = np.flatnonzero(done_o[c_ends] > hi_runs)
         # a later run continues the disturbance when it completes within quiet_s, or when its transactions
         # were already in flight then (clients held for longer than quiet_s: no completion is not quiet)
-        nxt = np.array([i for i in later if done_o[c_starts[i]] - hi < quiet_s
-                        or float(start_o[c_starts[i]:c_ends[i] + 1].min()) - hi < quiet_s], dtype=int)
+        nxt = np.flatnonzero((done_o[c_ends] > hi_runs)
+                             & ((done_o[c_starts] - hi < quiet_s) | (run_first_start - hi < quiet_s)))
         if not nxt.size:
             break
         hi_runs = max(hi_runs, float(done_o[c_ends[nxt]].max()))

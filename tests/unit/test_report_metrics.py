@@ -224,3 +224,20 @@ def test_a_short_blip_then_a_long_stall_is_one_disturbance():
     m = compute_metrics(s, faults_at(f0))
     assert m["recovery"]["duration_s"] == pytest.approx(50.1, abs=0.05)
     assert len(m["recovery"]["disturbances"]) == 1
+
+
+def test_silence_without_commits_inside_an_outage_is_not_quiet():
+    """As in a whole-node kill: errors for 6 s, then the clients back off and complete nothing for 8 s, then
+    errors again for 6 s until the new primary serves. Nothing completed healthily in between: one 20 s outage."""
+    s, f0 = trace(rate=500.0)
+    ts = s.ts
+    errors = ((ts >= f0) & (ts < f0 + 6)) | ((ts >= f0 + 14) & (ts < f0 + 20))
+    silent = (ts >= f0 + 6) & (ts < f0 + 14)
+    s.ok[errors] = False
+    s.outcome[errors] = 1
+    s.lat[errors] = 1.0
+    s = s.subset(~silent)
+    m = compute_metrics(s, faults_at(f0))
+    assert m["recovery"]["duration_s"] == pytest.approx(20.0, abs=0.01)
+    assert m["recovery"]["unavailability_s"] == pytest.approx(20.0, abs=0.01)
+    assert len(m["recovery"]["disturbances"]) == 1
