@@ -177,6 +177,17 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
     members = np.flatnonzero(overlapping)
     onset_ts = max(float(fault_start), lo)
     last_done = hi
+    # nothing completing is not recovery: clients backing off or blocked in connect record no transaction,
+    # so when the first healthy completion after the last disturbed one comes later than about one healthy
+    # latency, the silence belongs to the disturbance and it ends with that completion
+    ok_idx = np.flatnonzero(~outside)
+    k = int(np.searchsorted(done_o[ok_idx], hi, side="right"))
+    if k >= ok_idx.size:
+        last_done = max(hi, end_ts)  # never served again within the run
+        base["end_by"] = "no healthy completion after the last disturbed transaction"
+    elif float(start_o[ok_idx[k]]) - hi > margin:  # nothing started (and succeeded) for a while: a silence
+        last_done = float(done_o[ok_idx[k]])
+        base["end_by"] = "first healthy completion after a silence"
     if end_ts - last_done < quiet_s:
         return {**base, "duration_s": None, "onset_ts": onset_ts, "end_ts": None,
                 "lower_bound_s": round(last_done - onset_ts, 3),

@@ -241,3 +241,31 @@ def test_silence_without_commits_inside_an_outage_is_not_quiet():
     assert m["recovery"]["duration_s"] == pytest.approx(20.0, abs=0.01)
     assert m["recovery"]["unavailability_s"] == pytest.approx(20.0, abs=0.01)
     assert len(m["recovery"]["disturbances"]) == 1
+
+
+def test_a_silence_after_the_errors_lasts_until_the_first_healthy_completion():
+    """A whole-node kill as the load saw it in CI: errors for 6 s, then the clients complete nothing for 14 s
+    (back-off / blocked connects record no transaction), then healthy commits. The outage is 20 s, not 6 s."""
+    s, f0 = trace(rate=500.0)
+    ts = s.ts
+    errors = (ts >= f0) & (ts < f0 + 6)
+    silent = (ts >= f0 + 6) & (ts < f0 + 20)
+    s.ok[errors] = False
+    s.outcome[errors] = 1
+    s.lat[errors] = 1.0
+    s = s.subset(~silent)
+    m = compute_metrics(s, faults_at(f0))
+    assert m["recovery"]["duration_s"] == pytest.approx(20.0, abs=0.02)
+    assert m["recovery"]["end_by"] == "first healthy completion after a silence"
+
+
+def test_silence_until_the_end_is_not_recovery():
+    s, f0 = trace(rate=500.0)
+    ts = s.ts
+    errors = (ts >= f0) & (ts < f0 + 6)
+    s.ok[errors] = False
+    s.outcome[errors] = 1
+    s.lat[errors] = 1.0
+    s = s.subset(~(ts >= f0 + 6))
+    m = compute_metrics(s, faults_at(f0), end_ts=f0 + 60)
+    assert m["recovery"]["duration_s"] is None and "not recovered" in m["recovery"]["reason"]
