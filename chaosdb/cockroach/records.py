@@ -154,6 +154,13 @@ def _addr(a: Any) -> str | None:
     return _null(a)
 
 
+def _ns_iso(ns: Any) -> str | None:
+    """The API's nanoseconds since the epoch (int or string; 0 = unknown) -> ISO 8601 UTC."""
+    if ns in (None, "", 0, "0"):
+        return None
+    return datetime.fromtimestamp(int(ns) / 1e9, tz=timezone.utc).isoformat()
+
+
 def normalise_api_nodes(body: dict[str, Any], metrics: dict[int, dict[str, float]] | None = None
                         ) -> list[dict[str, Any]]:
     """``GET /api/v2/nodes/`` -> normalised records (range counts from ``/_status/vars`` when given)."""
@@ -162,17 +169,12 @@ def normalise_api_nodes(body: dict[str, Any], metrics: dict[int, dict[str, float
     for n in body.get("nodes") or []:
         nid = int(n["node_id"])
         status = LIVENESS_STATUS.get(int(n.get("liveness_status", 0)), "unknown")
-        started = n.get("started_at")
-        started_iso = (datetime.fromtimestamp(int(started) / 1e9, tz=timezone.utc).isoformat()
-                       if started not in (None, "", 0, "0") else None)
-        updated = n.get("updated_at")
-        updated_iso = (datetime.fromtimestamp(int(updated) / 1e9, tz=timezone.utc).isoformat()
-                       if updated not in (None, "", 0, "0") else None)
         tiers = ((n.get("locality") or {}).get("tiers")) or []
         m = metrics.get(nid, {})
         out.append({
             "id": nid, "address": _addr(n.get("address")), "sql_address": _addr(n.get("sql_address")),
-            "build": n.get("build_tag"), "started_at": started_iso, "updated_at": updated_iso,
+            "build": n.get("build_tag"), "started_at": _ns_iso(n.get("started_at")),
+            "updated_at": _ns_iso(n.get("updated_at")),
             "locality": ",".join(f"{t['key']}={t['value']}" for t in tiers) or None,
             "is_live": status in ("live", "decommissioning", "draining"),
             "is_available": status in ("live", "decommissioning", "draining"),

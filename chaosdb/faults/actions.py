@@ -110,13 +110,21 @@ def limit_memory(target: str = "leader", count: int = 1, limit_mb: float = 256, 
     return _result(engine.inject_memory_limit(groups, limit_mb, duration_s, cdir))
 
 
-def _network(kind: str, target: Any, count: Any, scope: str, direction: str, duration_s: float,
-             configuration: Any, cluster: str, cluster_dir: str, quorum_what: str = "",
-             allow_quorum_loss: bool = False, **kwargs: Any) -> Dict[str, Any]:
+def _network_targets(target: Any, count: Any, configuration: Any, cluster: str, cluster_dir: str,
+                     quorum_what: str = "", allow_quorum_loss: bool = False):
+    """The cluster, the chosen targets, the quorum verdict, every node's identity and the targets' ones."""
     layout, chosen, verdict = choose_nodes(target, count, configuration, cluster, cluster_dir,
                                            quorum_what, allow_quorum_loss)
     nodes = identities(layout)
-    targets = [n for n in nodes if n.name in {t.name for t in chosen}]
+    names = {t.name for t in chosen}
+    return layout, chosen, verdict, nodes, [n for n in nodes if n.name in names]
+
+
+def _network(kind: str, target: Any, count: Any, scope: str, direction: str, duration_s: float,
+             configuration: Any, cluster: str, cluster_dir: str, quorum_what: str = "",
+             allow_quorum_loss: bool = False, **kwargs: Any) -> Dict[str, Any]:
+    layout, chosen, verdict, nodes, targets = _network_targets(target, count, configuration, cluster, cluster_dir,
+                                                               quorum_what, allow_quorum_loss)
     rec = engine.inject_network(kind, targets, nodes, scope, direction, duration_s, layout.dir, **kwargs)
     roles = {t.name: sorted(t.roles) for t in chosen}
     return _result(rec, roles_at_injection=roles, quorum=verdict)
@@ -178,9 +186,7 @@ def delay_traffic(target: str = "leader", count: int = 1, delay_ms: float = 100.
     redirected: ``existing_connections="reset"`` resets the open ones (clients reconnect through the
     proxy), ``"keep"`` leaves them undelayed.
     """
-    layout, chosen, _ = choose_nodes(target, count, configuration, cluster, cluster_dir)
-    nodes = identities(layout)
-    targets = [n for n in nodes if n.name in {t.name for t in chosen}]
+    layout, chosen, _, nodes, targets = _network_targets(target, count, configuration, cluster, cluster_dir)
     if netem_available():
         rec = engine.inject_network("delay", targets, nodes, scope, direction, duration_s, layout.dir,
                                     delay_ms=delay_ms, jitter_ms=jitter_ms)

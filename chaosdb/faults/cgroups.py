@@ -9,7 +9,6 @@ then the group is removed. Nothing else of the host's cgroup tree is changed.
 from __future__ import annotations
 
 import errno
-import os
 import time
 from pathlib import Path
 from typing import Any, Iterable
@@ -214,21 +213,3 @@ def tagged_groups(host: CgroupHost) -> list[str]:
             if not any(p.is_dir() for p in parent.iterdir()):
                 found.append(str(parent))
     return found
-
-
-def processes_of(path: Path) -> list[int]:
-    return _procs(path)
-
-
-def cpu_time_s(pids: Iterable[int]) -> float:
-    """utime + stime of *pids* (and their reaped children) in seconds, from ``/proc``."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for pid in pids:
-        stat = _read(Path(f"/proc/{pid}/stat"))
-        idx = stat.rfind(")")
-        if idx == -1:
-            continue
-        fields = stat[idx + 2:].split()
-        total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
-    return total / tick

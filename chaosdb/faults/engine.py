@@ -19,11 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from chaosdb.core.detach import spawn_detached
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.faults import cgroups, netfilter, traffic
 from chaosdb.faults.classify import NodeIdentity, check_identities, label_rules, packet_matches
 from chaosdb.faults.host import cgroup_host, netem_available, require_root, require_tool
-from chaosdb.faults.records import FaultRecord, load_record, load_records, new_record, process_start_time
+from chaosdb.faults.records import FaultRecord, faults_dir, load_record, load_records, new_record
+from chaosdb.local.processes import cmdline
+from chaosdb.local.processes import start_time as process_start_time
 
 __all__ = [
     "ProcessGroup", "inject_cpu_quota", "inject_memory_limit", "inject_network", "inject_proxy_delay",
@@ -46,32 +49,10 @@ class ProcessGroup:
 # helpers
 
 
-def _src_env() -> dict[str, str]:
-    env = dict(os.environ)
-    src_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = src_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    from chaosdb.faults.records import faults_dir
-
-    env["CHAOSDB_FAULTS_DIR"] = str(faults_dir())
-    return env
-
-
 def _spawn_detached(argv: list[str]) -> dict[str, int]:
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True, close_fds=True, env=_src_env(), cwd="/")
-    # reap it if it ever exits while we live
-    import threading
-
-    threading.Thread(target=proc.wait, daemon=True).start()
-    return {"pid": proc.pid, "start": process_start_time(proc.pid)}
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode("utf-8", "replace")
-    except OSError:
-        return ""
+    """A helper (reverter, proxy) that outlives us and finds the same fault records."""
+    pid = spawn_detached(argv, {"CHAOSDB_FAULTS_DIR": str(faults_dir())})
+    return {"pid": pid, "start": process_start_time(pid)}
 
 
 def _same_process(entry: dict[str, Any]) -> bool:
@@ -417,8 +398,6 @@ def inject_proxy_delay(targets: list[NodeIdentity], nodes: list[NodeIdentity], p
     def steps(rec: FaultRecord) -> None:
         chain = _new_chain(rec, "nat", f"CHAOSDB-{rec.id}-N", "OUTPUT")
         before: list[tuple[str, int, dict[str, Any]]] = []
-        from chaosdb.faults.records import faults_dir
-
         for t in targets:
             peers = [n for n in nodes if n.name != t.name]
             for port in ports[t.name]:
@@ -538,8 +517,6 @@ def revert_id(fault_id: str) -> dict[str, Any] | None:
 
 
 def _timer_dir() -> Path:
-    from chaosdb.faults.records import faults_dir
-
     return faults_dir() / "reverted"
 
 
@@ -594,7 +571,7 @@ def _our_processes() -> list[dict[str, Any]]:
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
-        cmd = _cmdline(int(entry.name))
+        cmd = cmdline(int(entry.name))
         if any(f"-m {m}" in cmd for m in _OUR_MODULES):
             found.append({"pid": int(entry.name), "start": process_start_time(int(entry.name)), "cmd": cmd.strip()})
     return found

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.local.processes import start_time as process_start_time
 
-__all__ = ["FaultRecord", "faults_dir", "new_record", "load_records", "load_record", "process_start_time"]
+__all__ = ["FaultRecord", "faults_dir", "new_record", "load_records", "load_record"]
 
 
 def faults_dir() -> Path:
@@ -35,21 +36,6 @@ def faults_dir() -> Path:
     from chaosdb.local.state import default_home
 
     return default_home() / "faults"
-
-
-def process_start_time(pid: int) -> int:
-    """Start time of *pid* in clock ticks since boot (0 if gone): tells a process from a later one with its pid."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode("utf-8", "replace")
-    except OSError:
-        return 0
-    idx = stat.rfind(")")
-    fields = stat[idx + 2:].split()
-    try:
-        return int(fields[19])
-    except (IndexError, ValueError):
-        return 0
 
 
 @dataclass

@@ -7,11 +7,11 @@ import os
 from typing import Any, Sequence
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.targets import Target, check_quorum, select_targets
+from chaosdb.core.targets import Target
 from chaosdb.faults.classify import NodeIdentity
 from chaosdb.faults.engine import ProcessGroup
-from chaosdb.local.nodes import open_cluster, status_of, targets_of
-from chaosdb.local.processes import node_processes
+from chaosdb.local.nodes import choose, open_cluster
+from chaosdb.local.processes import cmdline, node_processes
 from chaosdb.local.state import ClusterLayout
 
 __all__ = ["COMPONENTS", "choose_nodes", "process_groups", "matching_processes", "identities", "PORT_NAMES",
@@ -26,9 +26,7 @@ def choose_nodes(target: str | Sequence[str], count: int | str, configuration: A
                  cluster_dir: str = "", quorum_what: str = "", allow_quorum_loss: bool = False,
                  ) -> tuple[ClusterLayout, list[Target], dict[str, Any]]:
     layout = open_cluster(cluster, cluster_dir, configuration)
-    nodes = targets_of(status_of(layout))
-    chosen = select_targets(nodes, target, count)
-    verdict = check_quorum(nodes, chosen, allow_quorum_loss, quorum_what) if quorum_what else {}
+    chosen, verdict, _ = choose(layout, target, count, allow_quorum_loss, quorum_what)
     return layout, chosen, verdict
 
 
@@ -69,11 +67,7 @@ def matching_processes(pattern: str) -> ProcessGroup:
         for entry in os.scandir("/proc"):
             if not entry.name.isdigit() or int(entry.name) == me:
                 continue
-            try:
-                with open(f"/proc/{entry.name}/cmdline", "rb") as f:
-                    cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
-            except OSError:
-                continue
+            cmd = cmdline(int(entry.name))
             if pattern in cmd and "chaosdb.faults" not in cmd:
                 found.append(int(entry.name))
         return sorted(found)

@@ -14,13 +14,13 @@ probe looked client-bound).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
 
+from chaosdb.core.detach import source_env
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.stats import percentile
 from chaosdb.load.control import LOCUSTFILES
@@ -35,9 +35,7 @@ def measure_step(dsn: str, workload: str, users: int, rate: float, seconds: floa
                  samples_dir: Path, extra: list[str] | None = None) -> dict[str, Any]:
     """Run the load for ``settle_s + seconds`` at *rate* (0 = unthrottled); measure the last ``seconds``."""
     locustfile = LOCUSTFILES[workload]
-    env = dict(os.environ, CHAOSDB_LOAD_DSN=dsn)
-    src_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = src_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env = source_env(CHAOSDB_LOAD_DSN=dsn)
     argv = [sys.executable, "-m", "locust", "-f", locustfile, "--headless", "-u", str(users), "-r", str(users),
             "-t", f"{int(settle_s + seconds + 1)}s", "--only-summary", "--chaosdb-samples-dir", str(samples_dir),
             "--chaosdb-rate", str(rate), *(extra or [])]

@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from chaosdb.core.detach import source_env
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.redact import redact_dsn
 from chaosdb.core.timeutil import iso_from_epoch
@@ -137,9 +138,7 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
     if processes:
         argv += ["--processes", str(processes)]
     argv += list(extra_args or [])
-    env = dict(os.environ, CHAOSDB_LOAD_DSN=the_dsn, PYTHONUNBUFFERED="1")
-    src_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = src_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env = source_env(CHAOSDB_LOAD_DSN=the_dsn, PYTHONUNBUFFERED="1")
     log_path = out / "locust.log"
     log = open(log_path, "ab")
     started = time.time()

@@ -32,10 +32,10 @@ from typing import Any, Dict, List
 from chaoslib.types import Configuration
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.targets import Target, check_quorum, select_targets
+from chaosdb.core.targets import Target
 from chaosdb.core.timeutil import Stopwatch
 from chaosdb.local import cluster as _cluster
-from chaosdb.local.nodes import open_cluster, status_of, targets_of
+from chaosdb.local.nodes import choose, open_cluster
 from chaosdb.local.processes import node_processes, signal_pids, wait_gone
 from chaosdb.local.revert import schedule_revert
 from chaosdb.local.state import ClusterLayout
@@ -52,15 +52,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("chaostoolkit")
-
-
-def _choose(layout: ClusterLayout, target: str | list[str], count: int | str, allow_quorum_loss: bool,
-            what: str, quorum: bool = True) -> tuple[list[Target], dict[str, Any], dict[str, Any]]:
-    status = status_of(layout)
-    nodes = targets_of(status)
-    chosen = select_targets(nodes, target, count)
-    verdict = check_quorum(nodes, chosen, allow_quorum_loss, what) if quorum else {}
-    return chosen, verdict, status
 
 
 def _record(action: str, layout: ClusterLayout, target: Any, chosen: list[Target], verdict: dict[str, Any],
@@ -109,7 +100,7 @@ def kill_postgres_process(target: str = "leader", count: int = 1, allow_quorum_l
     running. Returns the targets with the killed pid and timestamps.
     """
     layout = open_cluster(cluster, cluster_dir, configuration)
-    chosen, verdict, status = _choose(layout, target, count, allow_quorum_loss, "kill the PostgreSQL process of")
+    chosen, verdict, status = choose(layout, target, count, allow_quorum_loss, "kill the PostgreSQL process of")
     pids = {n["name"]: n["pids"]["postmaster"] for n in status["nodes"]}
     missing = [t.name for t in chosen if not pids.get(t.name)]
     if missing:
@@ -145,7 +136,7 @@ def stop_database(target: str = "leader", count: int = 1, method: str = "switcho
     if drain_wait_s < 0 or grace_s <= 0:
         raise ChaosDBError("drain_wait_s must be >= 0 and grace_s > 0")
     layout = open_cluster(cluster, cluster_dir, configuration)
-    chosen, verdict, status = _choose(layout, target, count, allow_quorum_loss, "stop the database on")
+    chosen, verdict, status = choose(layout, target, count, allow_quorum_loss, "stop the database on")
     watch = Stopwatch()
     switchover = None
     if method == "switchover":
@@ -181,7 +172,7 @@ def kill_node(target: str = "leader", count: int = 1, allow_quorum_loss: bool = 
     ``ttl``). Roll back with ``restart_nodes``.
     """
     layout = open_cluster(cluster, cluster_dir, configuration)
-    chosen, verdict, _status = _choose(layout, target, count, allow_quorum_loss, "kill")
+    chosen, verdict, _status = choose(layout, target, count, allow_quorum_loss, "kill")
     victims: dict[str, list[dict[str, Any]]] = {}
     for t in chosen:
         node = layout.node(t.name)
@@ -211,7 +202,7 @@ def suspend_node(target: str = "leader", count: int = 1, duration_s: float = 0.0
     if duration_s < 0:
         raise ChaosDBError("duration_s must be >= 0")
     layout = open_cluster(cluster, cluster_dir, configuration)
-    chosen, verdict, _status = _choose(layout, target, count, allow_quorum_loss, "suspend")
+    chosen, verdict, _status = choose(layout, target, count, allow_quorum_loss, "suspend")
     pids = {}
     for t in chosen:
         node = layout.node(t.name)

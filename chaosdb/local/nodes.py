@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaosdb.core.targets import Target
+from chaosdb.core.targets import Target, check_quorum, select_targets
 from chaosdb.local import cluster as _cluster
 from chaosdb.local.state import ClusterLayout, load_layout, resolve_cluster_dir
 
-__all__ = ["open_cluster", "targets_of", "status_of"]
+__all__ = ["open_cluster", "targets_of", "status_of", "choose"]
 
 
 def open_cluster(cluster: str = "", cluster_dir: str = "",
@@ -37,3 +37,14 @@ def targets_of(status: dict[str, Any]) -> list[Target]:
             details={"host": n["host"], "pg_port": n["pg_port"], "patroni_role": n["role"], "state": n["state"]},
         ))
     return targets
+
+
+def choose(layout: ClusterLayout, target: Any, count: Any, allow_quorum_loss: bool = False, what: str = "",
+           ) -> tuple[list[Target], dict[str, Any], dict[str, Any]]:
+    """The nodes a fault hits, chosen from the cluster as it is now; with *what* (``"kill"``, ...) the
+    majority rule is checked too. Returns (chosen targets, quorum verdict, cluster status)."""
+    status = status_of(layout)
+    nodes = targets_of(status)
+    chosen = select_targets(nodes, target, count)
+    verdict = check_quorum(nodes, chosen, allow_quorum_loss, what) if what else {}
+    return chosen, verdict, status

@@ -15,7 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["NodeProcess", "node_processes", "postmaster_pid", "signal_pids", "wait_gone", "pid_alive"]
+__all__ = ["NodeProcess", "node_processes", "postmaster_pid", "signal_pids", "wait_gone", "pid_alive", "cmdline",
+           "start_time", "cpu_time_s"]
 
 
 @dataclass
@@ -36,11 +37,40 @@ def _read(path: str) -> str:
         return ""
 
 
-def _proc_state(pid: int) -> str:
+def _stat_fields(pid: int) -> list[str]:
+    """Fields of ``/proc/PID/stat`` from the state on (comm may hold spaces and parens: cut at the last ')')."""
     stat = _read(f"/proc/{pid}/stat")
-    # pid (comm) S ... ; comm may contain spaces/parens: take the char after the last ')'
     idx = stat.rfind(")")
-    return stat[idx + 2] if idx != -1 and len(stat) > idx + 2 else "?"
+    return stat[idx + 2:].split() if idx != -1 else []
+
+
+def _proc_state(pid: int) -> str:
+    fields = _stat_fields(pid)
+    return fields[0] if fields else "?"
+
+
+def start_time(pid: int) -> int:
+    """Start time of *pid* in clock ticks since boot (0 if gone): tells a process from a later one with its pid."""
+    fields = _stat_fields(pid)
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return 0
+
+
+def cmdline(pid: int) -> str:
+    """The command line of *pid*, arguments joined by spaces ('' if gone)."""
+    return _read(f"/proc/{pid}/cmdline").replace("\0", " ")
+
+
+def cpu_time_s(pids: list[int]) -> float:
+    """utime + stime of *pids* (and their reaped children) in seconds."""
+    total = 0
+    for pid in pids:
+        fields = _stat_fields(pid)
+        if len(fields) >= 15:
+            total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def pid_alive(pid: int) -> bool:

@@ -10,26 +10,19 @@ is killed. Reverting is idempotent: resuming a running node does nothing.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
-import subprocess
 import sys
 import time
-from pathlib import Path
+
+from chaosdb.core.detach import spawn_detached
 
 __all__ = ["schedule_revert", "main"]
 
 
 def schedule_revert(cluster_dir: str, after_s: float, action: str, nodes: list[str]) -> int:
     """Start a detached reverter; return its pid."""
-    argv = [sys.executable, "-m", "chaosdb.local.revert", "--cluster-dir", cluster_dir,
-            "--after", f"{after_s:.3f}", action, *nodes]
-    env = dict(os.environ)
-    src_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = src_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True, close_fds=True, env=env, cwd="/")
-    return proc.pid
+    return spawn_detached([sys.executable, "-m", "chaosdb.local.revert", "--cluster-dir", cluster_dir,
+                           "--after", f"{after_s:.3f}", action, *nodes])
 
 
 def _resume(cluster_dir: str, nodes: list[str]) -> None:

@@ -56,6 +56,7 @@ class Executor:
         if self.isolation not in ISOLATION:
             raise ValueError(f"isolation must be one of {', '.join(ISOLATION)}")
         self.conn: Any = None
+        self._tcp_extra: dict | None = None
         self._backoff = random.Random(self.seed)
 
     def connection(self) -> Any:
@@ -64,13 +65,14 @@ class Executor:
         if self.conn is not None and not self.conn.closed and not self.conn.broken:
             return self.conn
         self.close()
-        from psycopg.conninfo import conninfo_to_dict
+        if self._tcp_extra is None:  # parsed once: reconnect loops during an outage are frequent
+            from psycopg.conninfo import conninfo_to_dict
 
-        given = conninfo_to_dict(self.dsn)
-        extra = {k: v for k, v in self.tcp_options.items() if k not in given}
+            given = conninfo_to_dict(self.dsn)
+            self._tcp_extra = {k: v for k, v in self.tcp_options.items() if k not in given}
         self.conn = psycopg.connect(self.dsn, connect_timeout=self.connect_timeout_s,
                                     target_session_attrs="read-write", application_name=self.application_name,
-                                    **extra)
+                                    **self._tcp_extra)
         level = ISOLATION[self.isolation]
         if level:
             self.conn.execute(f"SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL {level}")

@@ -21,9 +21,8 @@ import pytest
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.faults import actions, probes
-from chaosdb.faults.cgroups import cpu_time_s
 from chaosdb.local import cluster as lc
-from chaosdb.local.processes import node_processes
+from chaosdb.local.processes import cpu_time_s, node_processes
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="faults change cgroups and packet filters: root only"),
