@@ -36,6 +36,22 @@ def world_readable_tmpdir(prefix: str) -> Path:
     return d
 
 
+@pytest.fixture(scope="session", autouse=True)
+def fault_records_dir():
+    """Fault records of the test session live in a temp dir (inherited by reverters, proxies and chaos run),
+    never in the host's /run/chaosdb/faults: tests neither see nor revert a user's own faults, and leave
+    no directory behind."""
+    d = Path(tempfile.mkdtemp(prefix="chaosdb-faults-"))
+    old = os.environ.get("CHAOSDB_FAULTS_DIR")
+    os.environ["CHAOSDB_FAULTS_DIR"] = str(d / "faults")
+    yield d
+    if old is None:
+        os.environ.pop("CHAOSDB_FAULTS_DIR", None)
+    else:
+        os.environ["CHAOSDB_FAULTS_DIR"] = old
+    shutil.rmtree(d, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def cluster_root():
     root = world_readable_tmpdir("chaosdb-test-")
