@@ -33,6 +33,7 @@ ACTIVITY_MODULES: dict[str, list[str]] = {
         "chaosdb.postgres.actions",
         "chaosdb.load.actions",
         "chaosdb.faults.actions",
+        "chaosdb.cockroach.actions",
     ],
 }
 

@@ -22,17 +22,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any
 
 from chaosdb.cockroach.records import health_summary, normalise_api_nodes, parse_cli_output, range_metrics
+from chaosdb.core.commands import run_argv
 from chaosdb.core.errors import ChaosDBError
 
 __all__ = ["channel_of", "cli_argv", "cli_node_status", "http_node_status", "sql_node_status", "node_status",
-           "http_health", "NODE_STATUS_SQL"]
+           "http_health", "NODE_STATUS_SQL", "run_cli", "cli_version", "cluster_version"]
 
 
 def channel_of(configuration: dict[str, Any]) -> str:
@@ -66,24 +66,50 @@ def cli_argv(configuration: dict[str, Any], *command: str) -> list[str]:
     return argv
 
 
-def _run(argv: list[str], timeout: float) -> str:
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    except FileNotFoundError:
-        raise ChaosDBError(f"cannot run {argv[0]}: not found") from None
-    except subprocess.TimeoutExpired:
-        raise ChaosDBError(f"{' '.join(argv[:4])} ... did not answer within {timeout:g} s") from None
-    if proc.returncode != 0:
-        msg = (proc.stderr or proc.stdout).strip().splitlines()
-        raise ChaosDBError(f"{' '.join(argv[:4])} ... failed (exit {proc.returncode}): "
-                           + (" / ".join(msg[-3:]) if msg else "no output"))
-    return proc.stdout
+def run_cli(argv: list[str], timeout: float = 30.0) -> str:
+    """Run a CLI argv (never a shell); its stdout, or an error with the last lines it printed."""
+    return run_argv(argv, timeout)
+
+
+_VERSIONS: dict[tuple, Any] = {}
+
+
+def cli_version(configuration: dict[str, Any]) -> Any:
+    """Features of the ``cockroach`` binary the CLI channel runs (``cockroach version``), or of
+    ``cockroach_version`` when the configuration states it."""
+    from chaosdb.cockroach.version import features_of
+
+    if configuration.get("cockroach_version"):
+        return features_of(str(configuration["cockroach_version"]))
+    prefix = tuple(map(str, configuration.get("cockroach_cli_prefix") or []))
+    key = ("cli", prefix, str(configuration.get("cockroach_bin") or "cockroach"))
+    if key not in _VERSIONS:
+        argv = [*prefix, key[2], "version"]
+        if not prefix and not shutil.which(key[2]):
+            raise ChaosDBError(f"the cockroach CLI ({key[2]}) is not on PATH: install it or set cockroach_bin")
+        out = run_cli(argv, 30.0)
+        tag = next((ln.split(":", 1)[1] for ln in out.splitlines() if ln.lower().startswith("build tag")), out)
+        _VERSIONS[key] = features_of(tag)
+    return _VERSIONS[key]
+
+
+def cluster_version(configuration: dict[str, Any]) -> Any:
+    """Features of the cluster (``SELECT version()``), or of ``cockroach_version`` when stated."""
+    from chaosdb.cockroach.sql import run_sql
+    from chaosdb.cockroach.version import features_of
+
+    if configuration.get("cockroach_version"):
+        return features_of(str(configuration["cockroach_version"]))
+    rows = run_sql(configuration, "SELECT version() AS version")
+    if not rows:
+        raise ChaosDBError("SELECT version() returned nothing")
+    return features_of(rows[0]["version"])
 
 
 def cli_node_status(configuration: dict[str, Any], timeout: float = 30.0) -> list[dict[str, Any]]:
     """``cockroach node status --all --format=csv`` (CSV exists in every version; JSON only since v23.2)."""
     argv = cli_argv(configuration, "node", "status", "--all", "--format=csv")
-    return parse_cli_output(_run(argv, timeout), "csv")
+    return parse_cli_output(run_cli(argv, timeout), "csv")
 
 
 class _Http:

@@ -1,12 +1,14 @@
 """CockroachDB probes: node status (SQL, HTTP or CLI, one record shape) and cluster health."""
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from chaoslib.types import Configuration, Secrets
 
-from chaosdb.cockroach import channels
+from chaosdb.cockroach import channels, ranges
+from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["node_status", "cluster_health", "cluster_is_healthy", "node_is_ready"]
+__all__ = ["node_status", "cluster_health", "cluster_is_healthy", "node_is_ready", "leaseholder_of_row",
+           "table_leaseholders", "ranges_per_node", "ranges_per_node_over_time"]
 
 
 def node_status(configuration: Configuration = None, secrets: Secrets = None) -> List[Dict[str, Any]]:
@@ -52,3 +54,46 @@ def node_is_ready(url: str, configuration: Configuration = None) -> Dict[str, An
     reason when not ready (``node is shutting down`` while draining, ...). A refused connection is
     reported as not ready, with the reason."""
     return channels.http_health(url)
+
+
+def leaseholder_of_row(table: Union[str, Sequence[str]], row: Any, index: Optional[str] = None,
+                       configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """The range holding one row (``row``: the primary key values in order; ``index`` for a secondary
+    index) and its leaseholder: ``range_id``, ``lease_holder`` (node id), ``node`` (id, address, SQL
+    address, pod on Kubernetes, live), ``followers`` (the other replicas, same shape) and the keys.
+    Runs ``SHOW RANGE FROM TABLE t FOR ROW (...)`` over SQL or the CLI."""
+    return ranges.leaseholder_of_row(configuration or {}, secrets, table, row, index)
+
+
+def table_leaseholders(table: Union[str, Sequence[str]], configuration: Configuration = None,
+                       secrets: Secrets = None) -> Dict[str, Any]:
+    """Where a table's range leases are: ``ranges`` (id, leaseholder, replicas each) and
+    ``leases_by_node`` (node id -> count). Version-aware: ``SHOW RANGES FROM TABLE`` before v23.1,
+    ``... WITH DETAILS`` from v23.2 (v23.1: whichever the cluster's setting allows)."""
+    rows = ranges.table_ranges(configuration or {}, table)
+    by_node: Dict[str, int] = {}
+    for r in rows:
+        if r["lease_holder"] is not None:
+            by_node[str(r["lease_holder"])] = by_node.get(str(r["lease_holder"]), 0) + 1
+    return {"table": table if isinstance(table, str) else ".".join(table), "ranges": rows,
+            "leases_by_node": dict(sorted(by_node.items(), key=lambda kv: int(kv[0])))}
+
+
+def ranges_per_node(configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Replica (``ranges``), leaseholder and Raft leader counts per node now (decommissioned nodes left
+    out), with a timestamp: sampled before and after a change to see the rebalancing."""
+    return ranges.ranges_per_node(channels.node_status(configuration or {}, secrets))
+
+
+def ranges_per_node_over_time(duration_s: float = 300, interval_s: float = 10, key: str = "ranges",
+                              tolerance: float = 0.1, stop_when_balanced: bool = False,
+                              configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Sample ranges per node every ``interval_s`` for ``duration_s`` (the Kubernetes evaluation's
+    rebalancing after a scale-out): every sample, each sample's ``spread`` (largest deviation of a live
+    node from the mean of ``key``, as a fraction), whether the cluster ended ``balanced`` (within
+    ``tolerance``) and ``balanced_after_s`` (from which sample on it stayed so). Read errors during
+    the window (a node restarting) are listed, not fatal."""
+    if key not in ("ranges", "leaseholders", "leaders"):
+        raise ChaosDBError("key must be ranges, leaseholders or leaders")
+    return ranges.sample_ranges_per_node(configuration or {}, secrets, duration_s, interval_s, key, tolerance,
+                                         stop_when_balanced)

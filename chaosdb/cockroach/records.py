@@ -28,7 +28,7 @@ from typing import Any, Iterable
 from chaosdb.core.errors import ChaosDBError
 
 __all__ = ["normalise_cli_rows", "parse_cli_output", "normalise_api_nodes", "parse_prometheus", "range_metrics",
-           "LIVENESS_STATUS", "health_summary", "FIELDS"]
+           "LIVENESS_STATUS", "health_summary", "FIELDS", "parse_decommission_output"]
 
 FIELDS = ("id", "address", "sql_address", "build", "started_at", "updated_at", "locality", "is_live",
           "is_available", "draining", "membership", "decommissioning", "ranges", "ranges_unavailable",
@@ -240,3 +240,43 @@ def health_summary(status_code: int, body: str) -> dict[str, Any]:
         except ValueError:
             reason = body.strip() or None
     return {"ready": status_code == 200, "status": status_code, "reason": reason}
+
+
+DECOMMISSION_NOTE = "No more data reported on target nodes"
+
+
+def parse_decommission_output(text: str) -> dict[str, Any]:
+    """``node decommission`` / ``recommission`` output (``--format=csv`` or the table format): the status
+    is printed again whenever it changes (dots between polls), then the closing note. Returns the last
+    status per node, how many updates were printed and whether the closing note was seen."""
+    blocks: list[list[str]] = []
+    note = None
+    for raw in text.splitlines():
+        if raw.strip().startswith(DECOMMISSION_NOTE):
+            note = raw.strip()
+            continue
+        line = raw.strip().strip(".")  # a dot is printed per poll without change
+        if not line:
+            continue
+        if line.startswith("possible decommission stall") or re.match(r"n\d+ still has replica", line):
+            continue
+        if line.replace(" ", "").startswith(("id,is_live", "id|is_live")):
+            blocks.append([line])
+        elif blocks:
+            blocks[-1].append(line)
+    if not blocks:
+        raise ChaosDBError(f"no decommission status in the output: {text.strip()[:200]!r}")
+    last = "\n".join(blocks[-1])
+    rows = _table_rows(last) if "|" in blocks[-1][0] else list(csv.DictReader(io.StringIO(last)))
+    nodes = []
+    for r in rows:
+        r = {k.strip(): v for k, v in r.items() if k}
+        membership = _null(r.get("membership"))
+        decom = _bool(r.get("is_decommissioning"))
+        nodes.append({"id": _int(r["id"]), "is_live": bool(_bool(r.get("is_live"))),
+                      "replicas": _int(r.get("replicas")), "decommissioning": decom,
+                      "membership": membership or ("decommissioning" if decom else "active"),
+                      "draining": _bool(r.get("is_draining"))})
+    stalls = re.findall(r"n(\d+) still has replica id (\d+) for range r(\d+)", text)
+    return {"nodes": sorted(nodes, key=lambda n: n["id"]), "updates": len(blocks), "note": note,
+            "stalled_replicas": [{"node": int(a), "replica": int(b), "range": int(c)} for a, b, c in stalls]}

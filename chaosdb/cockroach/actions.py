@@ -1,0 +1,292 @@
+"""CockroachDB actions: drain, quit, decommission / recommission, kill, pod delete, restart, rolling restart.
+
+Targets are chosen when the action runs (``node``: an id, ``"leaseholder"`` / ``"not-leaseholder"`` of a
+``table`` ``row``, ``"any"``, ``"random"``; see :mod:`chaosdb.cockroach.targets`). CLI commands are built
+for the version of the ``cockroach`` binary that runs them (``quit`` only before v22.2, ``node drain <id>``
+from v22.1, the node's own ``--host`` before), with ``--certs-dir`` or ``--insecure`` from the
+configuration, as argv lists: nothing a user passes reaches a shell.
+
+Where a node runs is decided by the configuration: with ``k8s_namespace`` set, nodes are pods (their pod
+name comes from the StatefulSet address or ``cockroach_pods``) and processes are killed with
+``kubectl exec`` in ``k8s_container``; otherwise they are local ``cockroach start`` processes.
+"""
+
+import re
+import time
+from typing import Any, Dict, List, Optional, Union
+
+from chaoslib.types import Configuration, Secrets
+
+from chaosdb.cockroach import channels, localproc
+from chaosdb.cockroach.records import parse_decommission_output
+from chaosdb.cockroach.targets import resolve_node
+from chaosdb.core.commands import describe_argv, run_argv_full
+from chaosdb.core.errors import ChaosDBError, UnsafeFault
+from chaosdb.k8s import kubectl, rollout
+
+__all__ = ["drain_node", "quit_node", "decommission_nodes", "recommission_nodes", "kill_node", "delete_node_pod",
+           "restart_node", "wait_for_node", "rolling_restart"]
+
+_DURATION = re.compile(r"(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+")
+
+
+def _duration(value: Union[str, int, float], what: str) -> tuple:
+    """A Go duration (``"1m30s"``) or seconds -> (flag text, seconds)."""
+    if isinstance(value, bool):
+        raise ChaosDBError(f"{what} must be a duration like \"60s\" or a number of seconds, got {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ChaosDBError(f"{what} cannot be negative")
+        return f"{value:g}s", float(value)
+    s = str(value).strip()
+    if not _DURATION.fullmatch(s):
+        raise ChaosDBError(f"{what} must be a duration like \"60s\", \"1m30s\" or \"500ms\", got {value!r}")
+    unit = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+    secs = sum(float(n) * unit[u] for n, _, u in re.findall(r"(\d+(\.\d+)?)(ns|us|µs|ms|s|m|h)", s))
+    return s, secs
+
+
+def _on_k8s(configuration: Dict[str, Any]) -> bool:
+    return bool(configuration.get("k8s_namespace"))
+
+
+def _node_host_config(configuration: Dict[str, Any], node: Dict[str, Any]) -> Dict[str, Any]:
+    """The configuration with the CLI pointed at *node* itself (commands that act on the node they reach)."""
+    if not node.get("address"):
+        raise ChaosDBError(f"n{node['id']} has no known address to connect to")
+    cfg = {k: v for k, v in configuration.items() if k != "cockroach_url"}
+    cfg["cockroach_host"] = node["address"]
+    return cfg
+
+
+def _remaining(stderr: str) -> List[int]:
+    return [int(x) for x in re.findall(r"remaining: (\d+)", stderr)]
+
+
+def drain_node(node: Union[int, str] = "any", drain_wait: Union[str, int] = "60s", shutdown: bool = False,
+               table: Optional[str] = None, row: Optional[List[Any]] = None,
+               configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Drain a node (``cockroach node drain``): it stops taking SQL clients, moves its range leases and
+    Raft leaderships away, and with ``shutdown`` its process exits afterwards. ``drain_wait`` (a
+    duration, ``"1s"`` or ``"60s"`` as in the thesis) bounds the drain; a drain that does not finish in
+    time fails with advice. From v22.1 the node is drained by id through any gateway; older CLIs are
+    pointed at the node itself. Without ``shutdown`` the node stays draining until it restarts
+    (``restart_node``). Returns the node, the drain's progress (``remaining`` per report) and its time."""
+    cfg = configuration or {}
+    flag, secs = _duration(drain_wait, "drain_wait")
+    target = resolve_node(cfg, secrets, node, table, row)
+    feats = channels.cli_version(cfg)
+    if feats.drain_by_node_id:
+        argv = channels.cli_argv(cfg, "node", "drain", str(target["id"]), f"--drain-wait={flag}")
+    else:
+        argv = channels.cli_argv(_node_host_config(cfg, target), "node", "drain", f"--drain-wait={flag}")
+    if shutdown:
+        argv.append("--shutdown")
+    t0 = time.monotonic()
+    try:
+        out, err = run_argv_full(argv, timeout=None if secs == 0 else secs + 120)
+    except ChaosDBError as exc:
+        if "drain timeout" in str(exc):
+            raise ChaosDBError(f"n{target['id']} did not finish draining within {flag}: raise drain_wait (the "
+                               f"server.shutdown.* settings add up to the time a drain needs) or drain again; "
+                               f"the node stays draining. ({exc})") from None
+        raise
+    return {"node": target["id"], "pod": target["pod"], "address": target["address"], "drain_wait": flag,
+            "shutdown": bool(shutdown), "ok": out.strip().endswith("ok"), "remaining": _remaining(err),
+            "warnings": [ln for ln in err.splitlines() if ln.startswith("warning")],
+            "elapsed_s": round(time.monotonic() - t0, 3), "command": describe_argv(argv, 8),
+            "cli_version": repr(feats), "range": target.get("range")}
+
+
+def quit_node(node: Union[int, str] = "any", drain_wait: Union[str, int] = "60s", table: Optional[str] = None,
+              row: Optional[List[Any]] = None, configuration: Configuration = None,
+              secrets: Secrets = None) -> Dict[str, Any]:
+    """Drain and stop a node with ``cockroach quit --drain-wait`` (CLIs before v22.2 only; the command
+    was removed in v22.2: use ``drain_node`` with ``shutdown: true`` or ``kill_node`` with ``TERM``)."""
+    cfg = configuration or {}
+    flag, secs = _duration(drain_wait, "drain_wait")
+    feats = channels.cli_version(cfg)
+    if not feats.has_quit:
+        raise ChaosDBError(f"cockroach quit was removed in v22.2 and this CLI is {feats!r}: use drain_node with "
+                           "shutdown=true (a drain, then the process exits) or kill_node with signal TERM")
+    target = resolve_node(cfg, secrets, node, table, row)
+    argv = channels.cli_argv(_node_host_config(cfg, target), "quit", f"--drain-wait={flag}")
+    t0 = time.monotonic()
+    out, err = run_argv_full(argv, timeout=None if secs == 0 else secs + 120)
+    return {"node": target["id"], "pod": target["pod"], "address": target["address"], "drain_wait": flag,
+            "ok": "ok" in out, "remaining": _remaining(err), "elapsed_s": round(time.monotonic() - t0, 3),
+            "command": describe_argv(argv, 8), "cli_version": repr(feats)}
+
+
+def _node_ids(nodes: Union[int, str, List[Union[int, str]]]) -> List[Union[int, str]]:
+    if isinstance(nodes, (int, str)):
+        return [nodes]
+    if not nodes:
+        raise ChaosDBError("name at least one node")
+    return list(nodes)
+
+
+def decommission_nodes(nodes: Union[int, str, List[Union[int, str]]], wait: str = "all",
+                       checks: Optional[str] = None, min_active_after: int = 3, timeout_s: float = 3600,
+                       table: Optional[str] = None, row: Optional[List[Any]] = None,
+                       configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Decommission nodes (``cockroach node decommission --wait=all|none``): their replicas move to
+    other nodes, then they are marked decommissioned. Refused before anything changes when fewer than
+    ``min_active_after`` active nodes (the replication factor, 3 by default) would remain: the
+    decommission would stall. ``wait: none`` returns at once (poll ``node_status``). Rollback:
+    ``recommission_nodes`` (possible until a node is fully decommissioned)."""
+    cfg = configuration or {}
+    if wait not in ("all", "none"):
+        raise ChaosDBError(f"wait must be 'all' or 'none', got {wait!r}")
+    if checks is not None and checks not in ("enabled", "strict", "skip"):
+        raise ChaosDBError(f"checks must be enabled, strict or skip, got {checks!r}")
+    all_nodes = channels.node_status(cfg, secrets)
+    targets = [resolve_node(cfg, secrets, n, table, row, require_live=False, nodes=all_nodes)
+               for n in _node_ids(nodes)]
+    ids = sorted({t["id"] for t in targets})
+    active_after = [n["id"] for n in all_nodes if n.get("membership") in (None, "active") and n["id"] not in ids]
+    if len(active_after) < int(min_active_after):
+        raise UnsafeFault(f"decommissioning n{', n'.join(map(str, ids))} would leave {len(active_after)} active "
+                          f"node(s), fewer than {min_active_after} (the replication factor): replicas would have "
+                          "nowhere to go and the decommission would stall. Add nodes first or lower "
+                          "min_active_after if your zones replicate less.")
+    argv = channels.cli_argv(cfg, "node", "decommission", *map(str, ids), f"--wait={wait}", "--format=csv")
+    if checks:
+        argv.append(f"--checks={checks}")
+    t0 = time.monotonic()
+    out, _ = run_argv_full(argv, timeout=timeout_s)
+    result = parse_decommission_output(out)
+    result.update({"requested": ids, "wait": wait, "completed": result["note"] is not None,
+                   "elapsed_s": round(time.monotonic() - t0, 3), "command": describe_argv(argv, 8)})
+    return result
+
+
+def recommission_nodes(nodes: Union[int, str, List[Union[int, str]]], configuration: Configuration = None,
+                       secrets: Secrets = None) -> Dict[str, Any]:
+    """Recommission decommissioning nodes (``cockroach node recommission``), the rollback of
+    ``decommission_nodes``; nodes already fully decommissioned cannot come back and are reported. A
+    recommissioned node that drained keeps draining until it restarts (``restart_node``)."""
+    cfg = configuration or {}
+    all_nodes = channels.node_status(cfg, secrets)
+    targets = [resolve_node(cfg, secrets, n, require_live=False, nodes=all_nodes, allow_decommissioned=True)
+               for n in _node_ids(nodes)]
+    done = sorted(t["id"] for t in targets if t.get("membership") == "decommissioned")
+    if done:
+        raise ChaosDBError(f"n{', n'.join(map(str, done))} is fully decommissioned and cannot be recommissioned: "
+                           "wipe its store and start it as a new node instead")
+    ids = sorted({t["id"] for t in targets})
+    argv = channels.cli_argv(cfg, "node", "recommission", *map(str, ids), "--format=csv")
+    out, _ = run_argv_full(argv, timeout=120)
+    result = parse_decommission_output(out)
+    result.update({"requested": ids, "command": describe_argv(argv, 8)})
+    return result
+
+
+def kill_node(node: Union[int, str] = "any", signal: str = "KILL", container: Optional[str] = None, pid: int = 1,
+              table: Optional[str] = None, row: Optional[List[Any]] = None,
+              configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Kill a node's process, the thesis's first failure level: ``KILL`` (crash, no drain) or ``TERM``
+    (graceful drain, then exit). On Kubernetes (``k8s_namespace`` set) ``kill`` runs inside the node's
+    pod with ``kubectl exec`` in ``container`` (or ``k8s_container``), PID ``pid`` (1: the database);
+    the kubelet restarts the container. Locally the ``cockroach start`` process serving the node's
+    address is signalled, after saving how to start it again (``restart_node``)."""
+    cfg = configuration or {}
+    sig = str(signal).upper().removeprefix("SIG")
+    if sig not in kubectl.SIGNALS:
+        raise ChaosDBError(f"signal must be one of {', '.join(kubectl.SIGNALS)}; got {signal!r}")
+    target = resolve_node(cfg, secrets, node, table, row)
+    base = {"node": target["id"], "pod": target["pod"], "address": target["address"], "signal": sig,
+            "range": target.get("range")}
+    if _on_k8s(cfg):
+        cont = container or cfg.get("k8s_container")
+        if not target["pod"]:
+            raise ChaosDBError(f"n{target['id']} ({target['address']}) is not a StatefulSet pod address: set "
+                               "cockroach_pods (node id -> pod name) in the configuration")
+        kubectl.exec_kill(cfg, target["pod"], str(cont or ""), sig, pid)
+        return {**base, "where": "kubernetes", "container": cont, "pid": pid}
+    return {**base, "where": "local", **localproc.signal_node(target["id"], target["address"], sig)}
+
+
+def delete_node_pod(node: Union[int, str] = "any", grace_period_s: Optional[int] = None, force: bool = False,
+                    table: Optional[str] = None, row: Optional[List[Any]] = None,
+                    configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Delete the node's pod with a grace period (``grace_period_s``: SIGTERM, that long to drain, then
+    SIGKILL) or forced (``force``: removed from the API at once), the thesis's second and third levels;
+    the StatefulSet recreates it. Needs ``k8s_namespace``."""
+    cfg = configuration or {}
+    if not _on_k8s(cfg):
+        raise ChaosDBError("delete_node_pod needs Kubernetes: set k8s_namespace (use kill_node locally)")
+    if force and grace_period_s not in (None, 0):
+        raise ChaosDBError("force deletion has no grace period: leave grace_period_s unset")
+    target = resolve_node(cfg, secrets, node, table, row)
+    if not target["pod"]:
+        raise ChaosDBError(f"n{target['id']} ({target['address']}) is not a StatefulSet pod address: set "
+                           "cockroach_pods (node id -> pod name) in the configuration")
+    before = kubectl.get_pod(cfg, target["pod"])
+    out = kubectl.delete_pod(cfg, target["pod"], grace_period_s, force)
+    return {"node": target["id"], "pod": target["pod"], "uid": before["uid"], "grace_period_s": grace_period_s,
+            "force": bool(force), "kubectl": out.strip(), "range": target.get("range")}
+
+
+def wait_for_node(node: Union[int, str], timeout_s: float = 300, ready: bool = True, interval_s: float = 2.0,
+                  configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Wait until a node is live, available and not draining again (``ready``) and report how long it
+    took; fails with the node's last state after ``timeout_s``."""
+    cfg = configuration or {}
+    t0 = time.monotonic()
+    last: Any = None
+    while True:
+        try:
+            nodes = {n["id"]: n for n in channels.node_status(cfg, secrets)}
+            last = nodes.get(int(node)) if str(node).isdigit() else None
+            if last is None:
+                raise ChaosDBError(f"node {node} is not in the cluster")
+            if last["is_live"] and last["is_available"] and (not ready or not last.get("draining")):
+                return {"node": last["id"], "waited_s": round(time.monotonic() - t0, 3), "status": last}
+        except ChaosDBError as exc:
+            last = str(exc)
+        if time.monotonic() - t0 > timeout_s:
+            raise ChaosDBError(f"n{node} is not back after {timeout_s:g} s; last seen: {last}")
+        time.sleep(interval_s)
+
+
+def restart_node(node: Union[int, str], grace_period_s: int = 60, wait: bool = True, timeout_s: float = 300,
+                 configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Bring a node back: the rollback for ``kill_node`` and for a drain. Locally, a node killed by
+    ``kill_node`` is started again with its saved command line (a running, drained node is first
+    stopped with SIGTERM); on Kubernetes its pod is deleted gracefully so it restarts undrained. With
+    ``wait`` it returns once the node is live and not draining."""
+    cfg = configuration or {}
+    if not str(node).isdigit():
+        raise ChaosDBError("restart_node needs the node id (the id the fault's action returned)")
+    nid = int(node)
+    if _on_k8s(cfg):
+        target = resolve_node(cfg, secrets, nid, require_live=False)
+        if not target["pod"]:
+            raise ChaosDBError(f"n{nid} has no pod name: set cockroach_pods")
+        how = {"deleted_pod": target["pod"], "kubectl": kubectl.delete_pod(cfg, target["pod"], grace_period_s).strip()}
+    else:
+        if not localproc.saved_path(nid).exists():
+            target = resolve_node(cfg, secrets, nid, require_live=False)
+            localproc.signal_node(nid, target["address"], "TERM", wait_s=float(grace_period_s))
+        how = localproc.restart_saved(nid)
+    out = {"node": nid, **how}
+    if wait:
+        out["back"] = wait_for_node(nid, timeout_s, configuration=cfg, secrets=secrets)
+    return out
+
+
+def rolling_restart(statefulset: str = "cockroachdb", selector: str = "app=cockroachdb",
+                    image: Optional[str] = None, container: Optional[str] = None, timeout_s: float = 1800,
+                    poll_s: float = 1.0, configuration: Configuration = None,
+                    secrets: Secrets = None) -> Dict[str, Any]:
+    """Restart every pod of the StatefulSet one at a time (``kubectl rollout restart``), or change its
+    image (``image`` + ``container``: a version upgrade, the evaluation's hot swap), wait for the
+    rollout, and report each pod's down time (not Ready), how many were down at once and whether each
+    pod was really replaced. Refused when a pod is not Ready beforehand."""
+    cfg = configuration or {}
+    if not _on_k8s(cfg):
+        raise ChaosDBError("rolling_restart needs Kubernetes: set k8s_namespace")
+    return rollout.rolling_restart(cfg, statefulset, selector, image=image,
+                                   container=container or (cfg.get("k8s_container") if image else None),
+                                   timeout_s=timeout_s, poll_s=poll_s)

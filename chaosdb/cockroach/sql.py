@@ -1,0 +1,104 @@
+"""SQL for CockroachDB, built safely and run over the SQL channel (psycopg) or the CLI (``cockroach sql``).
+
+Statements such as ``SHOW RANGE FROM TABLE t FOR ROW (...)`` take no placeholders, so identifiers and
+values are quoted here: identifiers that are plain lower-case names stay as they are (CockroachDB folds
+unquoted names to lower case), anything else is double-quoted; strings are single-quoted with quotes
+doubled (standard_conforming_strings is always on), numbers must be finite, ``None`` is ``NULL``.
+Nothing a user passes ever reaches a shell: the CLI gets an argv list.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from typing import Any, Sequence
+
+from chaosdb.core.errors import ChaosDBError
+
+__all__ = ["quote_ident", "quote_name", "literal", "row_literal", "run_sql", "parse_sql_csv"]
+
+_PLAIN = re.compile(r"[a-z_][a-z0-9_$]*")
+
+
+def quote_ident(name: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise ChaosDBError(f"not a SQL identifier: {name!r}")
+    if "\0" in name:
+        raise ChaosDBError("a SQL identifier cannot contain NUL")
+    return name if _PLAIN.fullmatch(name) else '"' + name.replace('"', '""') + '"'
+
+
+def quote_name(name: str | Sequence[str]) -> str:
+    """``"movr.public.vehicles"`` or ``["movr", "public", "Vehicles"]`` -> a qualified, quoted name.
+    A dotted string is split on dots; pass a list when a part itself contains a dot."""
+    parts = name.split(".") if isinstance(name, str) else list(name)
+    if not parts or len(parts) > 3:
+        raise ChaosDBError(f"a table is [database.][schema.]name, got {name!r}")
+    return ".".join(quote_ident(p) for p in parts)
+
+
+def literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ChaosDBError(f"not a usable SQL value: {value!r}")
+        return repr(value)
+    if isinstance(value, str):
+        if "\0" in value:
+            raise ChaosDBError("a SQL string cannot contain NUL")
+        return "'" + value.replace("'", "''") + "'"
+    raise ChaosDBError(f"row values must be strings, numbers, booleans or null; got {type(value).__name__}")
+
+
+def row_literal(values: Any) -> str:
+    """``[1, "boston"]`` -> ``(1, 'boston')``; a single value is a one-column row."""
+    if not isinstance(values, (list, tuple)):
+        values = [values]
+    if not values:
+        raise ChaosDBError("the row needs at least one value (the primary key columns, in order)")
+    return "(" + ", ".join(literal(v) for v in values) + ")"
+
+
+def parse_sql_csv(text: str) -> list[dict[str, str | None]]:
+    """``cockroach sql --format=csv`` output (one result set) -> rows; ``NULL`` becomes None."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and not re.fullmatch(r"\(\d+ rows?\)", ln.strip())]
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    return [{k: (None if v == "NULL" else v) for k, v in r.items()} for r in rows]
+
+
+def run_sql(configuration: dict[str, Any], statement: str, timeout: float = 30.0) -> list[dict[str, Any]]:
+    """Rows (column -> value as text, None for NULL) of one statement, over the channel the configuration
+    picks: SQL when ``cockroach_url`` is set, else the CLI (``cockroach sql -e ... --format=csv``)."""
+    from chaosdb.cockroach import channels
+
+    ch = channels.channel_of(configuration)
+    if ch == "http" and not configuration.get("cockroach_url"):
+        ch = "cli"  # the DB Console has no stable SQL endpoint across versions: use the CLI
+    if ch == "sql" or (ch == "http" and configuration.get("cockroach_url")):
+        import psycopg
+
+        try:
+            with psycopg.connect(str(configuration["cockroach_url"]), connect_timeout=int(timeout),
+                                 autocommit=True) as conn:
+                cur = conn.execute(statement)
+                cols = [d.name for d in cur.description or []]
+                return [{c: (None if v is None else _text(v)) for c, v in zip(cols, row)} for row in cur.fetchall()]
+        except psycopg.Error as exc:
+            raise ChaosDBError(f"{statement.split(' FOR ROW')[0][:80]}: {str(exc).strip()}") from None
+    argv = channels.cli_argv(configuration, "sql", "-e", statement, "--format=csv")
+    return parse_sql_csv(channels.run_cli(argv, timeout))
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return "{" + ",".join(str(x) for x in v) + "}"
+    return str(v)

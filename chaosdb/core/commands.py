@@ -1,0 +1,40 @@
+"""Running external commands (CLIs such as ``cockroach`` or ``kubectl``): always an argv list, never a
+shell; errors name the command (passwords in ``--url`` masked) and end with what it printed last."""
+
+from __future__ import annotations
+
+import subprocess
+
+from chaosdb.core.errors import ChaosDBError
+
+__all__ = ["describe_argv", "run_argv", "run_argv_full"]
+
+
+def describe_argv(argv: list[str], words: int = 5) -> str:
+    """The first *words* of a command for messages, with any ``--url`` password masked."""
+    from chaosdb.core.redact import redact_dsn
+
+    shown = [f"--url={redact_dsn(a[6:])}" if a.startswith("--url=") else a for a in argv[:words]]
+    return " ".join(shown) + (" ..." if len(argv) > words else "")
+
+
+def run_argv(argv: list[str], timeout: float = 30.0, input_text: str | None = None) -> str:
+    """Run *argv*; its stdout, or a :class:`ChaosDBError` with the last lines it printed."""
+    return run_argv_full(argv, timeout, input_text)[0]
+
+
+def run_argv_full(argv: list[str], timeout: float | None = 30.0, input_text: str | None = None) -> tuple[str, str]:
+    """Run *argv*; (stdout, stderr), or a :class:`ChaosDBError` with the last lines it printed."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=input_text)
+    except FileNotFoundError:
+        raise ChaosDBError(f"cannot run {argv[0]}: not found (install it or configure its path)") from None
+    except subprocess.TimeoutExpired:
+        raise ChaosDBError(f"{describe_argv(argv)} did not answer within {timeout or 0:g} s") from None
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in (proc.stderr + "\n" + proc.stdout).strip().splitlines() if ln.strip()]
+        errors = [ln for ln in lines if ln.lower().startswith(("error", "fatal"))][:2]
+        shown = errors + [ln for ln in lines[-3:] if ln not in errors]
+        raise ChaosDBError(f"{describe_argv(argv)} failed (exit {proc.returncode}): "
+                           + (" / ".join(shown) if shown else "no output"))
+    return proc.stdout, proc.stderr

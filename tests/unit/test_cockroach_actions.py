@@ -1,0 +1,348 @@
+"""CockroachDB leaseholders, ranges and actions against stand-ins that behave like the real CLI and kubectl
+(tests/data/cockroach/standin/cockroach, tests/data/k8s/standin/kubectl: no CockroachDB or Kubernetes can run
+here). Output shapes, messages and version quirks follow ../shared/reference/cockroachdb (see PROVENANCE.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from chaosdb.cockroach import actions, channels, localproc, probes, ranges
+from chaosdb.cockroach.version import parse_version
+from chaosdb.core.errors import ChaosDBError, UnsafeFault
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+POD = "cockroachdb-{}.cockroachdb.crdb.svc.cluster.local:26257"
+
+
+def _cluster(version: str, nodes: int = 5, **node_extra) -> dict:
+    return {
+        "version": version,
+        "nodes": [{"id": i + 1, "address": POD.format(i), "sql_address": POD.format(i), "is_live": True,
+                   "membership": "active", "draining": False, "replicas": 60, "leaseholders": 20,
+                   "locality": f"region=r1,az={'abc'[i % 3]}", "started_at": "2026-11-22 08:00:00.000000",
+                   **node_extra} for i in range(nodes)],
+        "ranges": [{"range_id": 57, "table": "vehicles", "span": [None, "m"], "lease_holder": 2, "replicas": [2, 1, 3]},
+                   {"range_id": 58, "table": "vehicles", "span": ["m", None], "lease_holder": 3, "replicas": [3, 4, 5]}],
+    }
+
+
+@pytest.fixture
+def crdb(tmp_path, monkeypatch):
+    """A simulated cluster behind the stand-in CLI; returns (configuration, state path, argv log)."""
+    monkeypatch.setenv("PATH", f"{DATA / 'cockroach' / 'standin'}{os.pathsep}{DATA / 'k8s' / 'standin'}"
+                               f"{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(channels, "_VERSIONS", {})
+    monkeypatch.setenv("CHAOSDB_HOME", str(tmp_path / "home"))
+    state = tmp_path / "cluster.json"
+    log = tmp_path / "argv.log"
+    monkeypatch.setenv("STANDIN_CLUSTER", str(state))
+    monkeypatch.setenv("STANDIN_ARGV_LOG", str(log))
+
+    def make(version="v23.2.4", nodes=5, **extra):
+        state.write_text(json.dumps(_cluster(version, nodes, **extra)))
+        return {"cockroach_channel": "cli", "cockroach_host": POD.format(0), "cockroach_insecure": True}
+    make.state = state
+    make.log = log
+    make.read = lambda: json.loads(state.read_text())
+    return make
+
+
+def _argvs(log: Path) -> list[list[str]]:
+    return [ln.split("\0")[1:] for ln in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_versions_are_read_from_build_tags_and_sql():
+    assert parse_version("Build Tag:        v22.1.22-29-g865aff1595") == (22, 1, 22)
+    assert parse_version("CockroachDB CCL v23.2.4 (x86_64-pc-linux-gnu, built 2024/01/01)") == (23, 2, 4)
+    with pytest.raises(ChaosDBError, match="cockroach_version"):
+        parse_version("unknown")
+
+
+def test_leaseholder_of_row_maps_node_address_and_pod(crdb):
+    cfg = crdb()
+    lh = probes.leaseholder_of_row("movr.public.vehicles", ["boston", "22222222-2222-4200-8000-000000000002"],
+                                   configuration=cfg)
+    assert lh["range_id"] == 57 and lh["lease_holder"] == 2 and lh["replicas"] == [2, 1, 3]
+    assert lh["node"] == {"id": 2, "address": POD.format(1), "sql_address": POD.format(1), "pod": "cockroachdb-1",
+                          "is_live": True}
+    assert [f["pod"] for f in lh["followers"]] == ["cockroachdb-0", "cockroachdb-2"]
+    assert lh["statement"] == ("SHOW RANGE FROM TABLE movr.public.vehicles FOR ROW "
+                               "('boston', '22222222-2222-4200-8000-000000000002')")
+    other = probes.leaseholder_of_row("vehicles", ["seattle"], configuration=cfg)
+    assert other["lease_holder"] == 3 and other["node"]["pod"] == "cockroachdb-2"
+
+
+def test_user_values_are_quoted_never_interpolated(crdb):
+    cfg = crdb()
+    st = ranges.leaseholder_statement(["movr", "Vehicles"], ["o'brien); DROP TABLE x; --", 3, None, True])
+    assert st == ("SHOW RANGE FROM TABLE movr.\"Vehicles\" FOR ROW "
+                  "('o''brien); DROP TABLE x; --', 3, NULL, true)")
+    with pytest.raises(ChaosDBError, match="strings, numbers"):
+        ranges.leaseholder_statement("t", [{"a": 1}])
+    with pytest.raises(ChaosDBError, match="does not exist"):
+        probes.leaseholder_of_row("rides", [1], configuration=cfg)  # the CLI's error reaches the user
+    # the statement travels as one argv element: no shell in between
+    assert any(a[:2] == ["sql", "-e"] and a[2].startswith("SHOW RANGE FROM TABLE rides") for a in _argvs(crdb.log))
+
+
+@pytest.mark.parametrize("version,expect", [("v22.2.8", "SHOW RANGES FROM TABLE vehicles"),
+                                            ("v23.1.11", "SHOW RANGES FROM TABLE vehicles WITH DETAILS"),
+                                            ("v23.2.4", "SHOW RANGES FROM TABLE vehicles WITH DETAILS")])
+def test_table_leaseholders_are_version_aware(crdb, version, expect):
+    cfg = crdb(version)
+    res = probes.table_leaseholders("vehicles", configuration=cfg)
+    assert res["leases_by_node"] == {"2": 1, "3": 1}
+    assert [r["lease_holder"] for r in res["ranges"]] == [2, 3]
+    shows = [a[2] for a in _argvs(crdb.log) if a[:2] == ["sql", "-e"] and a[2].startswith("SHOW RANGES")]
+    assert shows[-1] == expect
+
+
+def test_drain_by_id_then_restart_brings_it_back_locally(crdb):
+    cfg = crdb("v23.2.4", nodes=3)
+    res = actions.drain_node(2, drain_wait="1s", configuration=cfg)
+    assert res["ok"] and res["node"] == 2 and res["remaining"][-1] == 0 and res["drain_wait"] == "1s"
+    drain_argv = [a for a in _argvs(crdb.log) if a[:2] == ["node", "drain"]][-1]
+    assert drain_argv[:4] == ["node", "drain", "2", "--drain-wait=1s"] and "--insecure" in drain_argv
+    n2 = {n["id"]: n for n in probes.node_status(cfg)}[2]
+    assert n2["draining"] and n2["leaseholders"] == 0
+    health = probes.cluster_health(configuration=cfg)
+    assert not health["healthy"] and "n2 is draining" in health["problems"]
+
+
+def test_drain_timeout_and_selector_errors_are_actionable(crdb):
+    cfg = crdb("v23.2.4", nodes=3, drain_s=2.0)
+    with pytest.raises(ChaosDBError, match="did not finish draining within 500ms: raise drain_wait"):
+        actions.drain_node(1, drain_wait="500ms", configuration=cfg)
+    with pytest.raises(ChaosDBError, match="duration like"):
+        actions.drain_node(1, drain_wait="soon", configuration=cfg)
+    with pytest.raises(ChaosDBError, match="needs table and row"):
+        actions.drain_node("leaseholder", configuration=cfg)
+    with pytest.raises(ChaosDBError, match="not in the cluster"):
+        actions.drain_node(9, configuration=cfg)
+    drains = [a for a in _argvs(crdb.log) if a[:2] == ["node", "drain"]]
+    assert len(drains) == 1  # bad input never reached the cluster
+
+
+def test_old_cli_drains_through_the_node_itself_and_quits(crdb):
+    cfg = crdb("v21.2.17", nodes=3)
+    res = actions.drain_node(3, drain_wait=5, configuration=cfg)
+    argv = [a for a in _argvs(crdb.log) if a[:2] == ["node", "drain"]][-1]
+    assert "3" not in argv and f"--host={POD.format(2)}" in argv and res["ok"]
+    assert res["warnings"] and "deprecated" in res["warnings"][0]
+    quit_res = actions.quit_node(2, drain_wait="2s", configuration=cfg)
+    assert quit_res["ok"]
+    quit_argv = [a for a in _argvs(crdb.log) if a[:1] == ["quit"]][-1]
+    assert quit_argv[:2] == ["quit", "--drain-wait=2s"] and f"--host={POD.format(1)}" in quit_argv
+    assert {n["id"]: n["is_live"] for n in probes.node_status(cfg)} == {1: True, 2: False, 3: True}
+
+
+def test_quit_is_refused_on_v22_2_and_later(crdb):
+    cfg = crdb("v22.2.19", nodes=3)
+    with pytest.raises(ChaosDBError, match="removed in v22.2 .* drain_node with shutdown=true"):
+        actions.quit_node(1, configuration=cfg)
+    assert not any(a[:1] == ["quit"] for a in _argvs(crdb.log))
+
+
+def test_drain_leaseholder_of_a_row(crdb):
+    cfg = crdb()
+    res = actions.drain_node("leaseholder", table="vehicles", row=["boston"], drain_wait="10s", configuration=cfg)
+    assert res["node"] == 2 and res["pod"] == "cockroachdb-1" and res["range"]["range_id"] == 57
+    res = actions.drain_node("not-leaseholder", table="vehicles", row=["boston"], configuration=cfg)
+    assert res["node"] == 1  # first live replica of r57 besides the leaseholder
+
+
+def test_decommission_wait_all_then_recommission(crdb):
+    cfg = crdb(nodes=5)
+    res = actions.decommission_nodes([4, 5], configuration=cfg)
+    assert res["completed"] and res["updates"] == 2
+    assert [(n["id"], n["replicas"], n["membership"]) for n in res["nodes"]] == [(4, 0, "decommissioning"),
+                                                                               (5, 0, "decommissioning")]
+    status = {n["id"]: n for n in probes.node_status(cfg)}
+    assert status[4]["membership"] == "decommissioned"
+    assert sum(status[i]["ranges"] for i in (1, 2, 3)) == 300  # the replicas moved to the others
+    assert probes.cluster_is_healthy(configuration=cfg)  # decommissioned nodes do not count
+    with pytest.raises(ChaosDBError, match="cannot be recommissioned"):
+        actions.recommission_nodes([4], configuration=cfg)
+
+
+def test_decommission_wait_none_is_recommissionable(crdb):
+    cfg = crdb(nodes=4)
+    res = actions.decommission_nodes(4, wait="none", configuration=cfg)
+    assert not res["completed"] and res["nodes"][0]["membership"] == "decommissioning"
+    assert res["nodes"][0]["replicas"] == 60
+    back = actions.recommission_nodes(4, configuration=cfg)
+    assert back["nodes"][0]["membership"] == "active"
+
+
+def test_decommission_refuses_to_go_below_the_replication_factor(crdb):
+    cfg = crdb(nodes=3)
+    with pytest.raises(UnsafeFault, match="leave 2 active node"):
+        actions.decommission_nodes(3, configuration=cfg)
+    assert not any(a[:2] == ["node", "decommission"] for a in _argvs(crdb.log))
+
+
+def test_gateway_down_is_reported(crdb):
+    cfg = crdb(nodes=3)
+    st = crdb.read()
+    st["nodes"][0]["is_live"] = False
+    crdb.state.write_text(json.dumps(st))
+    with pytest.raises(ChaosDBError, match="cannot dial server"):
+        probes.node_status(cfg)
+
+
+def test_json_format_only_from_v23_2(crdb):
+    crdb("v23.1.11")
+    out = subprocess.run(["cockroach", "node", "status", "--format=json", "--insecure", f"--host={POD.format(0)}"],
+                         capture_output=True, text=True)
+    assert out.returncode == 1 and "invalid argument" in out.stderr
+    crdb("v23.2.4")
+    out = subprocess.run(["cockroach", "node", "status", "--all", "--format=json", "--insecure",
+                          f"--host={POD.format(0)}"], capture_output=True, text=True, check=True)
+    from chaosdb.cockroach.records import parse_cli_output
+    assert [n["id"] for n in parse_cli_output(out.stdout, "json")] == [1, 2, 3, 4, 5]
+
+
+# ---------------------------------------------------------------------------
+# local processes: a real `cockroach start` (the stand-in's) killed and restarted
+
+
+def test_kill_local_node_and_restart_it(crdb, tmp_path):
+    cfg = crdb(nodes=3)
+    st = crdb.read()
+    for n in st["nodes"]:
+        n["address"] = n["sql_address"] = f"127.0.0.1:{26257 + n['id']}"
+    crdb.state.write_text(json.dumps(st))
+    cfg["cockroach_host"] = "127.0.0.1:26258"
+    procs = [subprocess.Popen(["cockroach", "start", "--insecure", f"--listen-addr=127.0.0.1:{26257 + i}",
+                               f"--store={tmp_path}/s{i}"], start_new_session=True) for i in (1, 2, 3)]
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline and not all("pid" in n for n in crdb.read()["nodes"]):
+            time.sleep(0.05)
+        assert localproc.find_node_process("localhost:26259") == procs[1].pid
+        res = actions.kill_node(2, signal="KILL", configuration=cfg)
+        assert res["where"] == "local" and res["pid"] == procs[1].pid and res["exited"]
+        procs[1].wait(5)
+        assert {n["id"]: n["is_live"] for n in probes.node_status(cfg)} == {1: True, 2: False, 3: True}
+        back = actions.restart_node(2, timeout_s=10, configuration=cfg)
+        assert back["started"] and back["back"]["status"]["is_live"]
+        assert localproc.find_node_process("127.0.0.1:26259") == back["pid"]
+        assert not localproc.saved_path(2).exists()
+        with pytest.raises(ChaosDBError, match="no local 'cockroach start' process"):
+            localproc.signal_node(7, "127.0.0.1:1", "KILL")
+    finally:
+        for n in crdb.read()["nodes"]:
+            if "pid" in n:
+                try:
+                    os.kill(n["pid"], 9)
+                except ProcessLookupError:
+                    pass
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+# ---------------------------------------------------------------------------
+# Kubernetes through the kubectl stand-in
+
+
+@pytest.fixture
+def kube(crdb, tmp_path, monkeypatch):
+    path = tmp_path / "kube.json"
+    now = time.time() - 100
+    pods = {f"cockroachdb-{i}": {"sts": "cockroachdb", "down": [], "versions": [
+        {"from": now, "uid": f"uid-{i}", "image": "cockroachdb/cockroach:v23.2.4", "restarts": 0}]} for i in range(3)}
+    path.write_text(json.dumps({
+        "namespace": "crdb", "params": {"restart_s": 0.8, "gap_s": 0.3, "term_s": 0.4, "kill_restart_s": 0.6},
+        "statefulsets": {"cockroachdb": {"replicas": 3, "container": "db", "image": "cockroachdb/cockroach:v23.2.4",
+                                         "labels": {"app": "cockroachdb"}}},
+        "pods": pods}))
+    monkeypatch.setenv("STANDIN_KUBE", str(path))
+    cfg = crdb(nodes=3)
+    return {**cfg, "k8s_namespace": "crdb", "k8s_container": "db"}
+
+
+def test_kill_in_pod_and_delete_pod_levels(kube, crdb):
+    res = actions.kill_node("leaseholder", table="vehicles", row=["boston"], configuration=kube)
+    assert res["where"] == "kubernetes" and res["pod"] == "cockroachdb-1"
+    exec_argv = [a for a in _argvs(crdb.log) if "exec" in a][-1]
+    assert exec_argv[exec_argv.index("exec"):] == ["exec", "cockroachdb-1", "-c", "db", "--", "kill", "-s", "KILL",
+                                                   "1"]
+    from chaosdb.k8s import kubectl
+    pod = kubectl.get_pod(kube, "cockroachdb-1")
+    assert pod["restarts"] == 1 and not pod["ready"] and pod["uid"] == "uid-1"
+    with pytest.raises(ChaosDBError, match="container not found"):
+        actions.kill_node(1, container="sidecar", configuration=kube)
+    forced = actions.delete_node_pod(3, force=True, configuration=kube)
+    assert "force deleted" in forced["kubectl"] and kubectl.get_pod(kube, "cockroachdb-2")["uid"] != "uid-2"
+    graceful = actions.delete_node_pod(1, grace_period_s=1, configuration=kube)
+    assert graceful["uid"] == "uid-0" and kubectl.get_pod(kube, "cockroachdb-0")["deleting"]
+    deletes = [a[a.index("delete"):] for a in _argvs(crdb.log) if "delete" in a]
+    assert deletes == [["delete", "pod", "cockroachdb-2", "--wait=false", "--grace-period=0", "--force"],
+                       ["delete", "pod", "cockroachdb-0", "--wait=false", "--grace-period=1"]]
+    with pytest.raises(ChaosDBError, match="no grace period"):
+        actions.delete_node_pod(1, grace_period_s=5, force=True, configuration=kube)
+    with pytest.raises(ChaosDBError, match="needs Kubernetes"):
+        actions.delete_node_pod(1, configuration={k: v for k, v in kube.items() if k != "k8s_namespace"})
+
+
+def test_rolling_restart_reports_each_pods_down_time(kube):
+    res = actions.rolling_restart("cockroachdb", "app=cockroachdb", poll_s=0.1, timeout_s=30, configuration=kube)
+    assert res["completed"] and res["max_down_together"] == 1
+    assert set(res["pods"]) == {"cockroachdb-0", "cockroachdb-1", "cockroachdb-2"}
+    for name, p in res["pods"].items():
+        assert p["restarted"] and not p["down_at_end"], name
+        assert 0.6 <= p["down_s"] <= 1.3, (name, p)  # 0.8 s in the simulation, ± one poll each side
+    # highest ordinal first, as the StatefulSet controller does
+    firsts = {n: p["down"][0][0] for n, p in res["pods"].items()}
+    assert firsts["cockroachdb-2"] < firsts["cockroachdb-1"] < firsts["cockroachdb-0"]
+    up = actions.rolling_restart("cockroachdb", "app=cockroachdb", image="cockroachdb/cockroach:v24.1.0",
+                                 poll_s=0.1, timeout_s=30, configuration=kube)
+    assert all(p["image_after"] == {"db": "cockroachdb/cockroach:v24.1.0"} for p in up["pods"].values())
+
+
+def test_rolling_restart_refuses_when_a_pod_is_not_ready(kube):
+    actions.kill_node(1, configuration=kube)
+    with pytest.raises(ChaosDBError, match="not Ready before the rollout: cockroachdb-0"):
+        actions.rolling_restart(configuration=kube)
+
+
+def test_cli_through_a_client_pod_gateway(kube, crdb):
+    cfg = {**kube, "cockroach_cli_prefix": ["kubectl", "exec", "-n", "crdb", "cockroachdb-0", "-c", "db", "--"]}
+    assert [n["id"] for n in probes.node_status(cfg)] == [1, 2, 3]
+    assert any(a[:6] == ["exec", "-n", "crdb", "cockroachdb-0", "-c", "db"] for a in _argvs(crdb.log))
+
+
+# ---------------------------------------------------------------------------
+# ranges per node over time
+
+
+def test_ranges_per_node_over_time_sees_rebalancing(crdb):
+    cfg = crdb(nodes=4)
+    st = crdb.read()
+    st["nodes"][3]["replicas"] = 0  # a node just added
+    crdb.state.write_text(json.dumps(st))
+
+    def rebalance():
+        time.sleep(0.5)
+        s = crdb.read()
+        for n in s["nodes"][:3]:
+            n["replicas"] = 45
+        s["nodes"][3]["replicas"] = 45
+        crdb.state.write_text(json.dumps(s))
+    import threading
+    t = threading.Thread(target=rebalance)
+    t.start()
+    res = probes.ranges_per_node_over_time(duration_s=1.5, interval_s=0.2, configuration=cfg)
+    t.join()
+    assert res["spread"][0] == 1.0 and res["spread"][-1] == 0.0
+    assert res["balanced"] and 0.3 <= res["balanced_after_s"] <= 1.2
+    assert res["final"]["4"]["ranges"] == 45
+    with pytest.raises(ChaosDBError, match="between 0 and 1"):
+        probes.ranges_per_node_over_time(1, 1, tolerance=5, configuration=cfg)
