@@ -47,8 +47,48 @@ def _print_status(st: dict[str, Any]) -> None:
     print(f"DSN: {st['dsn']}")
 
 
+def _is_cockroach(args: argparse.Namespace) -> bool:
+    from chaosdb.cockroach.localcluster import STATE_FILE
+
+    return getattr(args, "kind", None) == "cockroach" or (_cluster_dir(args) / STATE_FILE).exists()
+
+
+def cmd_cockroach(args: argparse.Namespace) -> int:
+    from chaosdb.cockroach import localcluster
+
+    d = _cluster_dir(args)
+    if args.cluster_command == "up":
+        res = localcluster.up(d, args.name, nodes=args.nodes, address_base=(
+            "127.0.30.1" if args.address_base == "127.0.0.11" else args.address_base),
+            cockroach_bin=args.cockroach_bin, timeout=args.timeout)
+    elif args.cluster_command == "status":
+        res = localcluster.status(d)
+    else:
+        res = localcluster.down(d, purge=args.purge, timeout=args.timeout)
+    if args.json:
+        _print_json(res)
+    elif args.cluster_command == "up":
+        print(f"CockroachDB {res['version']} cluster {res['cluster']}: {res['live_nodes']} live nodes "
+              f"({'created' if res['created'] else 'started ' + (', '.join(res['started']) or 'nothing')}) in "
+              f"{res['seconds']}s")
+        print(f"  data: {res['dir']}\n  configuration for experiments: {json.dumps(res['configuration'])}")
+    elif args.cluster_command == "status":
+        for n in res["nodes"]:
+            print(f"n{n['id']:<3}{n['address'] or '-':<22}live={n['is_live']!s:<6}{n['membership'] or '-':<16}"
+                  f"ranges={_fmt(n['ranges'])} leases={_fmt(n['leaseholders'])}")
+        if res["error"]:
+            print(res["error"])
+    else:
+        print(f"cluster {res['cluster']} stopped ({res['stopped']} nodes)"
+              + ("; data removed" if res["purged"] else f"; data kept in {res['dir']}"))
+    return 1 if args.cluster_command == "status" and getattr(args, "check", False) and not res["healthy"] else 0
+
+
 def cmd_cluster_up(args: argparse.Namespace) -> int:
     from chaosdb.local import cluster
+
+    if _is_cockroach(args):
+        return cmd_cockroach(args)
 
     result = cluster.up(
         _cluster_dir(args), args.name, nodes=args.nodes, run_as=args.run_as, postgres_bin=args.postgres_bin,
@@ -74,6 +114,9 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
     from chaosdb.local import cluster
     from chaosdb.local.state import load_layout
 
+    if _is_cockroach(args):
+        return cmd_cockroach(args)
+
     st = cluster.status(load_layout(_cluster_dir(args)))
     if args.json:
         _print_json(st)
@@ -87,6 +130,8 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
     from chaosdb.local.state import STATE_FILE, load_layout
 
     d = _cluster_dir(args)
+    if _is_cockroach(args):
+        return cmd_cockroach(args)
     if not (d / STATE_FILE).exists():
         print(f"no cluster at {d}: nothing to stop")
         return 0
@@ -264,7 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = csub.add_parser("up", help="start a cluster (create it on first use); a no-op when it runs")
     _add_cluster_target(p)
-    p.add_argument("--kind", default="postgres-ha", help="cluster kind (default: postgres-ha)")
+    p.add_argument("--kind", default="postgres-ha", choices=["postgres-ha", "cockroach"],
+                   help="postgres-ha (embedded, default) or cockroach (needs a cockroach binary; default addresses "
+                        "127.0.30.x)")
+    p.add_argument("--cockroach-bin", default=None, help="the cockroach binary for --kind cockroach")
     p.add_argument("--nodes", type=int, default=3, help="number of nodes (default: 3)")
     p.add_argument("--address-base", default="127.0.0.11", help="loopback address of node1; node i gets +i-1")
     p.add_argument("--single-address", action="store_true",

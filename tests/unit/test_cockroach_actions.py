@@ -346,3 +346,44 @@ def test_ranges_per_node_over_time_sees_rebalancing(crdb):
     assert res["final"]["4"]["ranges"] == 45
     with pytest.raises(ChaosDBError, match="between 0 and 1"):
         probes.ranges_per_node_over_time(1, 1, tolerance=5, configuration=cfg)
+
+
+# ---------------------------------------------------------------------------
+# chaosdb cluster up --kind cockroach
+
+
+def test_local_cockroach_cluster_needs_a_binary(tmp_path, monkeypatch, capsys):
+    from chaosdb.cli import main
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert main(["cluster", "up", "--kind", "cockroach", "--dir", str(tmp_path / "c")]) != 0
+    assert "no cockroach binary on PATH" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
+
+
+def test_local_cockroach_cluster_up_kill_restart_down(crdb, tmp_path, capsys):
+    from chaosdb.cli import main
+    from chaosdb.cockroach import localcluster
+    crdb.state.write_text(json.dumps({"version": "v23.2.4", "nodes": [], "ranges": []}))
+    d = tmp_path / "crdb"
+    try:
+        assert main(["cluster", "up", "--kind", "cockroach", "--nodes", "3", "--dir", str(d),
+                     "--address-base", "127.0.31.1", "--timeout", "20"]) == 0
+        assert "3 live nodes" in capsys.readouterr().out
+        starts = [a for a in _argvs(crdb.log) if a[:1] == ["start"]]
+        assert len(starts) == 3 and any(f"--store={d}/node2/store" in a for a in starts)
+        assert "--join=127.0.31.1:26257,127.0.31.2:26257,127.0.31.3:26257" in starts[0]
+        assert [a for a in _argvs(crdb.log) if a[:1] == ["init"]] == [["init", "--host=127.0.31.1:26257",
+                                                                       "--insecure"]]
+        cfg = localcluster.status(d)["configuration"]
+        n3 = next(n["id"] for n in probes.node_status(cfg) if n["address"] == "127.0.31.3:26257")
+        killed = actions.kill_node(n3, configuration=cfg)
+        assert killed["exited"] and localcluster.status(d)["pids"]["node3"] is None
+        assert main(["cluster", "status", "--dir", str(d), "--check"]) == 1  # n3 down
+        assert main(["cluster", "up", "--dir", str(d), "--timeout", "20"]) == 0  # brings node3 back, no re-init
+        assert "started node3" in capsys.readouterr().out
+        assert len([a for a in _argvs(crdb.log) if a[:1] == ["init"]]) == 1
+        assert main(["cluster", "status", "--dir", str(d), "--check"]) == 0
+    finally:
+        assert main(["cluster", "down", "--dir", str(d), "--purge"]) == 0
+    assert not d.exists()
+    assert all(localproc.find_node_process(f"127.0.31.{i}:26257") is None for i in (1, 2, 3))
