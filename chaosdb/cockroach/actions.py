@@ -25,7 +25,7 @@ from chaosdb.core.errors import ChaosDBError, UnsafeFault
 from chaosdb.k8s import kubectl, rollout
 
 __all__ = ["drain_node", "quit_node", "decommission_nodes", "recommission_nodes", "kill_node", "delete_node_pod",
-           "restart_node", "wait_for_node", "rolling_restart"]
+           "restart_node", "restart_killed_nodes", "wait_for_node", "wait_until_healthy", "rolling_restart"]
 
 _DURATION = re.compile(r"(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+")
 
@@ -59,6 +59,14 @@ def _node_host_config(configuration: Dict[str, Any], node: Dict[str, Any]) -> Di
     return cfg
 
 
+def _save_local(cfg: Dict[str, Any], target: Dict[str, Any]) -> None:
+    """Before a node is shut down on this machine, keep how to start it again (``restart_node``)."""
+    if not _on_k8s(cfg) and target.get("address"):
+        pid = localproc.find_node_process(target["address"])
+        if pid is not None:
+            localproc.save_process(target["id"], pid)
+
+
 def _remaining(stderr: str) -> List[int]:
     return [int(x) for x in re.findall(r"remaining: (\d+)", stderr)]
 
@@ -72,7 +80,7 @@ def drain_node(node: Union[int, str] = "any", drain_wait: Union[str, int] = "60s
     time fails with advice. From v22.1 the node is drained by id through any gateway; older CLIs are
     pointed at the node itself. Without ``shutdown`` the node stays draining until it restarts
     (``restart_node``). Returns the node, the drain's progress (``remaining`` per report) and its time."""
-    cfg = configuration or {}
+    cfg = channels.settings(configuration, secrets)
     flag, secs = _duration(drain_wait, "drain_wait")
     target = resolve_node(cfg, secrets, node, table, row)
     feats = channels.cli_version(cfg)
@@ -82,6 +90,7 @@ def drain_node(node: Union[int, str] = "any", drain_wait: Union[str, int] = "60s
         argv = channels.cli_argv(_node_host_config(cfg, target), "node", "drain", f"--drain-wait={flag}")
     if shutdown:
         argv.append("--shutdown")
+        _save_local(cfg, target)
     t0 = time.monotonic()
     try:
         out, err = run_argv_full(argv, timeout=None if secs == 0 else secs + 120)
@@ -103,7 +112,7 @@ def quit_node(node: Union[int, str] = "any", drain_wait: Union[str, int] = "60s"
               secrets: Secrets = None) -> Dict[str, Any]:
     """Drain and stop a node with ``cockroach quit --drain-wait`` (CLIs before v22.2 only; the command
     was removed in v22.2: use ``drain_node`` with ``shutdown: true`` or ``kill_node`` with ``TERM``)."""
-    cfg = configuration or {}
+    cfg = channels.settings(configuration, secrets)
     flag, secs = _duration(drain_wait, "drain_wait")
     feats = channels.cli_version(cfg)
     if not feats.has_quit:
@@ -111,6 +120,7 @@ def quit_node(node: Union[int, str] = "any", drain_wait: Union[str, int] = "60s"
                            "shutdown=true (a drain, then the process exits) or kill_node with signal TERM")
     target = resolve_node(cfg, secrets, node, table, row)
     argv = channels.cli_argv(_node_host_config(cfg, target), "quit", f"--drain-wait={flag}")
+    _save_local(cfg, target)
     t0 = time.monotonic()
     out, err = run_argv_full(argv, timeout=None if secs == 0 else secs + 120)
     return {"node": target["id"], "pod": target["pod"], "address": target["address"], "drain_wait": flag,
@@ -135,7 +145,7 @@ def decommission_nodes(nodes: Union[int, str, List[Union[int, str]]], wait: str 
     ``min_active_after`` active nodes (the replication factor, 3 by default) would remain: the
     decommission would stall. ``wait: none`` returns at once (poll ``node_status``). Rollback:
     ``recommission_nodes`` (possible until a node is fully decommissioned)."""
-    cfg = configuration or {}
+    cfg = channels.settings(configuration, secrets)
     if wait not in ("all", "none"):
         raise ChaosDBError(f"wait must be 'all' or 'none', got {wait!r}")
     if checks is not None and checks not in ("enabled", "strict", "skip"):
@@ -166,7 +176,7 @@ def recommission_nodes(nodes: Union[int, str, List[Union[int, str]]], configurat
     """Recommission decommissioning nodes (``cockroach node recommission``), the rollback of
     ``decommission_nodes``; nodes already fully decommissioned cannot come back and are reported. A
     recommissioned node that drained keeps draining until it restarts (``restart_node``)."""
-    cfg = configuration or {}
+    cfg = channels.settings(configuration, secrets)
     all_nodes = channels.node_status(cfg, secrets)
     targets = [resolve_node(cfg, secrets, n, require_live=False, nodes=all_nodes, allow_decommissioned=True)
                for n in _node_ids(nodes)]
@@ -190,7 +200,7 @@ def kill_node(node: Union[int, str] = "any", signal: str = "KILL", container: Op
     pod with ``kubectl exec`` in ``container`` (or ``k8s_container``), PID ``pid`` (1: the database);
     the kubelet restarts the container. Locally the ``cockroach start`` process serving the node's
     address is signalled, after saving how to start it again (``restart_node``)."""
-    cfg = configuration or {}
+    cfg = channels.settings(configuration, secrets)
     sig = str(signal).upper().removeprefix("SIG")
     if sig not in kubectl.SIGNALS:
         raise ChaosDBError(f"signal must be one of {', '.join(kubectl.SIGNALS)}; got {signal!r}")
@@ -213,7 +223,7 @@ def delete_node_pod(node: Union[int, str] = "any", grace_period_s: Optional[int]
     """Delete the node's pod with a grace period (``grace_period_s``: SIGTERM, that long to drain, then
     SIGKILL) or forced (``force``: removed from the API at once), the thesis's second and third levels;
     the StatefulSet recreates it. Needs ``k8s_namespace``."""
-    cfg = configuration or {}
+    cfg = channels.settings(configuration, secrets)
     if not _on_k8s(cfg):
         raise ChaosDBError("delete_node_pod needs Kubernetes: set k8s_namespace (use kill_node locally)")
     if force and grace_period_s not in (None, 0):
@@ -232,7 +242,7 @@ def wait_for_node(node: Union[int, str], timeout_s: float = 300, ready: bool = T
                   configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Wait until a node is live, available and not draining again (``ready``) and report how long it
     took; fails with the node's last state after ``timeout_s``."""
-    cfg = configuration or {}
+    cfg = channels.settings(configuration, secrets)
     t0 = time.monotonic()
     last: Any = None
     while True:
@@ -256,7 +266,7 @@ def restart_node(node: Union[int, str], grace_period_s: int = 60, wait: bool = T
     ``kill_node`` is started again with its saved command line (a running, drained node is first
     stopped with SIGTERM); on Kubernetes its pod is deleted gracefully so it restarts undrained. With
     ``wait`` it returns once the node is live and not draining."""
-    cfg = configuration or {}
+    cfg = channels.settings(configuration, secrets)
     if not str(node).isdigit():
         raise ChaosDBError("restart_node needs the node id (the id the fault's action returned)")
     nid = int(node)
@@ -284,9 +294,46 @@ def rolling_restart(statefulset: str = "cockroachdb", selector: str = "app=cockr
     image (``image`` + ``container``: a version upgrade, the evaluation's hot swap), wait for the
     rollout, and report each pod's down time (not Ready), how many were down at once and whether each
     pod was really replaced. Refused when a pod is not Ready beforehand."""
-    cfg = configuration or {}
+    cfg = channels.settings(configuration, secrets)
     if not _on_k8s(cfg):
         raise ChaosDBError("rolling_restart needs Kubernetes: set k8s_namespace")
     return rollout.rolling_restart(cfg, statefulset, selector, image=image,
                                    container=container or (cfg.get("k8s_container") if image else None),
                                    timeout_s=timeout_s, poll_s=poll_s)
+
+
+def restart_killed_nodes(wait: bool = True, timeout_s: float = 300, configuration: Configuration = None,
+                         secrets: Secrets = None) -> Dict[str, Any]:
+    """Start again every local node that ``kill_node`` or a shutdown drain stopped on this machine and
+    that is still down (a rollback that needs no node id); nothing to do is not an error. On Kubernetes
+    the kubelet restarts killed containers: use ``wait_until_healthy``."""
+    cfg = channels.settings(configuration, secrets)
+    restarted = []
+    for nid in localproc.saved_nodes():
+        rec = localproc.restart_saved(nid)
+        if wait and rec.get("started"):
+            rec["back"] = wait_for_node(nid, timeout_s, configuration=cfg, secrets=secrets)
+        restarted.append(rec)
+    return {"restarted": restarted}
+
+
+def wait_until_healthy(timeout_s: float = 300, interval_s: float = 5.0, configuration: Configuration = None,
+                       secrets: Secrets = None) -> Dict[str, Any]:
+    """Wait until every active node is live and available, none drains, and no range is unavailable or
+    under-replicated (``cluster_health``); report how long it took, or fail with the remaining problems."""
+    from chaosdb.cockroach.probes import cluster_health
+
+    cfg = channels.settings(configuration, secrets)
+    t0 = time.monotonic()
+    problems: Any = None
+    while True:
+        try:
+            h = cluster_health(cfg, secrets)
+            if h["healthy"]:
+                return {"waited_s": round(time.monotonic() - t0, 3), "nodes": len(h["nodes"])}
+            problems = h["problems"]
+        except ChaosDBError as exc:
+            problems = [str(exc)]
+        if time.monotonic() - t0 > timeout_s:
+            raise ChaosDBError(f"the cluster is not healthy after {timeout_s:g} s: {'; '.join(problems)}")
+        time.sleep(interval_s)

@@ -32,7 +32,23 @@ from chaosdb.core.commands import run_argv
 from chaosdb.core.errors import ChaosDBError
 
 __all__ = ["channel_of", "cli_argv", "cli_node_status", "http_node_status", "sql_node_status", "node_status",
-           "http_health", "NODE_STATUS_SQL", "run_cli", "cli_version", "cluster_version"]
+           "http_health", "NODE_STATUS_SQL", "run_cli", "cli_version", "cluster_version",
+           "settings"]
+
+
+SECRET_KEYS = ("cockroach_url",)
+
+
+def settings(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The configuration, plus ``cockroach_url`` when it is kept in the secrets (flat, or in any secret
+    scope: ``{"cockroach": {"cockroach_url": {"type": "env", "key": "COCKROACH_URL"}}}``), so a URL with a
+    password never has to be in the configuration (which journals keep)."""
+    cfg = dict(configuration or {})
+    for scope in [secrets or {}, *[v for v in (secrets or {}).values() if isinstance(v, dict)]]:
+        for key in SECRET_KEYS:
+            if isinstance(scope.get(key), str) and scope[key] and not cfg.get(key):
+                cfg[key] = scope[key]
+    return cfg
 
 
 def channel_of(configuration: dict[str, Any]) -> str:

@@ -22,7 +22,8 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.local import processes
 from chaosdb.local.state import default_home
 
-__all__ = ["node_address_flags", "find_node_process", "signal_node", "restart_saved", "saved_path"]
+__all__ = ["node_address_flags", "find_node_process", "signal_node", "restart_saved", "saved_path", "save_process",
+           "saved_nodes"]
 
 _ADDR_FLAGS = ("--listen-addr", "--advertise-addr", "--addr", "--advertise-host", "--host")
 _LOCAL = {"localhost", "127.0.0.1", "::1", "0.0.0.0", ""}
@@ -82,7 +83,7 @@ def saved_path(node_id: int) -> Path:
     return default_home() / "cockroach" / "killed" / f"n{node_id}.json"
 
 
-def _save(node_id: int, pid: int) -> dict[str, Any]:
+def save_process(node_id: int, pid: int) -> dict[str, Any]:
     argv = [a for a in processes._read(f"/proc/{pid}/cmdline").split("\0") if a]
     env = {}
     for item in processes._read(f"/proc/{pid}/environ").split("\0"):
@@ -108,7 +109,7 @@ def signal_node(node_id: int, address: str, sig: str, wait_s: float = 10.0) -> d
         raise ChaosDBError(f"no local 'cockroach start' process serves n{node_id} ({address}); is the node on this "
                            "machine? (on Kubernetes set k8s_namespace and k8s_container)")
     signum = getattr(_signal, "SIG" + sig)
-    saved = _save(node_id, pid) if sig in ("KILL", "TERM", "INT", "QUIT") else None
+    saved = save_process(node_id, pid) if sig in ("KILL", "TERM", "INT", "QUIT") else None
     t0 = time.monotonic()
     os.kill(pid, signum)
     gone = False
@@ -117,6 +118,11 @@ def signal_node(node_id: int, address: str, sig: str, wait_s: float = 10.0) -> d
         gone = not left
     return {"pid": pid, "signal": sig, "exited": gone, "exit_wait_s": round(time.monotonic() - t0, 3),
             "restartable": saved is not None}
+
+
+def saved_nodes() -> list[int]:
+    d = saved_path(0).parent
+    return sorted(int(p.stem[1:]) for p in d.glob("n*.json")) if d.is_dir() else []
 
 
 def restart_saved(node_id: int) -> dict[str, Any]:

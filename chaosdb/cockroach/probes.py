@@ -17,14 +17,14 @@ def node_status(configuration: Configuration = None, secrets: Secrets = None) ->
     sql_address, build, started_at, updated_at, locality, is_live, is_available, draining,
     membership, decommissioning, ranges, ranges_unavailable, ranges_underreplicated, leaseholders,
     leaders, replicas (null where the channel cannot know)."""
-    return channels.node_status(configuration or {}, secrets)
+    return channels.node_status(channels.settings(configuration, secrets), secrets)
 
 
 def cluster_health(configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Whether the cluster is healthy and why not: every node that is not decommissioned(-ing) is live
     and available, and no range is unavailable or under-replicated. Returns ``healthy``, the
     ``problems`` found (one line each) and the node records."""
-    nodes = channels.node_status(configuration or {}, secrets)
+    nodes = channels.node_status(channels.settings(configuration, secrets), secrets)
     problems = []
     for n in nodes:
         if n["membership"] in ("decommissioned", "decommissioning"):
@@ -62,7 +62,7 @@ def leaseholder_of_row(table: Union[str, Sequence[str]], row: Any, index: Option
     index) and its leaseholder: ``range_id``, ``lease_holder`` (node id), ``node`` (id, address, SQL
     address, pod on Kubernetes, live), ``followers`` (the other replicas, same shape) and the keys.
     Runs ``SHOW RANGE FROM TABLE t FOR ROW (...)`` over SQL or the CLI."""
-    return ranges.leaseholder_of_row(configuration or {}, secrets, table, row, index)
+    return ranges.leaseholder_of_row(channels.settings(configuration, secrets), secrets, table, row, index)
 
 
 def table_leaseholders(table: Union[str, Sequence[str]], configuration: Configuration = None,
@@ -70,7 +70,7 @@ def table_leaseholders(table: Union[str, Sequence[str]], configuration: Configur
     """Where a table's range leases are: ``ranges`` (id, leaseholder, replicas each) and
     ``leases_by_node`` (node id -> count). Version-aware: ``SHOW RANGES FROM TABLE`` before v23.1,
     ``... WITH DETAILS`` from v23.2 (v23.1: whichever the cluster's setting allows)."""
-    rows = ranges.table_ranges(configuration or {}, table)
+    rows = ranges.table_ranges(channels.settings(configuration, secrets), table)
     by_node: Dict[str, int] = {}
     for r in rows:
         if r["lease_holder"] is not None:
@@ -82,7 +82,7 @@ def table_leaseholders(table: Union[str, Sequence[str]], configuration: Configur
 def ranges_per_node(configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Replica (``ranges``), leaseholder and Raft leader counts per node now (decommissioned nodes left
     out), with a timestamp: sampled before and after a change to see the rebalancing."""
-    return ranges.ranges_per_node(channels.node_status(configuration or {}, secrets))
+    return ranges.ranges_per_node(channels.node_status(channels.settings(configuration, secrets), secrets))
 
 
 def ranges_per_node_over_time(duration_s: float = 300, interval_s: float = 10, key: str = "ranges",
@@ -95,5 +95,6 @@ def ranges_per_node_over_time(duration_s: float = 300, interval_s: float = 10, k
     the window (a node restarting) are listed, not fatal."""
     if key not in ("ranges", "leaseholders", "leaders"):
         raise ChaosDBError("key must be ranges, leaseholders or leaders")
-    return ranges.sample_ranges_per_node(configuration or {}, secrets, duration_s, interval_s, key, tolerance,
+    return ranges.sample_ranges_per_node(channels.settings(configuration, secrets), secrets, duration_s, interval_s,
+                                         key, tolerance,
                                          stop_when_balanced)

@@ -383,7 +383,28 @@ def test_local_cockroach_cluster_up_kill_restart_down(crdb, tmp_path, capsys):
         assert "started node3" in capsys.readouterr().out
         assert len([a for a in _argvs(crdb.log) if a[:1] == ["init"]]) == 1
         assert main(["cluster", "status", "--dir", str(d), "--check"]) == 0
+        # a drain with shutdown stops the process; the rollback starts it again as it ran
+        n2 = next(n["id"] for n in probes.node_status(cfg) if n["address"] == "127.0.31.2:26257")
+        assert actions.drain_node(n2, drain_wait="5s", shutdown=True, configuration=cfg)["ok"]
+        deadline = time.time() + 5
+        while localcluster.status(d)["pids"]["node2"] is not None and time.time() < deadline:
+            time.sleep(0.05)
+        assert localcluster.status(d)["pids"]["node2"] is None
+        back = actions.restart_killed_nodes(timeout_s=15, configuration=cfg)
+        started = [r for r in back["restarted"] if r["started"]]  # n3's record: already running (cluster up)
+        assert [r["node"] for r in started] == [n2] and started[0]["back"]["status"]["is_live"]
+        assert actions.wait_until_healthy(timeout_s=10, interval_s=0.2, configuration=cfg)["nodes"] == 3
+        assert actions.restart_killed_nodes(configuration=cfg) == {"restarted": []}
     finally:
         assert main(["cluster", "down", "--dir", str(d), "--purge"]) == 0
     assert not d.exists()
     assert all(localproc.find_node_process(f"127.0.31.{i}:26257") is None for i in (1, 2, 3))
+
+
+def test_the_url_can_live_in_the_secrets():
+    secrets = {"cockroach": {"cockroach_url": "postgresql://app:pw@db:26257/defaultdb"}}
+    cfg = channels.settings({"cockroach_channel": "sql"}, secrets)
+    assert cfg["cockroach_url"] == "postgresql://app:pw@db:26257/defaultdb"
+    assert channels.settings({"cockroach_url": "postgresql://x@h/d"}, secrets)["cockroach_url"] == "postgresql://x@h/d"
+    from chaosdb.core.commands import describe_argv
+    assert "pw" not in describe_argv(["cockroach", "sql", f"--url={cfg['cockroach_url']}"])
