@@ -10,7 +10,7 @@ Configuration (experiment ``configuration``; secrets in ``secrets``):
 ``cockroach_bin``        the CLI (default ``cockroach`` on PATH)
 ``cockroach_cli_prefix`` argv put before it, e.g. ``["kubectl", "exec", "-n", "crdb", "cockroachdb-client",
                          "-c", "client", "--"]`` (the thesis's client pod as gateway)
-``cockroach_host``       ``--host`` for the CLI when no URL is given
+``cockroach_host``       ``--host`` for the CLI (used before ``cockroach_url``, which may hold a password)
 ``cockroach_certs_dir``  ``--certs-dir``; else ``cockroach_insecure: true`` adds ``--insecure``
 ======================== ============================================================
 
@@ -61,20 +61,31 @@ def channel_of(configuration: dict[str, Any]) -> str:
     return ch
 
 
+def cli_prefix(configuration: dict[str, Any]) -> list[str]:
+    """``cockroach_cli_prefix`` as a list (a JSON list in a string is accepted: environment variables)."""
+    prefix = configuration.get("cockroach_cli_prefix") or []
+    if isinstance(prefix, str) and prefix.strip().startswith("["):  # a JSON list, e.g. from an environment variable
+        try:
+            prefix = json.loads(prefix)
+        except ValueError:
+            raise ChaosDBError("cockroach_cli_prefix is not a valid JSON list of arguments") from None
+    if isinstance(prefix, str) or not all(isinstance(a, str) for a in prefix):
+        raise ChaosDBError("cockroach_cli_prefix must be a list of arguments (or a JSON list), not a shell string")
+    return list(prefix)
+
+
 def cli_argv(configuration: dict[str, Any], *command: str) -> list[str]:
     """``[prefix...] cockroach <command...> <connection flags>`` as an argv list."""
-    prefix = configuration.get("cockroach_cli_prefix") or []
-    if isinstance(prefix, str):
-        raise ChaosDBError("cockroach_cli_prefix must be a list of arguments, not a shell string")
+    prefix = cli_prefix(configuration)
     binary = str(configuration.get("cockroach_bin") or "cockroach")
     if not prefix and not shutil.which(binary):
         raise ChaosDBError(f"the cockroach CLI ({binary}) is not on PATH: install it, set cockroach_bin, or use "
                            "cockroach_channel sql/http")
     argv = [*map(str, prefix), binary, *command]
-    if configuration.get("cockroach_url"):
-        argv.append(f"--url={configuration['cockroach_url']}")
-    elif configuration.get("cockroach_host"):
+    if configuration.get("cockroach_host"):  # preferred: keeps a password in the URL off the command line
         argv.append(f"--host={configuration['cockroach_host']}")
+    elif configuration.get("cockroach_url"):
+        argv.append(f"--url={configuration['cockroach_url']}")
     if configuration.get("cockroach_certs_dir"):
         argv.append(f"--certs-dir={configuration['cockroach_certs_dir']}")
     elif str(configuration.get("cockroach_insecure", "")).lower() in ("1", "true", "yes"):
@@ -97,7 +108,7 @@ def cli_version(configuration: dict[str, Any]) -> Any:
 
     if configuration.get("cockroach_version"):
         return features_of(str(configuration["cockroach_version"]))
-    prefix = tuple(map(str, configuration.get("cockroach_cli_prefix") or []))
+    prefix = tuple(cli_prefix(configuration))
     key = ("cli", prefix, str(configuration.get("cockroach_bin") or "cockroach"))
     if key not in _VERSIONS:
         argv = [*prefix, key[2], "version"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -408,3 +409,42 @@ def test_the_url_can_live_in_the_secrets():
     assert channels.settings({"cockroach_url": "postgresql://x@h/d"}, secrets)["cockroach_url"] == "postgresql://x@h/d"
     from chaosdb.core.commands import describe_argv
     assert "pw" not in describe_argv(["cockroach", "sql", f"--url={cfg['cockroach_url']}"])
+
+
+def test_chaos_run_of_the_local_kill_experiment(crdb, tmp_path):
+    """The shipped local experiment's method and rollbacks through a real `chaos run` (load parts removed:
+    TPC-C cannot run against the stand-in), with a password in COCKROACH_URL that must not reach the journal."""
+    from chaosdb.cockroach import localcluster
+    from chaosdb.devtools import make_cockroach_experiments as gen
+    crdb.state.write_text(json.dumps({"version": "v23.2.4", "nodes": [], "ranges": [
+        {"range_id": 70, "table": "warehouse", "lease_holder": 2, "replicas": [1, 2, 3]}]}))
+    d = tmp_path / "crdb"
+    exp = gen.build("local-process-kill")
+    exp.pop("controls")
+    exp["steady-state-hypothesis"]["probes"] = exp["steady-state-hypothesis"]["probes"][:1]
+    for a in exp["method"]:
+        a.pop("pauses", None)
+    exp["configuration"] = {"cockroach_channel": "cli", "cockroach_insecure": "true",
+                            "cockroach_host": "127.0.32.1:26257"}
+    path = tmp_path / "exp.json"
+    path.write_text(json.dumps(exp))
+    env = {**os.environ, "COCKROACH_URL": "postgresql://root:topsecret@127.0.32.1:26257/defaultdb"}
+    try:
+        localcluster.up(d, "crdb", nodes=3, address_base="127.0.32.1", timeout=20)
+        run = subprocess.run([str(Path(sys.executable).parent / "chaos"), "--log-file", str(tmp_path / "chaos.log"),
+                              "run", "--journal-path", str(tmp_path / "journal.json"), str(path)],
+                             capture_output=True, text=True, env=env, timeout=180)
+        journal_text = (tmp_path / "journal.json").read_text()
+        journal = json.loads(journal_text)
+        assert journal["status"] == "completed" and not journal["deviated"], run.stdout[-3000:]
+        runs = {r["activity"]["name"]: r for r in journal["run"]}
+        killed = runs["kill-the-leaseholder-process"]["output"]
+        assert killed["node"] == 2 and killed["where"] == "local" and killed["exited"]
+        assert runs["leaseholder-of-warehouse-1"]["output"]["lease_holder"] == 2
+        restarted = runs["restart-the-stopped-node"]["output"]["restarted"]
+        assert [r["node"] for r in restarted] == [2] and restarted[0]["started"]
+        assert runs["wait-until-the-cluster-is-healthy"]["status"] == "succeeded"
+        assert "topsecret" not in journal_text and "topsecret" not in (tmp_path / "chaos.log").read_text()
+    finally:
+        localcluster.down(d, purge=True)
+    assert all(localproc.find_node_process(f"127.0.32.{i}:26257") is None for i in (1, 2, 3))

@@ -41,3 +41,53 @@ def test_each_experiment_states_its_hypothesis_and_restores_the_cluster(name):
 
 def test_no_stray_experiment_files():
     assert {p.stem for p in EXP_DIR.glob("*.json")} == set(EXPERIMENTS)
+
+
+# ---------------------------------------------------------------------------
+# CockroachDB experiments (Kubernetes and local cluster)
+
+from chaosdb.devtools import make_cockroach_experiments as crdb_exps  # noqa: E402
+
+CRDB_DIR = EXP_DIR / "cockroachdb"
+
+
+@pytest.mark.parametrize("name", sorted(crdb_exps.EXPERIMENTS))
+def test_cockroach_experiment_is_generated_gated_and_restores(name):
+    text = (CRDB_DIR / f"{name}.json").read_text()
+    assert text == crdb_exps.render(name), "run: python -m chaosdb.devtools.make_cockroach_experiments"
+    exp = json.loads(text)
+    # the health gate runs first (before any fault) and every fault targets by role, never a fixed pod
+    assert exp["steady-state-hypothesis"]["probes"][0]["provider"]["func"] == "cluster_is_healthy"
+    faults = [a for a in exp["method"] if a["provider"]["func"] in
+              {"kill_node", "drain_node", "delete_node_pod", "rolling_restart"}]
+    assert faults and all(a["provider"]["arguments"].get("node", "leaseholder") in ("leaseholder", "not-leaseholder")
+                          for a in faults)
+    assert exp["rollbacks"][-1]["provider"]["func"] == "wait_until_healthy"
+    if name.startswith("local-"):
+        assert exp["rollbacks"][0]["provider"]["func"] == "restart_killed_nodes"
+        assert all(a["provider"]["func"] != "delete_node_pod" for a in exp["method"])
+    # the URL (which may hold a password) is a secret; the rest comes from the environment
+    assert exp["secrets"]["cockroach"]["cockroach_url"] == {"type": "env", "key": "COCKROACH_URL"}
+    assert all(v.get("type") == "env" for v in exp["configuration"].values())
+    assert all("cockroach" in a.get("secrets", []) for a in exp["method"])
+
+
+def test_the_thesis_levels_are_all_there():
+    args = {n: [a["provider"]["arguments"] for a in crdb_exps.build(n)["method"]] for n in crdb_exps.EXPERIMENTS}
+    assert any(a.get("drain_wait") == "1s" for a in args["k8s-drain-wait-1s"])
+    assert any(a.get("drain_wait") == "60s" for a in args["k8s-drain-wait-60s"])
+    assert any(a.get("grace_period_s") == 1 for a in args["k8s-pod-delete-grace-1s"])
+    assert any(a.get("force") is True for a in args["k8s-pod-delete-force"])
+    assert any(a.get("signal") == "KILL" for a in args["k8s-process-kill"])
+
+
+def test_cockroach_experiments_pass_chaos_validate(tmp_path):
+    import os
+    import subprocess
+    import sys
+    chaos = Path(sys.executable).parent / "chaos"
+    env = {**os.environ, "COCKROACH_URL": "postgresql://root@127.0.0.1:1/defaultdb?sslmode=disable"}
+    for name in sorted(crdb_exps.EXPERIMENTS):
+        out = subprocess.run([str(chaos), "--log-file", str(tmp_path / "chaos.log"), "validate",
+                              str(CRDB_DIR / f"{name}.json")], capture_output=True, text=True, env=env, timeout=120)
+        assert out.returncode == 0, (name, out.stdout[-2000:], out.stderr[-2000:])
