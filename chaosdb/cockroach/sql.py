@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["quote_ident", "quote_name", "literal", "row_literal", "run_sql", "parse_sql_csv"]
+__all__ = ["quote_ident", "quote_name", "literal", "row_literal", "run_sql", "parse_sql_csv", "parse_sql_table"]
 
 _PLAIN = re.compile(r"[a-z_][a-z0-9_$]*")
 
@@ -71,6 +71,25 @@ def parse_sql_csv(text: str) -> list[dict[str, str | None]]:
     lines = [ln for ln in text.splitlines() if ln.strip() and not re.fullmatch(r"\(\d+ rows?\)", ln.strip())]
     rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
     return [{k: (None if v == "NULL" else v) for k, v in r.items()} for r in rows]
+
+
+def parse_sql_table(text: str) -> list[dict[str, str | None]]:
+    """The CLI's ``table`` format (what a terminal shows) -> rows: the header is the line above the
+    ``---+---`` rule (text before it, such as the echoed statement, is ignored); ``...`` lines are skipped."""
+    all_lines = text.splitlines()
+    sep = next((i for i, ln in enumerate(all_lines) if ln.strip() and set(ln.strip()) <= set("-+")), None)
+    if sep is None or sep == 0:
+        return []
+    lines = [all_lines[sep - 1]] + [ln for ln in all_lines[sep + 1:] if ln.strip() and ln.strip() != "..."
+                                    and not re.fullmatch(r"\(\d+ rows?\)", ln.strip())]
+    header = [h.strip() for h in lines[0].split("|")]
+    rows = []
+    for ln in lines[1:]:
+        cells = [c.strip() for c in ln.split("|")]
+        if len(cells) != len(header):
+            raise ChaosDBError(f"a table row has {len(cells)} cells for {len(header)} columns: {ln[:80]!r}")
+        rows.append({h: (None if c == "NULL" else c) for h, c in zip(header, cells)})
+    return rows
 
 
 def run_sql(configuration: dict[str, Any], statement: str, timeout: float = 30.0) -> list[dict[str, Any]]:

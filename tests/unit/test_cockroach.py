@@ -223,3 +223,70 @@ def test_real_cluster_over_sql():
     nodes = probes.node_status(cfg)
     assert nodes and any(n["is_live"] for n in nodes)
     assert all(n["ranges"] is not None for n in nodes if n["is_live"])
+
+
+# ---------------------------------------------------------------------------
+# contract tests: recorded outputs of decommission, drain, SHOW RANGE(S), health
+
+
+def _sections(name: str) -> list[str]:
+    import re
+    parts = re.split(r"^# (?:command|sql)[^\n]*\n", (DATA / name).read_text(), flags=re.M)
+    return parts[1:]
+
+
+def test_recorded_decommission_outputs():
+    from chaosdb.cockroach.records import parse_decommission_output
+    done = parse_decommission_output((DATA / "node_decommission_csv_done_with_note.txt").read_text())
+    assert done["nodes"] == [{"id": 6, "is_live": False, "replicas": 0, "decommissioning": True,
+                              "membership": "decommissioned", "draining": False}]
+    assert done["note"].startswith("No more data reported on target nodes")
+    running = parse_decommission_output((DATA / "node_decommission_csv_in_progress.csv").read_text())
+    assert running["note"] is None and running["nodes"][0]["replicas"] == 24
+    progress, complete, dead, recommission = (parse_decommission_output(t) for t in
+                                              _sections("docs_v25.4_node_decommission_recommission_output.txt"))
+    assert [(n["id"], n["replicas"]) for n in progress["nodes"]] == [(4, 39), (5, 34)] and not progress["note"]
+    assert [n["replicas"] for n in complete["nodes"]] == [0, 0] and complete["note"]
+    assert dead["nodes"][0]["is_live"] is False and dead["nodes"][0]["membership"] == "decommissioning"
+    assert recommission["nodes"][0]["membership"] == "active" and recommission["nodes"][0]["draining"] is True
+    # repeated updates (as printed while replicas move) and a stall report: the last status counts
+    text = (DATA / "node_decommission_csv_in_progress.csv").read_text() + "..\npossible decommission stall " \
+        "detected; reporting decommissioning replicas\nn6 still has replica id 3 for range r12\n" + \
+        (DATA / "node_decommission_csv_done_with_note.txt").read_text()
+    merged = parse_decommission_output(text)
+    assert merged["updates"] == 2 and merged["nodes"][0]["membership"] == "decommissioned"
+    assert merged["stalled_replicas"] == [{"node": 6, "replica": 3, "range": 12}]
+    with pytest.raises(ChaosDBError, match="no decommission status"):
+        parse_decommission_output("ERROR: node does not exist\n")
+
+
+def test_recorded_drain_progress():
+    from chaosdb.cockroach.actions import _remaining
+    stderr = _sections("docs_v25.4_node_drain_output_and_logs.txt")[0]
+    assert _remaining(stderr) == [50, 0] and stderr.strip().endswith("ok")
+
+
+def test_recorded_show_range_for_row_and_show_ranges():
+    from chaosdb.cockroach.ranges import range_record
+    from chaosdb.cockroach.sql import parse_sql_table
+    table_row, index_row = (parse_sql_table(t) for t in _sections("docs_v25.4_show_range_for_row.txt"))
+    rec = range_record(table_row[0])
+    assert (rec["range_id"], rec["lease_holder"], rec["replicas"]) == (57, 1, [1])
+    assert rec["lease_holder_locality"] == "region=us-east1,az=b"
+    idx = range_record(index_row[0])
+    assert idx["range_id"] == 53 and idx["start_key"] is None  # NULL keys for an index row
+    sections = _sections("docs_v25.4_show_ranges_outputs.txt")
+    plain, details = parse_sql_table(sections[3]), parse_sql_table(sections[4])
+    assert [range_record(r)["lease_holder"] for r in plain] == [None, None, None]  # v23.2+: only WITH DETAILS
+    assert [range_record(r)["lease_holder"] for r in details] == [2, 8, 5]
+    assert [range_record(r)["replicas"] for r in plain][0] == [2, 5, 7]
+
+
+def test_recorded_health_bodies():
+    from chaosdb.cockroach.records import health_summary
+    text = (DATA / "docs_v25.4_health_endpoints.md").read_text()
+    body = text.split("HTTP/1.1 503 Service Unavailable", 1)[1].split("~~~", 1)[0]
+    assert health_summary(503, body) == {"ready": False, "status": 503, "reason": "node is not healthy"}
+    assert health_summary(200, "{\n\n}") == {"ready": True, "status": 200, "reason": None}
+    v2 = "An internal server error has occurred. Please check your CockroachDB logs for more details.\n"
+    assert health_summary(500, v2)["reason"].startswith("An internal server error")
