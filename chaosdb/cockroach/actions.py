@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Union
 
 from chaoslib.types import Configuration, Secrets
 
-from chaosdb.cockroach import channels, localproc
+from chaosdb.cockroach import channels, localproc, ranges
 from chaosdb.cockroach.records import parse_decommission_output
 from chaosdb.cockroach.targets import resolve_node
 from chaosdb.core.commands import describe_argv, run_argv_full
@@ -297,9 +297,16 @@ def rolling_restart(statefulset: str = "cockroachdb", selector: str = "app=cockr
     cfg = channels.settings(configuration, secrets)
     if not _on_k8s(cfg):
         raise ChaosDBError("rolling_restart needs Kubernetes: set k8s_namespace")
-    return rollout.rolling_restart(cfg, statefulset, selector, image=image,
-                                   container=container or (cfg.get("k8s_container") if image else None),
-                                   timeout_s=timeout_s, poll_s=poll_s)
+    try:  # which node each pod serves, when the cluster can be asked (best effort: the rollout goes on anyway)
+        pods = {ranges.pod_of(n, cfg): n["id"] for n in channels.node_status(cfg, secrets)}
+    except ChaosDBError:
+        pods = {}
+    result = rollout.rolling_restart(cfg, statefulset, selector, image=image,
+                                     container=container or (cfg.get("k8s_container") if image else None),
+                                     timeout_s=timeout_s, poll_s=poll_s)
+    for name, rec in result["pods"].items():
+        rec["node"] = pods.get(name)
+    return result
 
 
 def restart_killed_nodes(wait: bool = True, timeout_s: float = 300, configuration: Configuration = None,

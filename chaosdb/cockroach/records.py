@@ -161,6 +161,18 @@ def _ns_iso(ns: Any) -> str | None:
     return datetime.fromtimestamp(int(ns) / 1e9, tz=timezone.utc).isoformat()
 
 
+def liveness_name(value: Any) -> str:
+    """``NodeLivenessStatus`` as the API gives it (an int, or its name: ``3``, ``"3"``, ``"NODE_STATUS_LIVE"``,
+    ``"LIVE"``) -> ``live``, ``dead``, ..."""
+    if isinstance(value, str) and not value.strip().isdigit():
+        name = value.strip().lower().removeprefix("node_status_")
+        return name if name in LIVENESS_STATUS.values() else "unknown"
+    try:
+        return LIVENESS_STATUS.get(int(value), "unknown")
+    except (TypeError, ValueError):
+        return "unknown"
+
+
 def normalise_api_nodes(body: dict[str, Any], metrics: dict[int, dict[str, float]] | None = None
                         ) -> list[dict[str, Any]]:
     """``GET /api/v2/nodes/`` -> normalised records (range counts from ``/_status/vars`` when given)."""
@@ -168,7 +180,7 @@ def normalise_api_nodes(body: dict[str, Any], metrics: dict[int, dict[str, float
     out = []
     for n in body.get("nodes") or []:
         nid = int(n["node_id"])
-        status = LIVENESS_STATUS.get(int(n.get("liveness_status", 0)), "unknown")
+        status = liveness_name(n.get("liveness_status", 0))
         tiers = ((n.get("locality") or {}).get("tiers")) or []
         m = metrics.get(nid, {})
         out.append({

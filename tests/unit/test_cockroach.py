@@ -290,3 +290,11 @@ def test_recorded_health_bodies():
     assert health_summary(200, "{\n\n}") == {"ready": True, "status": 200, "reason": None}
     v2 = "An internal server error has occurred. Please check your CockroachDB logs for more details.\n"
     assert health_summary(500, v2)["reason"].startswith("An internal server error")
+
+
+def test_liveness_status_as_int_or_name():
+    from chaosdb.cockroach.records import liveness_name, normalise_api_nodes
+    assert [liveness_name(v) for v in (3, "3", "NODE_STATUS_DECOMMISSIONED", "DRAINING", 42, None)] == \
+        ["live", "live", "decommissioned", "draining", "unknown", "unknown"]
+    nodes = normalise_api_nodes({"nodes": [{"node_id": 2, "liveness_status": "NODE_STATUS_DEAD"}]})
+    assert nodes[0]["is_live"] is False and nodes[0]["membership"] == "active"

@@ -297,6 +297,8 @@ def test_rolling_restart_reports_each_pods_down_time(kube):
     res = actions.rolling_restart("cockroachdb", "app=cockroachdb", poll_s=0.1, timeout_s=30, configuration=kube)
     assert res["completed"] and res["max_down_together"] == 1
     assert set(res["pods"]) == {"cockroachdb-0", "cockroachdb-1", "cockroachdb-2"}
+    assert {n: p["node"] for n, p in res["pods"].items()} == {"cockroachdb-0": 1, "cockroachdb-1": 2,
+                                                               "cockroachdb-2": 3}
     for name, p in res["pods"].items():
         assert p["restarted"] and not p["down_at_end"], name
         assert 0.6 <= p["down_s"] <= 1.3, (name, p)  # 0.8 s in the simulation, ± one poll each side
