@@ -221,12 +221,9 @@ def render(name: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    out = Path(argv[0] if argv else "experiments/cockroachdb")
-    out.mkdir(parents=True, exist_ok=True)
-    for name in EXPERIMENTS:
-        (out / f"{name}.json").write_text(render(name))
-        print(f"wrote {out / (name + '.json')}")
-    return 0
+    from chaosdb.devtools.make_experiments import write_all
+
+    return write_all(EXPERIMENTS, render, Path(argv[0] if argv else "experiments/cockroachdb"))
 
 
 if __name__ == "__main__":

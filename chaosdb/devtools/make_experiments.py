@@ -277,13 +277,17 @@ def render(name: str) -> str:
     return json.dumps(build(name), indent=2) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    out = Path(argv[0] if argv else "experiments")
+def write_all(names: Any, render_one: Any, out: Path) -> int:
+    """Write ``<name>.json`` for every name with *render_one* into *out* (shared by the generators)."""
     out.mkdir(parents=True, exist_ok=True)
-    for name in EXPERIMENTS:
-        (out / f"{name}.json").write_text(render(name))
+    for name in names:
+        (out / f"{name}.json").write_text(render_one(name))
         print(f"wrote {out / (name + '.json')}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return write_all(EXPERIMENTS, render, Path(argv[0] if argv else "experiments"))
 
 
 if __name__ == "__main__":
