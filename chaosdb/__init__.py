@@ -27,6 +27,7 @@ ACTIVITY_MODULES: dict[str, list[str]] = {
         "chaosdb.load.integrity",
         "chaosdb.faults.probes",
         "chaosdb.cockroach.probes",
+        "chaosdb.tikv.probes",
     ],
     "action": [
         "chaosdb.local.actions",
@@ -34,6 +35,7 @@ ACTIVITY_MODULES: dict[str, list[str]] = {
         "chaosdb.load.actions",
         "chaosdb.faults.actions",
         "chaosdb.cockroach.actions",
+        "chaosdb.tikv.actions",
     ],
 }
 

@@ -1,0 +1,126 @@
+"""TiKV / PD actions: move a region's leader, evict every leader from a store (and undo it), and change
+a store's state (Offline / Up, only with an explicit flag because Offline starts removing the store).
+
+Stores are chosen when the action runs: a store id, or ``"leader"`` / ``"follower"`` of the region
+holding ``key`` (see :mod:`chaosdb.tikv.probes` for ``mode`` / ``api_version``).
+"""
+
+import time
+from typing import Any, Dict, Optional, Union
+
+from chaoslib.types import Configuration, Secrets
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.tikv import cluster
+from chaosdb.tikv.pd import pd_client
+
+__all__ = ["transfer_region_leader", "evict_leaders", "remove_leader_eviction", "set_store_state"]
+
+EVICT = "evict-leader-scheduler"
+
+
+def _wait(check, timeout_s: float, interval_s: float = 0.5) -> Optional[float]:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 <= timeout_s:
+        if check():
+            return round(time.monotonic() - t0, 3)
+        time.sleep(interval_s)
+    return None
+
+
+def transfer_region_leader(key: Optional[str] = None, region_id: Optional[int] = None,
+                           to_store: Union[int, str] = "follower", mode: str = "raw", api_version: int = 1,
+                           keyspace_id: int = 0, key_format: str = "utf8", wait_s: float = 30,
+                           configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Move the leader of a region (given by ``key`` or ``region_id``) to ``to_store`` (a store id that
+    holds a voter of the region, or ``"follower"``: the first Up follower) with a PD
+    ``transfer-leader`` operator, then wait up to ``wait_s`` for PD to see the new leader."""
+    cfg = configuration or {}
+    if (key is None) == (region_id is None):
+        raise ChaosDBError("give exactly one of key and region_id")
+    region = (cluster.region_for_key(cfg, key, mode, api_version, keyspace_id, key_format) if key is not None
+              else cluster.region_by_id(cfg, int(region_id)))
+    if to_store == "follower":
+        up = {s["id"] for s in cluster.stores(cfg) if s["state"] == "Up"}
+        candidates = [s for s in region["follower_store_ids"] if s in up]
+        if not candidates:
+            raise ChaosDBError(f"region {region['id']} has no Up follower to take the leadership")
+        target = candidates[0]
+    elif isinstance(to_store, int) or (isinstance(to_store, str) and to_store.isdigit()):
+        target = int(to_store)
+        voters = [p["store_id"] for p in region["peers"] if not p["is_learner"]]
+        if target not in voters:
+            raise ChaosDBError(f"store {target} holds no voter of region {region['id']} (voters on stores "
+                               f"{', '.join(map(str, voters))}): a leader can only move to one of them")
+    else:
+        raise ChaosDBError(f"to_store must be a store id or 'follower', got {to_store!r}")
+    before = region["leader_store_id"]
+    if before == target:
+        return {"region": region["id"], "from_store": before, "to_store": target, "moved": False,
+                "reason": "already the leader"}
+    reply = pd_client(cfg).post("/operators", {"name": "transfer-leader", "region_id": region["id"],
+                                               "to_store_id": target})
+    took = _wait(lambda: cluster.region_by_id(cfg, region["id"])["leader_store_id"] == target, float(wait_s))
+    return {"region": region["id"], "from_store": before, "to_store": target, "pd": reply,
+            "moved": took is not None, "took_s": took}
+
+
+def evict_leaders(store: Union[int, str] = "leader", key: Optional[str] = None, mode: str = "raw",
+                  api_version: int = 1, keyspace_id: int = 0, key_format: str = "utf8", wait_s: float = 60,
+                  configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Add PD's ``evict-leader-scheduler`` for a store (an id, or the ``leader`` / a ``follower`` of
+    ``key``'s region): PD moves every leader off it and keeps it leaderless. Waits up to ``wait_s``
+    for its leader count to reach 0. Rollback: ``remove_leader_eviction`` with the same store id."""
+    cfg = configuration or {}
+    target = cluster.resolve_store(cfg, store, key, mode, api_version, keyspace_id, key_format)
+    if target["state"] != "Up":
+        raise ChaosDBError(f"store {target['id']} is {target['state']}: evicting its leaders would change nothing")
+    others = [s for s in cluster.stores(cfg) if s["state"] == "Up" and s["id"] != target["id"]]
+    if not others:
+        raise ChaosDBError(f"store {target['id']} is the only Up store: its leaders have nowhere to go")
+    reply = pd_client(cfg).post("/schedulers", {"name": EVICT, "store_id": target["id"]})
+    took = _wait(lambda: cluster.store(cfg, target["id"])["leader_count"] == 0, float(wait_s))
+    return {"store": target["id"], "address": target["address"], "pod": target["pod"], "pd": reply,
+            "leaders_before": target["leader_count"], "leaderless_after_s": took, "region": target.get("region")}
+
+
+def remove_leader_eviction(store: Union[int, str, None] = None, configuration: Configuration = None,
+                           secrets: Secrets = None) -> Dict[str, Any]:
+    """Remove the evict-leader scheduler of one store (its id), or of every store when ``store`` is not
+    given; a store without one is not an error (safe as a rollback)."""
+    cfg = configuration or {}
+    pd = pd_client(cfg)
+    names = pd.get("/schedulers") or []
+    if store is not None and not str(store).isdigit():
+        raise ChaosDBError("store must be the store id the eviction was for")
+    removed = []
+    if EVICT in names or any(str(n).startswith(EVICT) for n in names):
+        path = f"/schedulers/{EVICT}-{int(store)}" if store is not None else f"/schedulers/{EVICT}"
+        try:
+            pd.delete(path)
+            removed.append(path.rsplit("/", 1)[1])
+        except ChaosDBError as exc:
+            if getattr(exc, "status", None) != 404:
+                raise
+    return {"removed": removed, "schedulers": pd.get("/schedulers") or []}
+
+
+def set_store_state(store: Union[int, str], state: str, i_understand_offline_removes_the_store: bool = False,
+                    configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Set a store ``Offline`` (PD starts moving its regions away to remove it: only with
+    ``i_understand_offline_removes_the_store``) or back ``Up`` (cancels a removal that has not finished;
+    the rollback). Tombstone stores cannot come back."""
+    cfg = configuration or {}
+    if state not in ("Up", "Offline"):
+        raise ChaosDBError("state must be Up or Offline")
+    if not str(store).isdigit():
+        raise ChaosDBError("store must be a store id")
+    current = cluster.store(cfg, int(store))
+    if state == "Offline" and not i_understand_offline_removes_the_store:
+        raise ChaosDBError("setting a store Offline starts removing it from the cluster; pass "
+                           "i_understand_offline_removes_the_store: true to do it")
+    if current["state"] == "Tombstone":
+        raise ChaosDBError(f"store {store} is a Tombstone: it was removed and cannot change state")
+    reply = pd_client(cfg).post(f"/store/{int(store)}/state", query=[("state", state)])
+    return {"store": int(store), "from": current["state"], "to": state, "pd": reply,
+            "now": cluster.store(cfg, int(store))["state"]}

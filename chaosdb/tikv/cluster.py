@@ -1,0 +1,131 @@
+"""Reading a TiKV cluster through PD: stores, the region and leader of a key, members, health."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from chaosdb.cockroach.records import parse_prometheus
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.tikv.keys import encode_key
+from chaosdb.tikv.pd import PDError, pd_client
+from chaosdb.tikv.records import normalise_health, normalise_member, normalise_region, normalise_store, normalise_stores
+
+__all__ = ["stores", "store", "region_for_key", "region_by_id", "members", "health", "region_problems",
+           "cluster_health", "resolve_store", "pod_of", "STORE_SELECTORS"]
+
+STORE_SELECTORS = ("leader", "follower")
+_POD = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?-\d+")
+
+
+def stores(cfg: dict[str, Any], include_tombstone: bool = False) -> list[dict[str, Any]]:
+    query = [("state", "0"), ("state", "1"), ("state", "2")] if include_tombstone else None
+    return normalise_stores(pd_client(cfg).get("/stores", query))
+
+
+def store(cfg: dict[str, Any], store_id: int) -> dict[str, Any]:
+    return normalise_store(pd_client(cfg).get(f"/store/{int(store_id)}"))
+
+
+def region_for_key(cfg: dict[str, Any], key: str, mode: str = "raw", api_version: int = 1, keyspace_id: int = 0,
+                   key_format: str = "utf8") -> dict[str, Any]:
+    encoded = encode_key(key, mode, api_version, keyspace_id, key_format)
+    try:
+        body = pd_client(cfg).get(f"/region/key/{encoded.hex().upper()}", [("format", "hex")])
+    except PDError as exc:
+        if exc.status == 404:
+            raise ChaosDBError(f"PD knows no region for key {key!r} ({mode}, API V{api_version}): {exc}") from None
+        raise
+    rec = normalise_region(body)
+    rec["key"] = {"key": key, "mode": mode, "api_version": api_version, "encoded_hex": encoded.hex().upper()}
+    return rec
+
+
+def region_by_id(cfg: dict[str, Any], region_id: int) -> dict[str, Any]:
+    return normalise_region(pd_client(cfg).get(f"/region/id/{int(region_id)}"))
+
+
+def members(cfg: dict[str, Any]) -> dict[str, Any]:
+    body = pd_client(cfg).get("/members")
+    return {"members": [normalise_member(m) for m in body.get("members") or []],
+            "leader": (body.get("leader") or {}).get("name"),
+            "etcd_leader": (body.get("etcd_leader") or {}).get("name")}
+
+
+def health(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    return normalise_health(pd_client(cfg).get("/health"))
+
+
+def region_problems(cfg: dict[str, Any]) -> dict[str, int] | None:
+    """``pd_regions_status`` counts from PD's /metrics (miss/down/offline/pending peers), or None when PD
+    serves no metrics. Both spellings (``miss-peer-region-count`` in code, underscores in old rules) count."""
+    try:
+        text = pd_client(cfg).metrics()
+    except ChaosDBError:
+        return None
+    out: dict[str, int] = {}
+    for name, labels, value in parse_prometheus(text):
+        if name == "pd_regions_status" and "type" in labels:
+            key = labels["type"].replace("_", "-")
+            out[key] = max(out.get(key, 0), int(value))  # each PD reports; the leader's is the real one
+    return out
+
+
+def cluster_health(cfg: dict[str, Any]) -> dict[str, Any]:
+    problems = []
+    all_stores = stores(cfg)
+    for s in all_stores:
+        if s["state"] != "Up":
+            problems.append(f"store {s['id']} ({s['address']}) is {s['state']}")
+    if not all_stores:
+        problems.append("PD reports no store")
+    try:
+        pd_members = health(cfg)
+        problems += [f"PD member {m['name']} is not healthy" for m in pd_members if not m["healthy"]]
+    except ChaosDBError as exc:
+        problems.append(f"PD health unknown: {exc}")
+    regions = region_problems(cfg)
+    for kind in ("miss-peer-region-count", "down-peer-region-count", "offline-peer-region-count"):
+        if regions and regions.get(kind):
+            problems.append(f"{regions[kind]} region(s) with {kind.replace('-region-count', '').replace('-', ' ')}")
+    return {"healthy": not problems, "problems": problems, "stores": all_stores, "regions": regions}
+
+
+def pod_of(address: str | None) -> str | None:
+    """``basic-tikv-1.basic-tikv-peer.tidb.svc:20160`` -> ``basic-tikv-1`` (a StatefulSet pod), else None."""
+    if not address:
+        return None
+    label = address.rsplit(":", 1)[0].split(".", 1)[0]
+    return label if _POD.fullmatch(label) and not label.replace("-", "").isdigit() else None
+
+
+def resolve_store(cfg: dict[str, Any], store_sel: Any = "leader", key: str | None = None, mode: str = "raw",
+                  api_version: int = 1, keyspace_id: int = 0, key_format: str = "utf8") -> dict[str, Any]:
+    """A store by id, or the ``leader`` / a ``follower`` of the region holding ``key``; with ``region``
+    (for key selectors) and ``pod``."""
+    region = None
+    if isinstance(store_sel, bool) or store_sel is None:
+        raise ChaosDBError(f"store must be a store id, leader or follower; got {store_sel!r}")
+    if isinstance(store_sel, int) or (isinstance(store_sel, str) and store_sel.isdigit()):
+        chosen = store(cfg, int(store_sel))
+    elif store_sel in STORE_SELECTORS:
+        if key is None:
+            raise ChaosDBError(f"store {store_sel!r} needs the key whose region decides it")
+        region = region_for_key(cfg, key, mode, api_version, keyspace_id, key_format)
+        by_id = {s["id"]: s for s in stores(cfg)}
+        if store_sel == "leader":
+            if region["leader_store_id"] is None:
+                raise ChaosDBError(f"region {region['id']} has no leader right now (election?); retry")
+            chosen = by_id.get(region["leader_store_id"]) or store(cfg, region["leader_store_id"])
+        else:
+            ups = [by_id[i] for i in region["follower_store_ids"] if i in by_id and by_id[i]["state"] == "Up"]
+            if not ups:
+                raise ChaosDBError(f"region {region['id']} has no Up follower store")
+            chosen = ups[0]
+    else:
+        raise ChaosDBError(f"unknown store selector {store_sel!r}: a store id, leader or follower")
+    out = dict(chosen)
+    out["pod"] = pod_of(chosen.get("address"))
+    if region is not None:
+        out["region"] = {k: region[k] for k in ("id", "leader_store_id", "follower_store_ids", "key")}
+    return out

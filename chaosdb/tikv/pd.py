@@ -1,0 +1,83 @@
+"""PD's HTTP API (``/pd/api/v1``): one client over one or more PD endpoints.
+
+Configuration: ``pd_url`` (``http://pd:2379``) or ``pd_urls`` (a list, or comma-separated); the next
+endpoint is tried when one cannot be reached (any PD member answers, followers forward to the leader).
+PD's error bodies (JSON strings) are passed on in the error message.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.http import HttpError, request_json
+from chaosdb.tikv.records import pd_error_text
+
+__all__ = ["PDClient", "pd_client", "PDError"]
+
+API = "/pd/api/v1"
+
+
+class PDError(ChaosDBError):
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+def _urls(configuration: dict[str, Any]) -> list[str]:
+    urls = configuration.get("pd_urls") or []
+    if isinstance(urls, str):
+        urls = [u.strip() for u in urls.split(",") if u.strip()]
+    if configuration.get("pd_url"):
+        urls = [str(configuration["pd_url"]), *[u for u in urls if u != configuration["pd_url"]]]
+    if not urls:
+        raise ChaosDBError("set pd_url (e.g. http://127.0.0.1:2379) or pd_urls in the configuration")
+    for u in urls:
+        if not str(u).startswith(("http://", "https://")):
+            raise ChaosDBError(f"PD URL {u!r} must start with http:// or https://")
+    return [str(u).rstrip("/") for u in urls]
+
+
+class PDClient:
+    def __init__(self, urls: list[str], timeout: float = 5.0):
+        self.urls = urls
+        self.timeout = timeout
+
+    def _call(self, method: str, path: str, payload: Any = None, query: list[tuple[str, str]] | None = None) -> Any:
+        qs = ("?" + urllib.parse.urlencode(query)) if query else ""
+        errors = []
+        for base in self.urls:
+            try:
+                resp = request_json(method, f"{base}{API}{path}{qs}", payload, timeout=self.timeout)
+            except HttpError as exc:
+                if exc.status is None:  # unreachable: try the next PD
+                    errors.append(str(exc))
+                    continue
+                raise PDError(f"PD {method} {path}: HTTP {exc.status}: {pd_error_text(exc.body)}", exc.status) \
+                    from None
+            data = resp.json()
+            return data if data is not None or not resp.body else resp.body
+        raise PDError(f"no PD endpoint answered: {'; '.join(errors)}")
+
+    def get(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
+        return self._call("GET", path, query=query)
+
+    def post(self, path: str, payload: Any = None, query: list[tuple[str, str]] | None = None) -> Any:
+        return self._call("POST", path, payload, query)
+
+    def delete(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
+        return self._call("DELETE", path, query=query)
+
+    def metrics(self) -> str:
+        """PD's Prometheus text (``/metrics``, outside the API prefix)."""
+        for base in self.urls:
+            try:
+                return request_json("GET", f"{base}/metrics", timeout=self.timeout).body
+            except HttpError:
+                continue
+        raise PDError("no PD endpoint served /metrics")
+
+
+def pd_client(configuration: dict[str, Any] | None, timeout: float = 5.0) -> PDClient:
+    return PDClient(_urls(configuration or {}), float((configuration or {}).get("pd_timeout_s", timeout)))
