@@ -15,6 +15,7 @@ a degraded cluster stops the experiment) and after, and verifies that no acknowl
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from pathlib import Path
@@ -177,6 +178,11 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
 
 
 def build(name: str) -> dict[str, Any]:
+    """The experiment as a fresh object (callers may change it without touching the shared parts)."""
+    return copy.deepcopy(_build(name))
+
+
+def _build(name: str) -> dict[str, Any]:
     spec = EXPERIMENTS[name]
     local = name.startswith("local-")
     faults = spec["fault"] if isinstance(spec["fault"], list) else [spec["fault"]]

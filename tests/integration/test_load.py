@@ -136,7 +136,7 @@ def test_chaos_run_with_load_control_kill_primary_then_integrity(tpcc_db, tmp_pa
          "pauses": {"after": 28}},
         {"type": "action", "name": "restart", "provider": {"type": "python", "module": "chaosdb.local.actions",
                                                           "func": "restart_nodes", "arguments": {}},
-         "pauses": {"after": 5}},
+         "pauses": {"after": 15}},  # enough quiet after the recovery to see it end, even on a busy machine
     ]
     exp = _experiment(tmp_path, tpcc_db.dir, method, {"users": 6, "warmup_s": 5, "baseline_s": 15,
                                                             "samples_dir": str(samples)})

@@ -45,12 +45,18 @@ def crdb(tmp_path, monkeypatch):
     monkeypatch.setenv("STANDIN_CLUSTER", str(state))
     monkeypatch.setenv("STANDIN_ARGV_LOG", str(log))
 
+    def write(obj):  # atomically, as the stand-in does: it may be reading at the same time
+        tmp = state.with_suffix(".tmp")
+        tmp.write_text(json.dumps(obj))
+        os.replace(tmp, state)
+
     def make(version="v23.2.4", nodes=5, **extra):
-        state.write_text(json.dumps(_cluster(version, nodes, **extra)))
+        write(_cluster(version, nodes, **extra))
         return {"cockroach_channel": "cli", "cockroach_host": POD.format(0), "cockroach_insecure": True}
     make.state = state
     make.log = log
     make.read = lambda: json.loads(state.read_text())
+    make.write = write
     return make
 
 
@@ -192,7 +198,7 @@ def test_gateway_down_is_reported(crdb):
     cfg = crdb(nodes=3)
     st = crdb.read()
     st["nodes"][0]["is_live"] = False
-    crdb.state.write_text(json.dumps(st))
+    crdb.write(st)
     with pytest.raises(ChaosDBError, match="cannot dial server"):
         probes.node_status(cfg)
 
@@ -218,7 +224,7 @@ def test_kill_local_node_and_restart_it(crdb, tmp_path):
     st = crdb.read()
     for n in st["nodes"]:
         n["address"] = n["sql_address"] = f"127.0.0.1:{26257 + n['id']}"
-    crdb.state.write_text(json.dumps(st))
+    crdb.write(st)
     cfg["cockroach_host"] = "127.0.0.1:26258"
     procs = [subprocess.Popen(["cockroach", "start", "--insecure", f"--listen-addr=127.0.0.1:{26257 + i}",
                                f"--store={tmp_path}/s{i}"], start_new_session=True) for i in (1, 2, 3)]
@@ -238,15 +244,14 @@ def test_kill_local_node_and_restart_it(crdb, tmp_path):
         with pytest.raises(ChaosDBError, match="no local 'cockroach start' process"):
             localproc.signal_node(7, "127.0.0.1:1", "KILL")
     finally:
-        for n in crdb.read()["nodes"]:
-            if "pid" in n:
-                try:
-                    os.kill(n["pid"], 9)
-                except ProcessLookupError:
-                    pass
         for p in procs:
             p.kill()
             p.wait()
+        for pid in localproc.find_node_process("127.0.0.1:26258"), localproc.find_node_process("127.0.0.1:26259"), \
+                localproc.find_node_process("127.0.0.1:26260"):  # e.g. the restarted one
+            if pid:
+                os.kill(pid, 9)
+        assert all(localproc.find_node_process(f"127.0.0.1:{p}") is None for p in (26258, 26259, 26260))
 
 
 # ---------------------------------------------------------------------------
@@ -330,7 +335,7 @@ def test_ranges_per_node_over_time_sees_rebalancing(crdb):
     cfg = crdb(nodes=4)
     st = crdb.read()
     st["nodes"][3]["replicas"] = 0  # a node just added
-    crdb.state.write_text(json.dumps(st))
+    crdb.write(st)
 
     def rebalance():
         time.sleep(0.5)
@@ -338,7 +343,7 @@ def test_ranges_per_node_over_time_sees_rebalancing(crdb):
         for n in s["nodes"][:3]:
             n["replicas"] = 45
         s["nodes"][3]["replicas"] = 45
-        crdb.state.write_text(json.dumps(s))
+        crdb.write(s)
     import threading
     t = threading.Thread(target=rebalance)
     t.start()
@@ -366,7 +371,7 @@ def test_local_cockroach_cluster_needs_a_binary(tmp_path, monkeypatch, capsys):
 def test_local_cockroach_cluster_up_kill_restart_down(crdb, tmp_path, capsys):
     from chaosdb.cli import main
     from chaosdb.cockroach import localcluster
-    crdb.state.write_text(json.dumps({"version": "v23.2.4", "nodes": [], "ranges": []}))
+    crdb.write({"version": "v23.2.4", "nodes": [], "ranges": []})
     d = tmp_path / "crdb"
     try:
         assert main(["cluster", "up", "--kind", "cockroach", "--nodes", "3", "--dir", str(d),
@@ -418,8 +423,8 @@ def test_chaos_run_of_the_local_kill_experiment(crdb, tmp_path):
     TPC-C cannot run against the stand-in), with a password in COCKROACH_URL that must not reach the journal."""
     from chaosdb.cockroach import localcluster
     from chaosdb.devtools import make_cockroach_experiments as gen
-    crdb.state.write_text(json.dumps({"version": "v23.2.4", "nodes": [], "ranges": [
-        {"range_id": 70, "table": "warehouse", "lease_holder": 2, "replicas": [1, 2, 3]}]}))
+    crdb.write({"version": "v23.2.4", "nodes": [], "ranges": [
+        {"range_id": 70, "table": "warehouse", "lease_holder": 2, "replicas": [1, 2, 3]}]})
     d = tmp_path / "crdb"
     exp = gen.build("local-process-kill")
     exp.pop("controls")
