@@ -174,13 +174,21 @@ def cmd_load_tpcc(args: argparse.Namespace) -> int:
 
 
 def cmd_load_ycsb(args: argparse.Namespace) -> int:
-    from chaosdb.workloads import ycsb
+    from chaosdb.workloads import kv, ycsb
 
-    result = ycsb.load(_load_dsn(args), args.records)
+    if args.backend == "etcd":
+        from chaosdb.load.control import etcd_endpoints
+
+        endpoints = args.dsn or etcd_endpoints({"chaosdb_cluster": args.cluster or "chaosdb",
+                                                "chaosdb_cluster_dir": args.cluster_dir})
+        result = kv.load_etcd(endpoints, args.records)
+    else:
+        result = ycsb.load(_load_dsn(args), args.records)
     if args.json:
         _print_json(result)
     else:
-        print(f"YCSB usertable: {result['records']} records ({result['inserted']} inserted) in {result['seconds']}s")
+        where = "etcd /ycsb/" if args.backend == "etcd" else "usertable"
+        print(f"YCSB {where}: {result['records']} records ({result['inserted']} inserted) in {result['seconds']}s")
     return 0
 
 
@@ -353,6 +361,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = lsub.add_parser("ycsb-load", help="create the YCSB usertable and insert missing records")
     _add_dsn_options(p)
     p.add_argument("--records", type=int, default=10000)
+    p.add_argument("--backend", choices=["sql", "etcd"], default="sql",
+                   help="sql: usertable in PostgreSQL; etcd: keys /ycsb/user<n> in the cluster's etcd (--dsn = URLs)")
     p.set_defaults(func=cmd_load_ycsb)
     p = lsub.add_parser("calibrate", help="find the sustainable rate (UPB-style 10 %% steps)")
     _add_dsn_options(p)

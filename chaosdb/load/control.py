@@ -56,7 +56,8 @@ __all__ = ["before_experiment_control", "after_experiment_control", "cleanup_con
            "after_method_control", "before_rollback_control"]
 
 LOCUSTFILES = {"tpcc": str(Path(__file__).with_name("locust_tpcc.py")),
-               "ycsb": str(Path(__file__).with_name("locust_ycsb.py"))}
+               "ycsb": str(Path(__file__).with_name("locust_ycsb.py")),
+               "ycsb-etcd": str(Path(__file__).with_name("locust_ycsb.py"))}
 PR_SET_PDEATHSIG = 1
 
 
@@ -67,9 +68,12 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         pass
 
 
-def _resolve_dsn(dsn: str, configuration: dict[str, Any] | None, secrets: dict[str, Any] | None) -> str:
+def _resolve_dsn(dsn: str, configuration: dict[str, Any] | None, secrets: dict[str, Any] | None,
+                 workload: str = "tpcc") -> str:
     if dsn:
         return dsn
+    if workload == "ycsb-etcd":  # the etcd client URLs: configuration etcd_urls, else the embedded cluster's
+        return etcd_endpoints(configuration)
     for scope in (secrets or {}).values():
         if isinstance(scope, dict) and scope.get("load_dsn"):
             return str(scope["load_dsn"])
@@ -84,6 +88,21 @@ def _resolve_dsn(dsn: str, configuration: dict[str, Any] | None, secrets: dict[s
         return load_layout(resolve_cluster_dir("", "", configuration)).dsn()
     raise ChaosDBError("no DSN for the load: pass 'dsn', a secret 'load_dsn', CHAOSDB_LOAD_DSN, "
                        "or configuration 'chaosdb_cluster'")
+
+
+def etcd_endpoints(configuration: dict[str, Any] | None) -> str:
+    """etcd client URLs for the KV load: configuration ``etcd_urls`` (list or comma-separated), else
+    the embedded cluster's members."""
+    configuration = configuration or {}
+    urls = configuration.get("etcd_urls")
+    if urls:
+        return urls if isinstance(urls, str) else ",".join(map(str, urls))
+    if configuration.get("chaosdb_cluster") or configuration.get("chaosdb_cluster_dir"):
+        from chaosdb.local.state import load_layout, resolve_cluster_dir
+
+        return ",".join(load_layout(resolve_cluster_dir("", "", configuration)).etcd_urls)
+    raise ChaosDBError("no etcd endpoints for the KV load: pass 'dsn' (http://host:2379,...), configuration "
+                       "'etcd_urls', or 'chaosdb_cluster'")
 
 
 def _tail(path: Path, n: int = 15) -> str:
@@ -118,7 +137,7 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
         raise ChaosDBError("users must be >= 1")
     if workload not in LOCUSTFILES and not locustfile:
         raise ChaosDBError(f"workload must be one of {', '.join(LOCUSTFILES)} (or give a locustfile)")
-    the_dsn = _resolve_dsn(dsn, configuration, secrets)
+    the_dsn = _resolve_dsn(dsn, configuration, secrets, workload)
     out = Path(samples_dir or f"chaosdb-load/{time.strftime('%Y%m%d-%H%M%S')}").absolute()
     out.mkdir(parents=True, exist_ok=True)
     if sample_files(out):
@@ -133,8 +152,8 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
             "--chaosdb-samples-dir", str(out), "--chaosdb-isolation", isolation, "--chaosdb-rate", str(rate)]
     if workload == "tpcc":
         argv += ["--tpcc-wait", str(wait)]
-    elif workload == "ycsb":
-        argv += ["--ycsb-records", str(records)]
+    elif workload in ("ycsb", "ycsb-etcd"):
+        argv += ["--ycsb-records", str(records), "--ycsb-backend", "etcd" if workload == "ycsb-etcd" else "sql"]
     if processes:
         argv += ["--processes", str(processes)]
     argv += list(extra_args or [])
@@ -152,7 +171,7 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
                      "baseline_s": baseline_s, "processes": processes,
                      "isolation": isolation, "wait": wait, "rate": rate, "max_run_s": max_run_s,
                      "locustfile": locustfile or LOCUSTFILES[workload], "dsn": redact_dsn(the_dsn),
-                     "workload": workload, "records": records if workload == "ycsb" else None},
+                     "workload": workload, "records": records if workload.startswith("ycsb") else None},
         "samples_dir": str(out),
         "samples_format": "chaosdb",
         "locust_csv_prefix": str(out / "locust"),

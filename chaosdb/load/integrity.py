@@ -85,6 +85,36 @@ def lost_acknowledged_writes(samples: str = "", dsn: str = "", configuration: Co
     return int(acknowledged_writes(samples, dsn, configuration, secrets)["missing"])
 
 
+def kv_acknowledged_writes(samples: str = "", dsn: str = "", configuration: Configuration = None,
+                           secrets: Secrets = None) -> Dict[str, Any]:
+    """Ledger check of the etcd KV load (``ycsb-etcd``): for every key, the highest revision a put was
+    acknowledged with must be at most the key's ``mod_revision`` now (the acknowledged write, or a later
+    one, survived). ``missing`` must be 0; ambiguous puts are counted apart."""
+    from chaosdb.load.control import etcd_endpoints
+    from chaosdb.workloads.kv import lost_acknowledged_puts
+
+    location = load_state.samples_dir_for(samples, configuration)
+    acked: Dict[str, int] = {}
+    ambiguous = 0
+    for s in read_samples(location):
+        if s.name != "update":
+            continue
+        if s.outcome == "committed" and "@" in s.key:
+            name, rev = s.key.rsplit("@", 1)
+            acked[name] = max(acked.get(name, 0), int(rev))
+        elif s.outcome == "ambiguous":
+            ambiguous += 1
+    result = lost_acknowledged_puts(dsn or etcd_endpoints(configuration), acked)
+    result.update({"acknowledged_puts_keys": len(acked), "ambiguous_puts": ambiguous, "samples": str(location)})
+    return result
+
+
+def kv_lost_acknowledged_writes(samples: str = "", dsn: str = "", configuration: Configuration = None,
+                                secrets: Secrets = None) -> int:
+    """Number of keys whose acknowledged put is missing from etcd (tolerance: 0)."""
+    return int(kv_acknowledged_writes(samples, dsn, configuration, secrets)["missing"])
+
+
 @contextmanager
 def _load_paused(enabled: bool) -> Iterator[None]:
     record, proc = load_state.current(), load_state.process()

@@ -44,6 +44,7 @@ __all__ = [
     "cluster_up",
     "cluster_down",
     "kill_postgres_process",
+    "kill_etcd_member",
     "stop_database",
     "kill_node",
     "suspend_node",
@@ -187,6 +188,31 @@ def kill_node(target: str = "leader", count: int = 1, allow_quorum_loss: bool = 
         raise ChaosDBError(f"processes survived SIGKILL: {survivors}")
     logger.info("chaosdb: killed node(s) %s (%d processes)", ", ".join(victims), len(all_pids))
     return _record("kill_node", layout, target, chosen, verdict, watch, signal="SIGKILL")
+
+
+def kill_etcd_member(target: str = "etcd-leader", count: int = 1, allow_quorum_loss: bool = False,
+                     cluster: str = "", cluster_dir: str = "",
+                     configuration: Configuration = None) -> Dict[str, Any]:
+    """Key-value store failure: SIGKILL only the etcd member of the target node(s) (``etcd-leader`` or
+    ``etcd-follower``: the TiKV study's leader-versus-follower design on a real Raft store). Patroni
+    and PostgreSQL keep running (Patroni retries its DCS through the other members). Refused when it
+    would leave etcd without a majority unless ``allow_quorum_loss``. Roll back with ``restart_nodes``.
+    """
+    layout = open_cluster(cluster, cluster_dir, configuration)
+    chosen, verdict, _status = choose(layout, target, count, allow_quorum_loss, "kill the etcd member of")
+    watch = Stopwatch()
+    killed: dict[str, list[int]] = {}
+    for t in chosen:
+        node = layout.node(t.name)
+        pids = [p.pid for p in node_processes(node.path, node.data_dir) if p.kind == "etcd"]
+        if not pids:
+            raise ChaosDBError(f"no etcd member runs on {t.name}: nothing to kill")
+        killed[t.name] = signal_pids(pids, signal.SIGKILL)
+    survivors = wait_gone([p for v in killed.values() for p in v], 5)
+    if survivors:
+        raise ChaosDBError(f"etcd processes survived SIGKILL: {survivors}")
+    logger.info("chaosdb: killed the etcd member of %s", ", ".join(killed))
+    return _record("kill_etcd_member", layout, target, chosen, verdict, watch, signal="SIGKILL", killed_pids=killed)
 
 
 def suspend_node(target: str = "leader", count: int = 1, duration_s: float = 0.0, allow_quorum_loss: bool = False,

@@ -7,8 +7,8 @@ Declare it first among the controls::
 
 * before the experiment: ``cluster up`` (the cluster named by configuration
   ``chaosdb_cluster`` / ``chaosdb_cluster_dir``; created on first use, a no-op when it
-  runs), then loads TPC-C data (``tpcc_warehouses`` > 0) and/or YCSB records
-  (``ycsb_records`` > 0) when missing. A failure interrupts the run before anything else.
+  runs), then loads TPC-C data (``tpcc_warehouses`` > 0), YCSB records into PostgreSQL
+  (``ycsb_records`` > 0) and/or into the cluster's etcd (``etcd_ycsb_records`` > 0) when missing. A failure interrupts the run before anything else.
 * after the experiment (also when it failed or was interrupted): stops the load first
   (idempotent), then, with ``down_after``, stops every process of the cluster
   (``purge`` also deletes its data).
@@ -26,7 +26,8 @@ logger = logging.getLogger("chaostoolkit")
 
 def before_experiment_control(context: dict[str, Any], configuration: dict[str, Any] | None = None,
                               nodes: int = 3, tpcc_warehouses: int = 0, tpcc_scale_down: int = 10,
-                              ycsb_records: int = 0, timeout_s: float = 180.0, address_base: str = "127.0.0.11",
+                              ycsb_records: int = 0, etcd_ycsb_records: int = 0, timeout_s: float = 180.0,
+                              address_base: str = "127.0.0.11",
                               **kwargs: Any) -> None:
     from chaoslib.exceptions import InterruptExecution
 
@@ -52,6 +53,11 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
             from chaosdb.workloads import ycsb
 
             ycsb.load(dsn, int(ycsb_records))
+        if int(etcd_ycsb_records) > 0:
+            from chaosdb.workloads import kv
+
+            loaded = kv.load_etcd(",".join(load_layout(directory).etcd_urls), int(etcd_ycsb_records))
+            logger.info("chaosdb: YCSB records in etcd: %d (%d inserted)", loaded["records"], loaded["inserted"])
     except (ChaosDBError, OSError, ValueError) as exc:
         raise InterruptExecution(f"chaosdb embedded cluster: {exc}") from None
 

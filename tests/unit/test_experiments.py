@@ -91,3 +91,51 @@ def test_cockroach_experiments_pass_chaos_validate(tmp_path):
         out = subprocess.run([str(chaos), "--log-file", str(tmp_path / "chaos.log"), "validate",
                               str(CRDB_DIR / f"{name}.json")], capture_output=True, text=True, env=env, timeout=120)
         assert out.returncode == 0, (name, out.stdout[-2000:], out.stderr[-2000:])
+
+
+# ---------------------------------------------------------------------------
+# key-value experiments on the embedded etcd (the TiKV study's leader-versus-follower design)
+
+from chaosdb.devtools import make_kv_experiments as kv_exps  # noqa: E402
+
+KV_DIR = EXP_DIR / "etcd"
+
+
+@pytest.mark.parametrize("name", sorted(kv_exps.EXPERIMENTS))
+def test_kv_experiment_is_generated_and_paired(name):
+    text = (KV_DIR / f"{name}.json").read_text()
+    assert text == kv_exps.render(name), "run: python -m chaosdb.devtools.make_kv_experiments"
+    exp = json.loads(text)
+    kind, role = name.split("-")[:2]
+    faults = [a for a in exp["method"] if a["provider"]["func"] in ("kill_etcd_member", "limit_cpu", "limit_memory")]
+    assert len(faults) == 1 and faults[0]["provider"]["arguments"]["target"] == f"etcd-{role}"
+    # its pair differs only in the role
+    other = name.replace(role, "follower" if role == "leader" else "leader")
+    twin = json.loads((KV_DIR / f"{other}.json").read_text())
+    assert json.dumps(twin["method"]).replace("follower", "leader") == json.dumps(exp["method"]).replace(
+        "follower", "leader")
+    load = next(c for c in exp["controls"] if c["name"] == "ycsb-etcd-load")
+    assert load["provider"]["arguments"]["workload"] == "ycsb-etcd"
+    if kind in ("cpu", "memory"):
+        assert faults[0]["provider"]["arguments"]["components"] == ["etcd"]
+        assert faults[0]["provider"]["arguments"]["duration_s"] > 0
+        assert exp["rollbacks"][0]["provider"]["func"] == "revert_faults"
+    assert exp["rollbacks"][-1]["provider"]["func"] == "restart_nodes"
+
+
+def test_cpu_sweep_covers_the_studys_quotas():
+    quotas = sorted({kv_exps.build(n)["method"][0]["provider"]["arguments"]["quota_s"]
+                     for n in kv_exps.EXPERIMENTS if n.startswith("cpu-")})
+    assert quotas == [0.05, 0.1, 0.2]
+    short = kv_exps.build("cpu-leader-5pct", short=True)
+    assert short["method"][0]["provider"]["arguments"]["duration_s"] == 10
+
+
+def test_kv_experiments_pass_chaos_validate(tmp_path):
+    import subprocess
+    import sys
+    chaos = Path(sys.executable).parent / "chaos"
+    for name in ("kill-leader", "cpu-follower-10pct", "memory-leader"):
+        out = subprocess.run([str(chaos), "--log-file", str(tmp_path / "chaos.log"), "validate",
+                              str(KV_DIR / f"{name}.json")], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, (name, out.stdout[-2000:], out.stderr[-2000:])

@@ -1,0 +1,129 @@
+"""Write the key-value experiments in ``experiments/etcd/`` (``python -m chaosdb.devtools.make_kv_experiments``).
+
+The TiKV study's design on a Raft key-value store that runs here, the embedded cluster's etcd: YCSB
+workload A (50/50 read/update, zipfian) from 8 clients, then the same fault on the etcd **leader** and on a
+**follower**: SIGKILL of the member, a CPU quota sweep (0.05, 0.1, 0.2 s per 1 s) and a memory limit.
+Comparing the pairs shows what the study measured: a fault on the leader stalls writes for everybody,
+the same fault on a follower barely shows. ``build(name, short=True)`` gives the short versions CI runs.
+A unit test checks that the committed files are what this module writes.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from chaosdb.devtools.make_experiments import action, write_all
+
+__all__ = ["EXPERIMENTS", "build", "render", "main"]
+
+FAULTS = "chaosdb.faults.actions"
+HYPOTHESIS = {
+    "title": "etcd answers fast and without errors, every member healthy, no acknowledged put lost",
+    "probes": [
+        {"type": "probe", "name": "etcd-is-healthy", "tolerance": True,
+         "provider": {"type": "python", "module": "chaosdb.etcd.probes", "func": "etcd_is_healthy"}},
+        {"type": "probe", "name": "p99-latency-last-10s-ms", "tolerance": {"type": "range", "range": [0, 250]},
+         "provider": {"type": "python", "module": "chaosdb.load.probes", "func": "latency_percentile",
+                      "arguments": {"percentile": 99, "window_s": 10}}},
+        {"type": "probe", "name": "error-rate-last-10s", "tolerance": {"type": "range", "range": [0, 0.01]},
+         "provider": {"type": "python", "module": "chaosdb.load.probes", "func": "error_rate",
+                      "arguments": {"window_s": 10}}},
+        {"type": "probe", "name": "acknowledged-puts-lost", "tolerance": 0,
+         "provider": {"type": "python", "module": "chaosdb.load.integrity", "func": "kv_lost_acknowledged_writes"}},
+    ],
+}
+RESTART = action("restart-the-killed-member", "restart_nodes", {"nodes": "all", "wait_healthy_s": 90})
+REVERT = action("revert-every-local-fault", "revert_faults", {}, module=FAULTS)
+ROLE = {"leader": "etcd-leader", "follower": "etcd-follower"}
+
+
+def _spec(kind: str, role: str, quota: float | None = None) -> dict[str, Any]:
+    target = ROLE[role]
+    if kind == "kill":
+        return {"title": f"etcd {role} member killed under YCSB-A",
+                "story": f"SIGKILL of the etcd {role}'s process (Patroni and PostgreSQL keep running); restarted "
+                         "20 s later.",
+                "method": lambda f, a: [action(f"kill-the-etcd-{role}", "kill_etcd_member", {"target": target},
+                                               after=f), {**RESTART, "pauses": {"after": a}}]}
+    if kind == "cpu":
+        pct = round(quota * 100)
+        return {"title": f"etcd {role} limited to {pct} % of one core under YCSB-A",
+                "story": f"The etcd {role}'s process may run {quota:g} s of CPU per 1 s (cgroup CPU quota), for the "
+                         "fault window; reverted on time by a detached reverter.",
+                "faults": True,
+                "method": lambda f, a: [action(f"limit-the-etcd-{role}-cpu-{pct}pct", "limit_cpu",
+                                               {"target": target, "components": ["etcd"], "quota_s": quota,
+                                                "period_s": 1.0, "duration_s": f}, after=f + a, module=FAULTS)]}
+    return {"title": f"etcd {role} limited to 32 MiB of memory under YCSB-A",
+            "story": f"The etcd {role}'s process may use 32 MiB more than it had (cgroup memory limit, no swap) "
+                     "for the fault window; the kernel reclaims, then OOM-kills; reverted on time.",
+            "faults": True,
+            "method": lambda f, a: [action(f"limit-the-etcd-{role}-memory-32mib", "limit_memory",
+                                           {"target": target, "components": ["etcd"], "limit_mb": 32,
+                                            "duration_s": f}, after=f + a, module=FAULTS),
+                                    {**RESTART, "name": "restart-a-member-the-oom-killer-stopped"}]}
+
+
+EXPERIMENTS: dict[str, dict[str, Any]] = {}
+for _role in ("leader", "follower"):
+    EXPERIMENTS[f"kill-{_role}"] = _spec("kill", _role)
+    for _q in (0.05, 0.1, 0.2):
+        EXPERIMENTS[f"cpu-{_role}-{round(_q * 100)}pct"] = _spec("cpu", _role, _q)
+    EXPERIMENTS[f"memory-{_role}"] = _spec("memory", _role)
+
+
+def build(name: str, short: bool = False) -> dict[str, Any]:
+    """The experiment; ``short`` for CI: 8 s baseline, 10 s fault, 10 s after."""
+    spec = EXPERIMENTS[name]
+    fault_s, after_s, baseline = (10, 10, "8") if short else (20, 30, "30")
+    controls: list[dict[str, Any]] = [
+        {"name": "embedded-cluster", "provider": {
+            "type": "python", "module": "chaosdb.local.control",
+            "arguments": {"nodes": 3, "etcd_ycsb_records": 2000, "down_after": True, "purge": False,
+                          "address_base": "${address_base}"}}},
+        {"name": "ycsb-etcd-load", "provider": {
+            "type": "python", "module": "chaosdb.load.control",
+            "arguments": {"workload": "ycsb-etcd", "records": 2000, "users": 8, "warmup_s": 10,
+                          "baseline_s": "${baseline_s}", "samples_dir": "${report_dir}/samples",
+                          "replace_samples": True}}},
+        {"name": "report", "provider": {"type": "python", "module": "chaosdb.report.control",
+                                        "arguments": {"out_dir": "${report_dir}"}}},
+    ]
+    rollbacks = [RESTART]
+    if spec.get("faults"):
+        controls.insert(1, {"name": "local-faults", "provider": {"type": "python", "module": "chaosdb.faults.control"}})
+        rollbacks = [REVERT, RESTART]
+    return copy.deepcopy({
+        "version": "1.0.0",
+        "title": spec["title"],
+        "description": ("Hypothesis: with YCSB workload A from 8 clients on the embedded cluster's 3-member etcd, "
+                        "p99 latency stays under 250 ms, fewer than 1 % of operations fail, every member is "
+                        "healthy and no acknowledged put is lost. " + spec["story"]),
+        "tags": ["etcd", "key-value", "ycsb", "tikv-study", name.split("-")[0], name.split("-")[1]],
+        "configuration": {
+            "chaosdb_cluster": {"type": "env", "key": "CHAOSDB_CLUSTER", "default": "kv-experiments"},
+            "report_dir": {"type": "env", "key": "CHAOSDB_REPORT_DIR", "default": f"reports/etcd-{name}"},
+            "baseline_s": {"type": "env", "key": "CHAOSDB_BASELINE_S", "default": baseline},
+            "address_base": {"type": "env", "key": "CHAOSDB_ADDRESS_BASE", "default": "127.0.0.41"},
+        },
+        "controls": controls,
+        "steady-state-hypothesis": HYPOTHESIS,
+        "method": spec["method"](fault_s, after_s),
+        "rollbacks": rollbacks,
+    })
+
+
+def render(name: str) -> str:
+    return json.dumps(build(name), indent=2) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    return write_all(EXPERIMENTS, render, Path(argv[0] if argv else "experiments/etcd"))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,231 @@
+"""YCSB workload A on a key-value store: etcd's v3 API (a real Raft key-value store; the embedded
+cluster's own etcd runs here), through its JSON gateway over persistent HTTP connections.
+
+A record is one key ``/ycsb/user<n>`` whose value holds the 10 fields (JSON); a read is a
+linearizable ``range`` of the key, an update a ``put`` of the whole record with one field changed
+(what go-ycsb's KV drivers do). Samples have the same format as the SQL workloads (``read`` /
+``update``), so the reporter works unchanged. An update's sample key is ``user<n>@<revision>``: the
+etcd revision the put was acknowledged with, which :func:`lost_acknowledged_puts` checks afterwards.
+
+Outcomes: ``committed`` (answered), ``conn_error`` (no connection: nothing sent), ``ambiguous`` (the
+put was sent and no answer came: it may or may not be applied), ``error`` (etcd answered an error; its
+gRPC code is kept in the ``sqlstate`` column as ``etcd<code>``, e.g. ``etcd14`` unavailable).
+A client moves to the next endpoint after a connection failure or an ``unavailable`` answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import random
+import string
+import time
+import urllib.parse
+from typing import Any
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.workloads.samples import Sample
+from chaosdb.workloads.ycsb import FIELD_LENGTH, FIELDS, Operation, key_name
+
+__all__ = ["EtcdKV", "EtcdBackend", "parse_endpoints", "record_key", "load_etcd", "lost_acknowledged_puts",
+           "PREFIX"]
+
+PREFIX = "/ycsb/"
+
+
+def parse_endpoints(dsn: str) -> list[tuple[str, int]]:
+    """``http://127.0.0.11:2379,http://127.0.0.12:2379`` (or ``etcd://h1:2379,h2:2379``) -> [(host, port)]."""
+    out = []
+    for part in str(dsn).replace("etcd://", "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "://" not in part:
+            part = "http://" + part
+        u = urllib.parse.urlsplit(part)
+        if u.scheme != "http" or not u.hostname:
+            raise ChaosDBError(f"etcd endpoint {part!r}: use http://host:port (TLS endpoints are not supported)")
+        out.append((u.hostname, u.port or 2379))
+    if not out:
+        raise ChaosDBError("no etcd endpoint given (e.g. http://127.0.0.11:2379,http://127.0.0.12:2379)")
+    return out
+
+
+def record_key(n_or_name: int | str) -> str:
+    return PREFIX + (key_name(n_or_name) if isinstance(n_or_name, int) else n_or_name)
+
+
+def _b64(s: str | bytes) -> str:
+    return base64.b64encode(s.encode() if isinstance(s, str) else s).decode()
+
+
+class EtcdError(Exception):
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+class EtcdKV:
+    """A minimal etcd v3 client over the JSON gateway, one keep-alive connection at a time."""
+
+    def __init__(self, endpoints: list[tuple[str, int]], timeout: float = 5.0, start: int = 0):
+        self.endpoints = endpoints
+        self.timeout = timeout
+        self.index = start % len(endpoints)
+        self.conn: http.client.HTTPConnection | None = None
+
+    @property
+    def endpoint(self) -> str:
+        h, p = self.endpoints[self.index]
+        return f"{h}:{p}"
+
+    def rotate(self) -> None:
+        self.close()
+        self.index = (self.index + 1) % len(self.endpoints)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def call(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """POST to the current endpoint: (answer, sent). Raises OSError/HTTPException (with ``sent``
+        set on the exception) or EtcdError."""
+        sent = False
+        try:
+            if self.conn is None:
+                host, port = self.endpoints[self.index]
+                self.conn = http.client.HTTPConnection(host, port, timeout=self.timeout)
+                self.conn.connect()
+            data = json.dumps(body).encode()
+            self.conn.request("POST", path, data, {"Content-Type": "application/json"})
+            sent = True
+            resp = self.conn.getresponse()
+            text = resp.read()
+        except (OSError, http.client.HTTPException) as exc:
+            self.close()
+            exc.sent = sent  # type: ignore[attr-defined]
+            raise
+        try:
+            answer = json.loads(text or b"{}")
+        except ValueError:
+            answer = {"error": text[:200].decode("utf-8", "replace"), "code": 2}
+        if resp.status != 200 or "error" in answer:
+            raise EtcdError(int(answer.get("code", 2)), str(answer.get("error") or answer.get("message")))
+        return answer, True
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        answer, _ = self.call("/v3/kv/range", {"key": _b64(key)})
+        kvs = answer.get("kvs") or []
+        return kvs[0] if kvs else None
+
+    def put(self, key: str, value: str) -> int:
+        answer, _ = self.call("/v3/kv/put", {"key": _b64(key), "value": _b64(value)})
+        return int((answer.get("header") or {}).get("revision", 0))
+
+    def put_many(self, items: list[tuple[str, str]]) -> int:
+        ops = [{"requestPut": {"key": _b64(k), "value": _b64(v)}} for k, v in items]
+        answer, _ = self.call("/v3/kv/txn", {"success": ops})
+        return int((answer.get("header") or {}).get("revision", 0))
+
+    def count(self, prefix: str) -> int:
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        answer, _ = self.call("/v3/kv/range", {"key": _b64(prefix), "range_end": _b64(end), "count_only": True})
+        return int(answer.get("count", 0))
+
+
+def _record(rng: random.Random, fields: dict[str, str] | None = None) -> str:
+    values = fields or {f"field{i}": "".join(rng.choices(string.ascii_letters, k=FIELD_LENGTH))
+                        for i in range(FIELDS)}
+    return json.dumps(values, separators=(",", ":"))
+
+
+class EtcdBackend:
+    """YCSB operations on etcd, as samples."""
+
+    UNAVAILABLE = {14, 4}  # gRPC unavailable, deadline exceeded: try another endpoint next time
+
+    def __init__(self, dsn: str, client: int = 0, seed: int | None = None, timeout: float = 5.0):
+        self.kv = EtcdKV(parse_endpoints(dsn), timeout, start=client)
+        self.rng = random.Random(seed)
+
+    def execute(self, op: Operation, client: int) -> Sample:
+        start_ts = time.time()
+        t0 = time.perf_counter()
+        outcome, code, key = "committed", "", ""
+        try:
+            if op.kind == "read":
+                self.kv.get(record_key(op.key))
+            else:
+                fields = json.loads(_record(self.rng))
+                fields[f"field{op.field}"] = op.value
+                rev = self.kv.put(record_key(op.key), json.dumps(fields, separators=(",", ":")))
+                key = f"{op.key}@{rev}"
+        except EtcdError as exc:
+            # a put that timed out or lost its leader mid-way may still be applied; "no leader" was not
+            maybe_applied = exc.code == 4 or any(t in str(exc) for t in ("timed out", "leader changed"))
+            outcome, code = ("ambiguous" if op.kind == "update" and maybe_applied else "error"), f"etcd{exc.code}"
+            if exc.code in self.UNAVAILABLE:
+                self.kv.rotate()
+        except (OSError, http.client.HTTPException) as exc:
+            sent = getattr(exc, "sent", False)
+            outcome = "ambiguous" if sent and op.kind == "update" else "conn_error"
+            code = type(exc).__name__
+            self.kv.rotate()
+        return Sample(start_ts, (time.perf_counter() - t0) * 1000.0, op.kind, outcome, code, 0, client, key)
+
+    def close(self) -> None:
+        self.kv.close()
+
+
+def load_etcd(dsn: str, records: int, seed: int = 7, batch: int = 100) -> dict[str, Any]:
+    """Put the records that are missing (idempotent: counts the prefix, fills from there in key order)."""
+    t0 = time.monotonic()
+    kv = EtcdKV(parse_endpoints(dsn), timeout=10.0)
+    rng = random.Random(seed)
+    try:
+        have = kv.count(PREFIX)
+        inserted = 0
+        if have < records:
+            existing = set()
+            if have:
+                end = PREFIX[:-1] + chr(ord(PREFIX[-1]) + 1)
+                answer, _ = kv.call("/v3/kv/range", {"key": _b64(PREFIX), "range_end": _b64(end),
+                                                     "keys_only": True})
+                existing = {base64.b64decode(k["key"]).decode() for k in answer.get("kvs") or []}
+            todo = [record_key(n) for n in range(records) if record_key(n) not in existing]
+            for i in range(0, len(todo), batch):
+                kv.put_many([(k, _record(rng)) for k in todo[i:i + batch]])
+            inserted = len(todo)
+    except (OSError, http.client.HTTPException, EtcdError) as exc:
+        raise ChaosDBError(f"loading YCSB records into etcd at {kv.endpoint} failed: {exc}") from None
+    finally:
+        kv.close()
+    return {"records": max(records, have), "inserted": inserted, "seconds": round(time.monotonic() - t0, 2)}
+
+
+def lost_acknowledged_puts(dsn: str, acknowledged: dict[str, int]) -> dict[str, Any]:
+    """For each key, the highest revision a put was acknowledged with: the key must now have a
+    ``mod_revision`` at least that high (the write or a later one survived); a smaller one means an
+    acknowledged write was lost. Returns counts and the first lost keys."""
+    kv = EtcdKV(parse_endpoints(dsn), timeout=10.0)
+    lost = []
+    checked = 0
+    try:
+        for name, rev in sorted(acknowledged.items()):
+            for _attempt in range(len(kv.endpoints)):
+                try:
+                    kv_rec = kv.get(record_key(name))
+                    break
+                except (OSError, http.client.HTTPException, EtcdError):
+                    kv.rotate()
+            else:
+                raise ChaosDBError(f"no etcd endpoint answered while checking {name}")
+            checked += 1
+            current = int(kv_rec["mod_revision"]) if kv_rec else 0
+            if current < rev:
+                lost.append({"key": name, "acknowledged_revision": rev, "current_revision": current})
+    finally:
+        kv.close()
+    return {"keys_checked": checked, "missing": len(lost), "lost": lost[:20]}

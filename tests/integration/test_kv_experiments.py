@@ -1,0 +1,55 @@
+"""Short versions of the etcd leader-versus-follower experiments, run for real with `chaos run` on the session's
+embedded cluster (YCSB-A on its etcd): the fault on the leader must hurt clients more than the same fault on a
+follower, nothing acknowledged may be lost, and each run leaves its report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chaosdb.devtools import make_kv_experiments as gen
+
+pytestmark = pytest.mark.integration
+
+CHAOS = str(Path(sys.executable).parent / "chaos")
+
+
+def _run(name: str, cluster_dir: str, tmp_path: Path) -> dict:
+    exp = gen.build(name, short=True)
+    exp["configuration"] = {"chaosdb_cluster_dir": cluster_dir, "report_dir": str(tmp_path / name),
+                            "baseline_s": "8", "address_base": "unused"}
+    ctl = next(c for c in exp["controls"] if c["name"] == "embedded-cluster")
+    ctl["provider"]["arguments"].update(down_after=False, address_base="127.0.0.21")  # the session cluster
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(exp))
+    run = subprocess.run([CHAOS, "--log-file", str(tmp_path / f"{name}.log"), "run", str(path), "--journal-path",
+                          str(tmp_path / f"{name}.journal.json")], capture_output=True, text=True, timeout=400,
+                         cwd=tmp_path)
+    journal = json.loads((tmp_path / f"{name}.journal.json").read_text())
+    assert journal["status"] == "completed", run.stdout[-3000:]
+    metrics = json.loads((tmp_path / name / "metrics.json").read_text())
+    return {"journal": journal, "metrics": metrics}
+
+
+def test_kill_leader_versus_follower(pg_cluster, tmp_path, healthy):
+    leader = _run("kill-leader", pg_cluster.dir, tmp_path)
+    follower = _run("kill-follower", pg_cluster.dir, tmp_path)
+    for r in (leader, follower):
+        runs = {x["activity"]["name"]: x for x in r["journal"]["run"]}
+        assert any(k.startswith("kill-the-etcd-") and v["status"] == "succeeded" for k, v in runs.items())
+        after = {p["activity"]["name"]: p for p in r["journal"]["steady_states"]["after"]["probes"]}
+        assert after["acknowledged-puts-lost"]["output"] == 0 and after["etcd-is-healthy"]["output"] is True
+    # killing the leader forces an election: every write waits; killing a follower does not
+    assert leader["metrics"]["impact"]["max_ms"] > follower["metrics"]["impact"]["max_ms"], \
+        (leader["metrics"]["impact"], follower["metrics"]["impact"])
+
+
+def test_cpu_quota_on_leader_versus_follower(pg_cluster, tmp_path, healthy):
+    leader = _run("cpu-leader-5pct", pg_cluster.dir, tmp_path)
+    follower = _run("cpu-follower-5pct", pg_cluster.dir, tmp_path)
+    lt, ft = (r["metrics"]["degradation"]["throughput_pct"] for r in (leader, follower))
+    assert lt > 20 and lt > ft, (lt, ft)  # the leader's quota costs more throughput than the follower's
