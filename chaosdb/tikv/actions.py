@@ -14,7 +14,8 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.tikv import cluster
 from chaosdb.tikv.pd import pd_client
 
-__all__ = ["transfer_region_leader", "evict_leaders", "remove_leader_eviction", "set_store_state"]
+__all__ = ["transfer_region_leader", "evict_leaders", "remove_leader_eviction", "set_store_state",
+           "limit_store_cpu", "limit_store_memory", "kill_store"]
 
 EVICT = "evict-leader-scheduler"
 
@@ -124,3 +125,74 @@ def set_store_state(store: Union[int, str], state: str, i_understand_offline_rem
     reply = pd_client(cfg).post(f"/store/{int(store)}/state", query=[("state", state)])
     return {"store": int(store), "from": current["state"], "to": state, "pd": reply,
             "now": cluster.store(cfg, int(store))["state"]}
+
+
+def _fault_result(rec: Any, target: Dict[str, Any]) -> Dict[str, Any]:
+    from chaosdb.faults.actions import _result
+
+    out = _result(rec)
+    out["store"] = {k: target.get(k) for k in ("id", "address", "pod", "region")}
+    return out
+
+
+def limit_store_cpu(store: Union[int, str] = "leader", key: Optional[str] = None, quota_s: float = 0.05,
+                    period_s: float = 1.0, duration_s: float = 0, mode: str = "raw", api_version: int = 1,
+                    process_match: str = "tikv-server", configuration: Configuration = None,
+                    secrets: Secrets = None) -> Dict[str, Any]:
+    """CPU quota (the TiKV study's 0.05-0.2 s per 1 s) on the local ``tikv-server`` of a store chosen when
+    the action runs: an id, or the ``leader`` / a ``follower`` of ``key``'s region. Uses the local fault
+    engine (cgroups; root), so ``duration_s`` and ``chaosdb.faults.actions.revert_faults`` apply."""
+    from chaosdb.faults import engine
+    from chaosdb.tikv.local import store_group
+
+    target = cluster.resolve_store(configuration or {}, store, key, mode, api_version)
+    return _fault_result(engine.inject_cpu_quota([store_group(target, process_match)], quota_s, period_s,
+                                                 duration_s), target)
+
+
+def limit_store_memory(store: Union[int, str] = "leader", key: Optional[str] = None, limit_mb: float = 256,
+                       duration_s: float = 0, mode: str = "raw", api_version: int = 1,
+                       process_match: str = "tikv-server", configuration: Configuration = None,
+                       secrets: Secrets = None) -> Dict[str, Any]:
+    """Memory limit (no swap) on the local ``tikv-server`` of a store chosen as for ``limit_store_cpu``;
+    rollback ``chaosdb.faults.actions.revert_faults``."""
+    from chaosdb.faults import engine
+    from chaosdb.tikv.local import store_group
+
+    target = cluster.resolve_store(configuration or {}, store, key, mode, api_version)
+    return _fault_result(engine.inject_memory_limit([store_group(target, process_match)], limit_mb, duration_s),
+                         target)
+
+
+def kill_store(store: Union[int, str] = "leader", key: Optional[str] = None, signal: str = "KILL",
+               mode: str = "raw", api_version: int = 1, process_match: str = "tikv-server",
+               container: Optional[str] = None, configuration: Configuration = None,
+               secrets: Secrets = None) -> Dict[str, Any]:
+    """Kill the store chosen when the action runs (an id, or the ``leader`` / a ``follower`` of ``key``'s
+    region): on Kubernetes (``k8s_namespace`` set) ``kill`` inside its pod (``container`` or
+    ``k8s_container``, default ``tikv``), locally the ``tikv-server`` serving its address. Nothing restarts a
+    local store: start it again the way you started it."""
+    import os as _os
+    import signal as _signal
+
+    from chaosdb.k8s import kubectl
+    from chaosdb.tikv.local import store_pids
+
+    cfg = configuration or {}
+    sig = str(signal).upper().removeprefix("SIG")
+    if sig not in kubectl.SIGNALS:
+        raise ChaosDBError(f"signal must be one of {', '.join(kubectl.SIGNALS)}")
+    target = cluster.resolve_store(cfg, store, key, mode, api_version)
+    base = {"store": target["id"], "address": target["address"], "pod": target["pod"], "signal": sig,
+            "region": target.get("region")}
+    if cfg.get("k8s_namespace"):
+        if not target["pod"]:
+            raise ChaosDBError(f"store {target['id']} ({target['address']}) is not a StatefulSet pod address")
+        kubectl.exec_kill(cfg, target["pod"], str(container or cfg.get("k8s_container") or "tikv"), sig)
+        return {**base, "where": "kubernetes"}
+    pids = store_pids(target["address"], process_match)
+    if not pids:
+        raise ChaosDBError(f"no local {process_match} serves store {target['id']} ({target['address']})")
+    for pid in pids:
+        _os.kill(pid, getattr(_signal, "SIG" + sig))
+    return {**base, "where": "local", "pids": pids}

@@ -182,3 +182,63 @@ def test_configuration_errors_are_clear():
 def test_second_pd_endpoint_is_used_when_the_first_is_down(pd):
     cfg = {"pd_urls": ["http://127.0.0.1:9", pd.url]}
     assert len(probes.stores(configuration=cfg)) == 3
+
+
+# ---------------------------------------------------------------------------
+# local stores as fault targets (stand-in tikv-server processes; the CPU limit is the real cgroup engine)
+
+
+@pytest.fixture
+def local_stores(pd, tmp_path):
+    import subprocess
+    exe = str(DATA / "standin" / "tikv-server")
+    procs = [subprocess.Popen([exe, "--pd", "127.0.0.1:2379", "--addr", f"127.0.0.1:{20160 + i}",
+                               "--data-dir", str(tmp_path / f"s{i}")] + (["--spin"] if i == 1 else []))
+             for i in (1, 2, 3)]
+    from chaosdb.tikv.local import store_pids
+    deadline = __import__("time").time() + 10
+    while not all(store_pids(f"127.0.0.1:{20160 + i}") for i in (1, 2, 3)) and __import__("time").time() < deadline:
+        __import__("time").sleep(0.05)  # until each has exec'd its command line
+    yield procs
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+def test_local_store_processes_are_found_by_address(local_stores):
+    from chaosdb.tikv.local import store_pids
+    assert store_pids("127.0.0.1:20162") == [local_stores[1].pid]
+    assert store_pids("localhost:20163") == [local_stores[2].pid]
+    assert store_pids("127.0.0.1:2016") == []  # a prefix of another address is not that address
+
+
+def _can_limit_cpu() -> bool:
+    import os
+    return os.geteuid() == 0 and Path("/sys/fs/cgroup/cpu").is_dir()
+
+
+@pytest.mark.skipif(not _can_limit_cpu(), reason="needs root and the cgroup cpu controller")
+def test_cpu_limit_on_the_leader_store_of_a_key(pd, local_stores):
+    import time as _time
+    from chaosdb.faults import actions as fault_actions
+    from chaosdb.local.processes import cpu_time_s
+    res = actions.limit_store_cpu("leader", key="usertable:user1", quota_s=0.05, period_s=0.5,
+                                  configuration=pd.cfg)
+    try:
+        assert res["store"]["id"] == 1 and res["kind"] == "cpu"
+        assert res["cgroups"][0]["pids"] == [local_stores[0].pid]
+        t0, c0 = _time.monotonic(), cpu_time_s([local_stores[0].pid])
+        _time.sleep(2)
+        used = (cpu_time_s([local_stores[0].pid]) - c0) / (_time.monotonic() - t0)
+        assert used < 0.2, used  # 10 % of a core allowed; a free spinner uses ~100 %
+    finally:
+        reverted = fault_actions.revert_faults()
+    assert [r["kind"] for r in reverted] == ["cpu"]
+    with pytest.raises(ChaosDBError, match="no local no-such-binary"):
+        actions.kill_store("follower", key="usertable:user1", process_match="no-such-binary", configuration=pd.cfg)
+
+
+def test_kill_the_follower_store_locally(pd, local_stores):
+    res = actions.kill_store("follower", key="usertable:user9", configuration=pd.cfg)
+    assert res["where"] == "local" and res["store"] == 1 and res["pids"] == [local_stores[0].pid]
+    assert local_stores[0].wait(5) == -9
