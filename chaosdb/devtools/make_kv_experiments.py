@@ -1,4 +1,5 @@
-"""Write the key-value experiments in ``experiments/etcd/`` (``python -m chaosdb.devtools.make_kv_experiments``).
+"""Write the key-value experiments in ``experiments/etcd/`` and ``experiments/tikv/``
+(``python -m chaosdb.devtools.make_kv_experiments``).
 
 The TiKV study's design on a Raft key-value store that runs here, the embedded cluster's etcd: YCSB
 workload A (50/50 read/update, zipfian) from 8 clients, then the same fault on the etcd **leader** and on a
@@ -18,7 +19,7 @@ from typing import Any
 
 from chaosdb.devtools.make_experiments import action, write_all
 
-__all__ = ["EXPERIMENTS", "build", "render", "main"]
+__all__ = ["EXPERIMENTS", "TIKV_EXPERIMENTS", "build", "build_tikv", "render", "render_tikv", "main"]
 
 FAULTS = "chaosdb.faults.actions"
 HYPOTHESIS = {
@@ -121,8 +122,86 @@ def render(name: str) -> str:
     return json.dumps(build(name), indent=2) + "\n"
 
 
+# ---------------------------------------------------------------------------
+# the same design for a real TiKV cluster (PD_URL); the load is go-ycsb, run alongside
+
+TIKV = "chaosdb.tikv.actions"
+TIKV_HYPOTHESIS = {
+    "title": "every store Up, every PD member healthy, no region missing a peer",
+    "probes": [{"type": "probe", "name": "tikv-cluster-is-healthy", "tolerance": True,
+                "provider": {"type": "python", "module": "chaosdb.tikv.probes", "func": "cluster_is_healthy"}}],
+}
+KEY = {"key": "${tikv_key}", "mode": "${tikv_mode}"}
+
+
+def _tikv_method(kind: str, role: str, value: float | None) -> list[dict[str, Any]]:
+    before = {"type": "probe", "name": "leader-of-the-key-before",
+              "provider": {"type": "python", "module": "chaosdb.tikv.probes", "func": "leader_store_of_key",
+                           "arguments": KEY}}
+    after = {"type": "probe", "name": "leader-distribution-after",
+             "provider": {"type": "python", "module": "chaosdb.tikv.probes", "func": "leader_distribution"}}
+    if kind == "kill":
+        fault = action(f"kill-the-{role}-store", "kill_store", {"store": role, **KEY}, after=60, module=TIKV)
+    elif kind == "cpu":
+        fault = action(f"limit-the-{role}-store-cpu-{round(value * 100)}pct", "limit_store_cpu",
+                       {"store": role, **KEY, "quota_s": value, "period_s": 1.0, "duration_s": 60}, after=90,
+                       module=TIKV)
+    elif kind == "memory":
+        fault = action(f"limit-the-{role}-store-memory-{int(value)}mib", "limit_store_memory",
+                       {"store": role, **KEY, "limit_mb": value, "duration_s": 60}, after=90, module=TIKV)
+    else:
+        fault = action(f"evict-leaders-from-the-{role}-store", "evict_leaders", {"store": role, **KEY}, after=60,
+                       module=TIKV)
+    return [before, fault, after]
+
+
+TIKV_EXPERIMENTS: dict[str, tuple[str, str, float | None]] = {}
+for _role in ("leader", "follower"):
+    TIKV_EXPERIMENTS[f"kill-{_role}"] = ("kill", _role, None)
+    for _q in (0.05, 0.1, 0.2):
+        TIKV_EXPERIMENTS[f"cpu-{_role}-{round(_q * 100)}pct"] = ("cpu", _role, _q)
+    for _mb in (128.0, 256.0, 512.0):
+        TIKV_EXPERIMENTS[f"memory-{_role}-{int(_mb)}mib"] = ("memory", _role, _mb)
+TIKV_EXPERIMENTS["evict-leader"] = ("evict", "leader", None)
+
+
+def build_tikv(name: str) -> dict[str, Any]:
+    kind, role, value = TIKV_EXPERIMENTS[name]
+    rollbacks = [action("revert-every-local-fault", "revert_faults", {}, module=FAULTS)] if kind in (
+        "cpu", "memory") else []
+    if kind == "evict":
+        rollbacks.append(action("remove-every-leader-eviction", "remove_leader_eviction", {}, module=TIKV))
+    return copy.deepcopy({
+        "version": "1.0.0",
+        "title": f"TiKV: {kind} fault on the {role} store of the key under load",
+        "description": ("Hypothesis: every TiKV store stays Up (or comes back), PD stays healthy and no region "
+                        "misses a peer. The fault hits the store that leads (or follows for) the region of "
+                        "TIKV_KEY, found through PD when the action runs, as in the TiKV study; run the load "
+                        "alongside (go-ycsb: go-ycsb run tikv -P workloads/workloada -p tikv.pd=$PD_ADDR "
+                        "-p tikv.type=raw) and compare the leader and follower runs. Local stores are faulted "
+                        "through the local engine (root); on Kubernetes set K8S_NAMESPACE (kills run in the pod; "
+                        "for CPU/memory use the Chaos Mesh templates on the store's pod)."),
+        "tags": ["tikv", "pd", "tikv-study", kind, role],
+        "configuration": {
+            "pd_url": {"type": "env", "key": "PD_URL", "default": "http://127.0.0.1:2379"},
+            "tikv_key": {"type": "env", "key": "TIKV_KEY", "default": "usertable:user1000"},
+            "tikv_mode": {"type": "env", "key": "TIKV_MODE", "default": "raw"},
+            "k8s_namespace": {"type": "env", "key": "K8S_NAMESPACE", "default": ""},
+        },
+        "steady-state-hypothesis": TIKV_HYPOTHESIS,
+        "method": _tikv_method(kind, role, value),
+        "rollbacks": rollbacks,
+    })
+
+
+def render_tikv(name: str) -> str:
+    return json.dumps(build_tikv(name), indent=2) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
-    return write_all(EXPERIMENTS, render, Path(argv[0] if argv else "experiments/etcd"))
+    root = Path(argv[0] if argv else "experiments")
+    write_all(EXPERIMENTS, render, root / "etcd")
+    return write_all(TIKV_EXPERIMENTS, render_tikv, root / "tikv")
 
 
 if __name__ == "__main__":

@@ -139,3 +139,17 @@ def test_kv_experiments_pass_chaos_validate(tmp_path):
         out = subprocess.run([str(chaos), "--log-file", str(tmp_path / "chaos.log"), "validate",
                               str(KV_DIR / f"{name}.json")], capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, (name, out.stdout[-2000:], out.stderr[-2000:])
+
+
+@pytest.mark.parametrize("name", sorted(kv_exps.TIKV_EXPERIMENTS))
+def test_tikv_experiment_is_generated_and_targets_by_key(name):
+    text = (EXP_DIR / "tikv" / f"{name}.json").read_text()
+    assert text == kv_exps.render_tikv(name), "run: python -m chaosdb.devtools.make_kv_experiments"
+    exp = json.loads(text)
+    fault = exp["method"][1]["provider"]
+    assert fault["module"] == "chaosdb.tikv.actions" and fault["arguments"]["key"] == "${tikv_key}"
+    assert fault["arguments"]["store"] in ("leader", "follower")
+    if fault["func"] in ("limit_store_cpu", "limit_store_memory"):
+        assert fault["arguments"]["duration_s"] > 0 and exp["rollbacks"][0]["provider"]["func"] == "revert_faults"
+    if fault["func"] == "evict_leaders":
+        assert exp["rollbacks"][-1]["provider"]["func"] == "remove_leader_eviction"

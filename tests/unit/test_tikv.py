@@ -242,3 +242,34 @@ def test_kill_the_follower_store_locally(pd, local_stores):
     res = actions.kill_store("follower", key="usertable:user9", configuration=pd.cfg)
     assert res["where"] == "local" and res["store"] == 1 and res["pids"] == [local_stores[0].pid]
     assert local_stores[0].wait(5) == -9
+
+
+def test_chaos_run_of_the_tikv_experiments(pd, local_stores, tmp_path):
+    """Real `chaos run` of two shipped TiKV experiments against the PD stand-in and stand-in store processes."""
+    import os
+    import subprocess
+    import sys
+    chaos = str(Path(sys.executable).parent / "chaos")
+    env = {**os.environ, "PD_URL": pd.url, "TIKV_KEY": "usertable:user9", "K8S_NAMESPACE": ""}
+    exp_dir = Path(__file__).resolve().parents[2] / "experiments" / "tikv"
+    for name in ("evict-leader", "kill-follower"):
+        exp = json.loads((exp_dir / f"{name}.json").read_text())
+        for a in exp["method"]:
+            a.pop("pauses", None)
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(exp))
+        subprocess.run([chaos, "--log-file", str(tmp_path / "chaos.log"), "run", str(path), "--journal-path",
+                        str(tmp_path / f"{name}.journal.json")], env=env, capture_output=True, timeout=120)
+        journal = json.loads((tmp_path / f"{name}.journal.json").read_text())
+        runs = {r["activity"]["name"]: r for r in journal["run"]}
+        if name == "evict-leader":
+            assert runs["leader-of-the-key-before"]["output"]["id"] == 2  # usertable:user9 is led by store 2
+            assert journal["status"] == "completed"
+            assert runs["evict-leaders-from-the-leader-store"]["output"]["store"] == 2
+            assert journal["rollbacks"][-1]["output"]["removed"] == ["evict-leader-scheduler"]
+        else:
+            # the eviction moved the leadership to store 1 (removing it does not move it back)
+            assert runs["leader-of-the-key-before"]["output"]["id"] == 1
+            killed = runs["kill-the-follower-store"]["output"]
+            assert killed["store"] == 2 and killed["pids"] == [local_stores[1].pid]
+    assert pd.state.evicted == set()  # the rollback removed the eviction
