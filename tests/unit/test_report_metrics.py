@@ -269,3 +269,35 @@ def test_silence_until_the_end_is_not_recovery():
     s = s.subset(~(ts >= f0 + 6))
     m = compute_metrics(s, faults_at(f0), end_ts=f0 + 60)
     assert m["recovery"]["duration_s"] is None and "not recovered" in m["recovery"]["reason"]
+
+
+def _stalls(s, every_s, length, stall_ms, start=1000.0, until=None):
+    """Correlated healthy noise: every *every_s* a burst of *length* consecutive transactions is slow (an fsync
+    stall delays every client at once), as on a key-value store at ~1,000 operations/s."""
+    lat = s.lat.copy()
+    t = start
+    until = until or float(s.ts[-1])
+    while t < until:
+        i = int(np.searchsorted(s.ts, t))
+        # the burst's transactions are held and all complete together, stall_ms after the last one started
+        lat[i:i + length] = (s.ts[i + length - 1] - s.ts[i:i + length]) * 1000.0 + stall_ms
+        t += every_s
+    return Samples(s.ts, lat, s.ok, s.name, s.outcome, s.names, s.outcomes, s.sources)
+
+
+def test_run_length_is_calibrated_on_a_noisy_baseline():
+    from chaosdb.report.metrics import calibrated_run_length
+    quiet, f0 = trace(rate=1000, duration=120, plateau=20, plateau_ms=80)
+    base = quiet.subset(quiet.ts < f0)
+    threshold = float(base.lat.mean() + 2 * base.lat.std())
+    assert calibrated_run_length(base, threshold) == 5  # the thesis's value where the baseline is clean
+    noisy = _stalls(quiet, every_s=2.0, length=8, stall_ms=40)
+    nbase = noisy.subset(noisy.ts < f0)
+    threshold = float(nbase.lat.mean() + 2 * nbase.lat.std())
+    assert calibrated_run_length(nbase, threshold) == 9  # runs of 8 every 2 s: 9 is the first that never chains
+    # with it the 20 s plateau is found and ends; with 5 the noise chains it to the end of the run
+    m = compute_metrics(noisy, [{**FAULT[0], "start_ts": f0, "end_ts": f0 + 20}], baseline_start=1000.0)
+    assert m["recovery"]["run_length"] == 9
+    assert m["recovery"]["duration_s"] == pytest.approx(20, abs=0.5), m["recovery"]
+    uncalibrated = recovery(noisy, m["recovery"]["threshold_ms"], f0, float(noisy.ts[-1]), run_length=5)
+    assert uncalibrated["duration_s"] is None or uncalibrated["duration_s"] > 40
