@@ -29,7 +29,7 @@ from chaosdb.workloads.samples import Sample
 from chaosdb.workloads.ycsb import FIELD_LENGTH, FIELDS, Operation, key_name
 
 __all__ = ["EtcdKV", "EtcdBackend", "parse_endpoints", "record_key", "load_etcd", "lost_acknowledged_puts",
-           "PREFIX"]
+           "clear_etcd", "PREFIX"]
 
 PREFIX = "/ycsb/"
 
@@ -229,3 +229,35 @@ def lost_acknowledged_puts(dsn: str, acknowledged: dict[str, int]) -> dict[str, 
     finally:
         kv.close()
     return {"keys_checked": checked, "missing": len(lost), "lost": lost[:20]}
+
+
+def clear_etcd(dsn: str) -> dict[str, Any]:
+    """Remove the YCSB records and give the space back: delete the prefix, compact the history up to now and
+    defragment every member (etcd keeps every revision until compacted: a long KV run grows it by the size of
+    every put). The cluster's other keys (Patroni's) are untouched."""
+    endpoints = parse_endpoints(dsn)
+    kv = EtcdKV(endpoints, timeout=30.0)
+    end = PREFIX[:-1] + chr(ord(PREFIX[-1]) + 1)
+    try:
+        answer, _ = kv.call("/v3/kv/deleterange", {"key": _b64(PREFIX), "range_end": _b64(end)})
+        deleted = int(answer.get("deleted", 0))
+        revision = int((answer.get("header") or {}).get("revision", 0))
+        if revision:
+            try:
+                kv.call("/v3/kv/compaction", {"revision": revision, "physical": True})
+            except EtcdError as exc:
+                if "compacted" not in str(exc):  # already compacted that far: fine
+                    raise
+        defragmented = []
+        for i in range(len(endpoints)):
+            member = EtcdKV(endpoints, timeout=60.0, start=i)
+            try:
+                member.call("/v3/maintenance/defragment", {})
+                defragmented.append(member.endpoint)
+            finally:
+                member.close()
+    except (OSError, http.client.HTTPException, EtcdError) as exc:
+        raise ChaosDBError(f"clearing the YCSB records from etcd failed: {exc}") from None
+    finally:
+        kv.close()
+    return {"deleted": deleted, "compacted_to": revision, "defragmented": defragmented}

@@ -18,6 +18,14 @@ pytestmark = pytest.mark.integration
 CHAOS = str(Path(sys.executable).parent / "chaos")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def clean_etcd_afterwards(pg_cluster):
+    """The runs put ~100,000 records into the session cluster's etcd (Patroni's DCS): give the space back."""
+    yield
+    from chaosdb.workloads import kv
+    kv.clear_etcd(",".join(pg_cluster.etcd_urls))
+
+
 def _run(name: str, cluster_dir: str, tmp_path: Path) -> dict:
     exp = gen.build(name, short=True)
     exp["configuration"] = {"chaosdb_cluster_dir": cluster_dir, "report_dir": str(tmp_path / name),

@@ -18,10 +18,18 @@ from chaosdb.workloads.samples import Sample, SampleWriter, read_samples
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture(autouse=True, scope="module")
+def clean_etcd_afterwards(pg_cluster):
+    """The session cluster's etcd is Patroni's DCS: leave it as small as it was for the tests that follow."""
+    yield
+    kv.clear_etcd(",".join(pg_cluster.etcd_urls))
+
+
 def test_ycsb_on_etcd_load_locust_and_acknowledged_puts(pg_cluster, tmp_path, healthy):
     endpoints = ",".join(pg_cluster.etcd_urls)
+    kv.clear_etcd(endpoints)
     first = kv.load_etcd(endpoints, 1500)
-    assert first["records"] == 1500 and first["inserted"] in (0, 1500)
+    assert first == {**first, "records": 1500, "inserted": 1500}
     assert kv.load_etcd(endpoints, 1500)["inserted"] == 0
     samples = tmp_path / "samples"
     env = dict(os.environ, CHAOSDB_LOAD_DSN=endpoints)
