@@ -17,15 +17,22 @@ from typing import Any
 
 __all__ = ["EXPERIMENTS", "build", "main"]
 
+def load_probes(p99_ms: float, max_error_rate: float = 0.01) -> list[dict[str, Any]]:
+    """The load's steady-state probes over the last 10 s: p99 latency and error rate."""
+    return [
+        {"type": "probe", "name": "p99-latency-last-10s-ms", "tolerance": {"type": "range", "range": [0, p99_ms]},
+         "provider": {"type": "python", "module": "chaosdb.load.probes", "func": "latency_percentile",
+                      "arguments": {"percentile": 99, "window_s": 10}}},
+        {"type": "probe", "name": "error-rate-last-10s", "tolerance": {"type": "range", "range": [0, max_error_rate]},
+         "provider": {"type": "python", "module": "chaosdb.load.probes", "func": "error_rate",
+                      "arguments": {"window_s": 10}}},
+    ]
+
+
 HYPOTHESIS = {
     "title": "fast, mostly error-free, consistent, nothing acknowledged lost, replicas converged",
     "probes": [
-        {"type": "probe", "name": "p99-latency-last-10s-ms", "tolerance": {"type": "range", "range": [0, 300]},
-         "provider": {"type": "python", "module": "chaosdb.load.probes", "func": "latency_percentile",
-                      "arguments": {"percentile": 99, "window_s": 10}}},
-        {"type": "probe", "name": "error-rate-last-10s", "tolerance": {"type": "range", "range": [0, 0.01]},
-         "provider": {"type": "python", "module": "chaosdb.load.probes", "func": "error_rate",
-                      "arguments": {"window_s": 10}}},
+        *load_probes(300),
         {"type": "probe", "name": "tpcc-consistency-conditions-1-4", "tolerance": True,
          "provider": {"type": "python", "module": "chaosdb.load.integrity", "func": "tpcc_is_consistent"}},
         {"type": "probe", "name": "acknowledged-new-orders-lost", "tolerance": 0,

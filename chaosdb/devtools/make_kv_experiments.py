@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from chaosdb.devtools.make_experiments import action, write_all
+from chaosdb.devtools.make_experiments import action, load_probes, write_all
 
 __all__ = ["EXPERIMENTS", "TIKV_EXPERIMENTS", "build", "build_tikv", "render", "render_tikv", "main"]
 
@@ -27,12 +27,7 @@ HYPOTHESIS = {
     "probes": [
         {"type": "probe", "name": "etcd-is-healthy", "tolerance": True,
          "provider": {"type": "python", "module": "chaosdb.etcd.probes", "func": "etcd_is_healthy"}},
-        {"type": "probe", "name": "p99-latency-last-10s-ms", "tolerance": {"type": "range", "range": [0, 250]},
-         "provider": {"type": "python", "module": "chaosdb.load.probes", "func": "latency_percentile",
-                      "arguments": {"percentile": 99, "window_s": 10}}},
-        {"type": "probe", "name": "error-rate-last-10s", "tolerance": {"type": "range", "range": [0, 0.01]},
-         "provider": {"type": "python", "module": "chaosdb.load.probes", "func": "error_rate",
-                      "arguments": {"window_s": 10}}},
+        *load_probes(250),
         {"type": "probe", "name": "acknowledged-puts-lost", "tolerance": 0,
          "provider": {"type": "python", "module": "chaosdb.load.integrity", "func": "kv_lost_acknowledged_writes"}},
     ],
