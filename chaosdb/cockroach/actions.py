@@ -22,13 +22,11 @@ from chaosdb.cockroach.records import parse_decommission_output
 from chaosdb.cockroach.targets import resolve_node
 from chaosdb.core.commands import describe_argv, run_argv_full
 from chaosdb.core.errors import ChaosDBError, UnsafeFault
+from chaosdb.core.timeutil import parse_go_duration
 from chaosdb.k8s import kubectl, rollout
 
 __all__ = ["drain_node", "quit_node", "decommission_nodes", "recommission_nodes", "kill_node", "delete_node_pod",
            "restart_node", "restart_killed_nodes", "wait_for_node", "wait_until_healthy", "rolling_restart"]
-
-_DURATION = re.compile(r"(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+")
-
 
 def _duration(value: Union[str, int, float], what: str) -> tuple:
     """A Go duration (``"1m30s"``) or seconds -> (flag text, seconds)."""
@@ -38,12 +36,10 @@ def _duration(value: Union[str, int, float], what: str) -> tuple:
         if value < 0:
             raise ChaosDBError(f"{what} cannot be negative")
         return f"{value:g}s", float(value)
-    s = str(value).strip()
-    if not _DURATION.fullmatch(s):
+    secs = parse_go_duration(str(value))
+    if secs is None:
         raise ChaosDBError(f"{what} must be a duration like \"60s\", \"1m30s\" or \"500ms\", got {value!r}")
-    unit = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-    secs = sum(float(n) * unit[u] for n, _, u in re.findall(r"(\d+(\.\d+)?)(ns|us|µs|ms|s|m|h)", s))
-    return s, secs
+    return str(value).strip(), secs
 
 
 def _on_k8s(configuration: Dict[str, Any]) -> bool:

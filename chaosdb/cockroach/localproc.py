@@ -16,13 +16,13 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.local import processes
 from chaosdb.local.state import default_home
 
-__all__ = ["node_address_flags", "find_node_process", "signal_node", "restart_saved", "saved_path", "save_process",
+__all__ = ["node_address_flags", "processes_serving", "find_node_process", "signal_node", "restart_saved", "saved_path", "save_process",
            "saved_nodes"]
 
 _ADDR_FLAGS = ("--listen-addr", "--advertise-addr", "--addr", "--advertise-host", "--host")
@@ -66,17 +66,26 @@ def _is_cockroach_start(argv: list[str]) -> bool:
     return any(n.startswith("cockroach") for n in names) and any(a in ("start", "start-single-node") for a in argv)
 
 
-def find_node_process(address: str) -> int | None:
-    """The pid of the local ``cockroach start`` serving *address* (host:port), or None."""
+def processes_serving(address: str, is_server: Callable[[list[str]], bool]) -> list[int]:
+    """Live processes (not this one) whose argv *is_server* accepts and whose address flags name *address*
+    (host:port; ``localhost`` and ``0.0.0.0`` count as ``127.0.0.1``). Shared by CockroachDB and TiKV."""
     want = _norm(address)
+    me = os.getpid()
+    out = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdigit() or int(entry) == me:
             continue
         pid = int(entry)
         argv = [a for a in processes._read(f"/proc/{pid}/cmdline").split("\0") if a]
-        if _is_cockroach_start(argv) and want in node_address_flags(argv) and processes.pid_alive(pid):
-            return pid
-    return None
+        if argv and is_server(argv) and want in node_address_flags(argv) and processes.pid_alive(pid):
+            out.append(pid)
+    return sorted(out)
+
+
+def find_node_process(address: str) -> int | None:
+    """The pid of the local ``cockroach start`` serving *address* (host:port), or None."""
+    found = processes_serving(address, _is_cockroach_start)
+    return found[0] if found else None
 
 
 def saved_path(node_id: int) -> Path:

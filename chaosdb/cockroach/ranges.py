@@ -19,13 +19,11 @@ from chaosdb.cockroach import channels
 from chaosdb.cockroach.sql import quote_ident, quote_name, row_literal, run_sql
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.timeutil import now_iso
+from chaosdb.k8s.kubectl import statefulset_pod
 
 __all__ = ["parse_id_array", "range_record", "leaseholder_statement", "leaseholder_of_row", "table_ranges",
            "table_ranges_statement", "pod_of", "node_summary", "ranges_per_node", "rebalance_summary",
            "sample_ranges_per_node"]
-
-_POD = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?-\d+")
-
 
 def parse_id_array(text: Any) -> list[int]:
     """``{1,2,3}`` (SQL INT[] as text) or a list -> [1, 2, 3]."""
@@ -72,12 +70,7 @@ def pod_of(node: dict[str, Any], configuration: dict[str, Any] | None = None) ->
     pods = (configuration or {}).get("cockroach_pods") or {}
     if str(node.get("id")) in {str(k) for k in pods}:
         return str({str(k): v for k, v in pods.items()}[str(node["id"])])
-    addr = node.get("address") or ""
-    host = addr.rsplit(":", 1)[0].strip("[]") if addr else ""
-    label = host.split(".", 1)[0]
-    if host and not re.fullmatch(r"[\d.]+|[0-9a-fA-F:]+", host) and _POD.fullmatch(label):
-        return label
-    return None
+    return statefulset_pod(node.get("address"))
 
 
 def node_summary(node: dict[str, Any] | None, node_id: int | None,

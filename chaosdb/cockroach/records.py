@@ -25,6 +25,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
+from chaosdb.cockroach.sql import parse_sql_table
 from chaosdb.core.errors import ChaosDBError
 
 __all__ = ["normalise_cli_rows", "parse_cli_output", "normalise_api_nodes", "parse_prometheus", "range_metrics",
@@ -121,15 +122,6 @@ def normalise_cli_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda x: x["id"])
 
 
-def _table_rows(text: str) -> list[dict[str, str]]:
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
-    lines = [ln for ln in lines if not re.fullmatch(r"\(\d+ rows?\)", ln.strip()) and not set(ln.strip()) <= set("-+")]
-    if not lines:
-        return []
-    header = [h.strip() for h in lines[0].split("|")]
-    return [dict(zip(header, (c.strip() for c in ln.split("|")))) for ln in lines[1:]]
-
-
 def parse_cli_output(text: str, fmt: str = "csv") -> list[dict[str, Any]]:
     """``cockroach node status`` output in *fmt* -> normalised records."""
     if fmt in ("csv", "tsv"):
@@ -142,7 +134,7 @@ def parse_cli_output(text: str, fmt: str = "csv") -> list[dict[str, Any]]:
     elif fmt == "ndjson":
         rows = [json.loads(ln) for ln in text.splitlines() if ln.strip()]
     elif fmt == "table":
-        rows = _table_rows(text)
+        rows = parse_sql_table(text)
     else:
         raise ChaosDBError(f"unsupported node status format {fmt!r} (csv, tsv, json, ndjson, table)")
     return normalise_cli_rows(rows)
@@ -279,7 +271,7 @@ def parse_decommission_output(text: str) -> dict[str, Any]:
     if not blocks:
         raise ChaosDBError(f"no decommission status in the output: {text.strip()[:200]!r}")
     last = "\n".join(blocks[-1])
-    rows = _table_rows(last) if "|" in blocks[-1][0] else list(csv.DictReader(io.StringIO(last)))
+    rows = parse_sql_table(last) if "|" in blocks[-1][0] else list(csv.DictReader(io.StringIO(last)))
     nodes = []
     for r in rows:
         r = {k.strip(): v for k, v in r.items() if k}

@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import datetime, timezone
 
-__all__ = ["now_iso", "iso_from_epoch", "Stopwatch"]
+__all__ = ["now_iso", "iso_from_epoch", "Stopwatch", "GO_DURATION", "parse_go_duration"]
+
+
+#: a Go duration as CLIs and APIs print it: ``1m30s``, ``500ms``, ``22h5m55.23s``
+GO_DURATION = re.compile(r"(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+")
+_UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_go_duration(text: str) -> float | None:
+    """Seconds of a Go duration (``"1m30s"`` -> 90.0); None when *text* is not one."""
+    s = str(text).strip()
+    if not GO_DURATION.fullmatch(s):
+        return None
+    return sum(float(n) * _UNIT_S[u] for n, _, u in re.findall(r"(\d+(\.\d+)?)(ns|us|µs|ms|s|m|h)", s))
 
 
 def iso_from_epoch(ts: float) -> str:

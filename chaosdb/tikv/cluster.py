@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from chaosdb.cockroach.records import parse_prometheus
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.k8s.kubectl import statefulset_pod
 from chaosdb.tikv.keys import encode_key
 from chaosdb.tikv.pd import PDError, pd_client
 from chaosdb.tikv.records import normalise_health, normalise_member, normalise_region, normalise_store, normalise_stores
@@ -15,7 +15,6 @@ __all__ = ["stores", "store", "region_for_key", "region_by_id", "members", "heal
            "cluster_health", "resolve_store", "pod_of", "STORE_SELECTORS"]
 
 STORE_SELECTORS = ("leader", "follower")
-_POD = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?-\d+")
 
 
 def stores(cfg: dict[str, Any], include_tombstone: bool = False) -> list[dict[str, Any]]:
@@ -93,10 +92,7 @@ def cluster_health(cfg: dict[str, Any]) -> dict[str, Any]:
 
 def pod_of(address: str | None) -> str | None:
     """``basic-tikv-1.basic-tikv-peer.tidb.svc:20160`` -> ``basic-tikv-1`` (a StatefulSet pod), else None."""
-    if not address:
-        return None
-    label = address.rsplit(":", 1)[0].split(".", 1)[0]
-    return label if _POD.fullmatch(label) and not label.replace("-", "").isdigit() else None
+    return statefulset_pod(address)
 
 
 def resolve_store(cfg: dict[str, Any], store_sel: Any = "leader", key: str | None = None, mode: str = "raw",

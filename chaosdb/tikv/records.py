@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.timeutil import parse_go_duration as go_duration_s
 
 __all__ = ["normalise_store", "normalise_stores", "normalise_region", "normalise_member", "parse_size",
            "parse_go_duration", "normalise_health", "STORE_STATES", "NODE_STATES", "pd_error_text", "DISCONNECTED_S", "DOWN_S"]
@@ -41,14 +42,13 @@ def parse_size(text: Any) -> int | None:
 
 
 def parse_go_duration(text: Any) -> float | None:
-    """``"22h5m55.232345375s"`` / ``"4m50.96s"`` / ``"150ms"`` -> seconds."""
+    """``"22h5m55.232345375s"`` / ``"4m50.96s"`` / ``"150ms"`` -> seconds (None when absent)."""
     if not text:
         return None
-    parts = re.findall(r"([\d.]+)(ns|us|µs|ms|s|m|h)", str(text))
-    if not parts:
+    secs = go_duration_s(str(text))
+    if secs is None:
         raise ChaosDBError(f"not a Go duration: {text!r}")
-    unit = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-    return sum(float(n) * unit[u] for n, u in parts)
+    return secs
 
 
 def _ts(text: Any) -> float | None:

@@ -32,6 +32,7 @@ __all__ = ["EtcdKV", "EtcdBackend", "parse_endpoints", "record_key", "load_etcd"
            "clear_etcd", "PREFIX"]
 
 PREFIX = "/ycsb/"
+PREFIX_END = PREFIX[:-1] + chr(ord(PREFIX[-1]) + 1)  # range_end covering every key under PREFIX
 
 
 def parse_endpoints(dsn: str) -> list[tuple[str, int]]:
@@ -190,8 +191,7 @@ def load_etcd(dsn: str, records: int, seed: int = 7, batch: int = 100) -> dict[s
         if have < records:
             existing = set()
             if have:
-                end = PREFIX[:-1] + chr(ord(PREFIX[-1]) + 1)
-                answer, _ = kv.call("/v3/kv/range", {"key": _b64(PREFIX), "range_end": _b64(end),
+                answer, _ = kv.call("/v3/kv/range", {"key": _b64(PREFIX), "range_end": _b64(PREFIX_END),
                                                      "keys_only": True})
                 existing = {base64.b64decode(k["key"]).decode() for k in answer.get("kvs") or []}
             todo = [record_key(n) for n in range(records) if record_key(n) not in existing]
@@ -209,26 +209,24 @@ def lost_acknowledged_puts(dsn: str, acknowledged: dict[str, int]) -> dict[str, 
     """For each key, the highest revision a put was acknowledged with: the key must now have a
     ``mod_revision`` at least that high (the write or a later one survived); a smaller one means an
     acknowledged write was lost. Returns counts and the first lost keys."""
-    kv = EtcdKV(parse_endpoints(dsn), timeout=10.0)
-    lost = []
-    checked = 0
+    kv = EtcdKV(parse_endpoints(dsn), timeout=30.0)
     try:
-        for name, rev in sorted(acknowledged.items()):
-            for _attempt in range(len(kv.endpoints)):
-                try:
-                    kv_rec = kv.get(record_key(name))
-                    break
-                except (OSError, http.client.HTTPException, EtcdError):
-                    kv.rotate()
-            else:
-                raise ChaosDBError(f"no etcd endpoint answered while checking {name}")
-            checked += 1
-            current = int(kv_rec["mod_revision"]) if kv_rec else 0
-            if current < rev:
-                lost.append({"key": name, "acknowledged_revision": rev, "current_revision": current})
+        for _attempt in range(len(kv.endpoints)):  # one range over the prefix: keys and their revisions
+            try:
+                answer, _ = kv.call("/v3/kv/range", {"key": _b64(PREFIX), "range_end": _b64(PREFIX_END),
+                                                     "keys_only": True})
+                break
+            except (OSError, http.client.HTTPException, EtcdError):
+                kv.rotate()
+        else:
+            raise ChaosDBError("no etcd endpoint answered while checking the acknowledged puts")
     finally:
         kv.close()
-    return {"keys_checked": checked, "missing": len(lost), "lost": lost[:20]}
+    current = {base64.b64decode(r["key"]).decode()[len(PREFIX):]: int(r.get("mod_revision", 0))
+               for r in answer.get("kvs") or []}
+    lost = [{"key": name, "acknowledged_revision": rev, "current_revision": current.get(name, 0)}
+            for name, rev in sorted(acknowledged.items()) if current.get(name, 0) < rev]
+    return {"keys_checked": len(acknowledged), "missing": len(lost), "lost": lost[:20]}
 
 
 def clear_etcd(dsn: str) -> dict[str, Any]:
@@ -237,9 +235,8 @@ def clear_etcd(dsn: str) -> dict[str, Any]:
     every put). The cluster's other keys (Patroni's) are untouched."""
     endpoints = parse_endpoints(dsn)
     kv = EtcdKV(endpoints, timeout=30.0)
-    end = PREFIX[:-1] + chr(ord(PREFIX[-1]) + 1)
     try:
-        answer, _ = kv.call("/v3/kv/deleterange", {"key": _b64(PREFIX), "range_end": _b64(end)})
+        answer, _ = kv.call("/v3/kv/deleterange", {"key": _b64(PREFIX), "range_end": _b64(PREFIX_END)})
         deleted = int(answer.get("deleted", 0))
         revision = int((answer.get("header") or {}).get("revision", 0))
         if revision:
