@@ -28,6 +28,8 @@ ACTIVITY_MODULES: dict[str, list[str]] = {
         "chaosdb.faults.probes",
         "chaosdb.cockroach.probes",
         "chaosdb.tikv.probes",
+        "chaosdb.chaosmesh.probes",
+        "chaosdb.litmus.probes",
     ],
     "action": [
         "chaosdb.local.actions",
@@ -36,6 +38,9 @@ ACTIVITY_MODULES: dict[str, list[str]] = {
         "chaosdb.faults.actions",
         "chaosdb.cockroach.actions",
         "chaosdb.tikv.actions",
+        "chaosdb.chaosmesh.actions",
+        "chaosdb.litmus.actions",
+        "chaosdb.k8s.actions",
     ],
 }
 

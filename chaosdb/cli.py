@@ -405,6 +405,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", help='JSON: {"T": {"K": {"F": throughput}}}')
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_report_upb)
+
+    from chaosdb.manifests.cli import add_parser as add_manifests_parser
+    add_manifests_parser(sub)
     return parser
 
 

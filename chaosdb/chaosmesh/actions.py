@@ -1,0 +1,218 @@
+"""Chaos Mesh actions: create a chaos object (from a template or a spec, aimed at a database role), wait until
+it is injected or recovered, pause / resume it, delete it as the rollback.
+
+Every object we create carries ``app.kubernetes.io/managed-by: chaostoolkit-db``, so
+``delete_all_chaos`` removes whatever an interrupted run left behind. Objects are validated (CRD schema and
+the Chaos Mesh webhook's rules) before anything is sent; the spec of a chaos object is immutable, so
+changing a fault means deleting and creating it again.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List
+
+from chaoslib.types import Configuration, Secrets
+
+from chaosdb.chaosmesh.objects import (GROUP, KINDS, MANAGED_BY, PAUSE_ANNOTATION, VERSION, build_object,
+                                       plural_of, summarise, target_selector)
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.k8s import api
+from chaosdb.k8s.roles import resolve_target
+
+__all__ = ["create_chaos", "wait_until_injected", "wait_until_recovered", "pause_chaos", "resume_chaos",
+           "delete_chaos", "delete_all_chaos"]
+
+
+def _get(kind: str, name: str, namespace: str, configuration, secrets) -> dict[str, Any]:
+    custom = api.custom_objects(configuration, secrets)
+    return api.call_json(f"reading {kind} {namespace}/{name}", custom.get_namespaced_custom_object,
+                    GROUP, VERSION, namespace, plural_of(kind), name)
+
+
+def _from_template(template: str, variables: dict[str, Any] | None) -> dict[str, Any]:
+    from chaosdb.manifests.templates import render
+
+    objects = render(template, variables or {}).objects
+    if len(objects) != 1 or objects[0].get("apiVersion") != f"{GROUP}/{VERSION}":
+        raise ChaosDBError(f"template {template} does not hold exactly one Chaos Mesh object")
+    return objects[0]
+
+
+def create_chaos(kind: str = "", spec: Dict[str, Any] = None, template: str = "",
+                 variables: Dict[str, Any] = None, name: str = "", namespace: str = "",
+                 target: Dict[str, Any] = None, wait: bool = True, timeout_s: float = 120.0,
+                 configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Create a Chaos Mesh object and (``wait``) return once it is injected.
+
+    Give either ``template`` (a name from ``chaosdb manifests list``, e.g. ``cockroachdb/network-delay``, with
+    ``variables``) or ``kind`` + ``spec``. ``target`` aims the fault at a database role resolved now
+    (``{"role": "cockroach-leaseholder", "table": "warehouse", "row": [1]}``, ``{"role": "tikv-leader",
+    "key": "k"}``, ``{"role": "patroni-primary"}``, ``{"pod": "name"}``): the selector becomes exactly that pod.
+    ``name`` / ``namespace`` override the template's. The object is validated before it is sent; with
+    ``wait`` the action fails when no pod was selected or injection failed within ``timeout_s`` (and the object
+    is then deleted). Returns the status record plus the resolved target."""
+    if bool(template) == bool(kind):
+        raise ChaosDBError("give either template (with variables) or kind with spec")
+    if template:
+        obj = _from_template(template, variables)
+        kind, spec = obj["kind"], obj["spec"]
+        name = name or obj["metadata"]["name"]
+        namespace = namespace or obj["metadata"].get("namespace") or ""
+        labels = obj["metadata"].get("labels") or {}
+    else:
+        if not isinstance(spec, dict) or not spec:
+            raise ChaosDBError(f"{kind} needs a spec mapping")
+        labels = {}
+        if not name:
+            raise ChaosDBError("name the chaos object (name)")
+    namespace = api.namespace_of(configuration, namespace)
+    resolved = None
+    if target:
+        if kind in ("Schedule", "Workflow"):
+            raise ChaosDBError(f"target applies to chaos kinds, not to a {kind}")
+        resolved = resolve_target(target, configuration, secrets)
+        spec = dict(spec)
+        spec["selector"] = target_selector(resolved["namespace"], resolved["pods"])
+        spec["mode"] = "all"
+        spec.pop("value", None)
+    obj = build_object(kind, name, namespace, spec, labels)
+    custom = api.custom_objects(configuration, secrets)
+    api.call_json(f"creating {kind} {namespace}/{name}", custom.create_namespaced_custom_object,
+             GROUP, VERSION, namespace, plural_of(kind), obj)
+    result: dict[str, Any]
+    if wait and kind not in ("Schedule", "Workflow"):
+        try:
+            result = wait_until_injected(kind, name, namespace, timeout_s, configuration, secrets)
+        except ChaosDBError:
+            delete_chaos(kind, name, namespace, wait=True, timeout_s=60.0, configuration=configuration,
+                         secrets=secrets)
+            raise
+    else:
+        result = summarise(_get(kind, name, namespace, configuration, secrets))
+    result["target"] = resolved
+    return result
+
+
+def wait_until_injected(kind: str, name: str, namespace: str = "", timeout_s: float = 120.0,
+                        configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Wait until ``Selected`` and ``AllInjected`` are True. Fails early when Chaos Mesh reports a failed
+    injection, and after ``timeout_s`` saying whether any pod was selected at all."""
+    namespace = api.namespace_of(configuration, namespace)
+    deadline = time.monotonic() + float(timeout_s)
+    started = time.monotonic()
+    while True:
+        state = summarise(_get(kind, name, namespace, configuration, secrets))
+        if state["injected"]:
+            state["waited_s"] = round(time.monotonic() - started, 3)
+            return state
+        if state["failures"]:
+            raise ChaosDBError(f"{kind} {namespace}/{name} failed to inject: "
+                               + "; ".join(f"{f['target']}: {f['message']}" for f in state["failures"]))
+        if time.monotonic() >= deadline:
+            why = ("no pod was selected: check the selector's namespaces and labels (and, with "
+                   "ENABLE_FILTER_NAMESPACE, the chaos-mesh.org/inject=enabled annotation)"
+                   if not state["selected"] else f"records: {state['records']}")
+            raise ChaosDBError(f"{kind} {namespace}/{name} not injected after {timeout_s:g}s: {why}")
+        time.sleep(0.2)
+
+
+def wait_until_recovered(kind: str, name: str, namespace: str = "", timeout_s: float = 300.0,
+                         configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Wait until Chaos Mesh has recovered every target (``desiredPhase: Stop`` and ``AllRecovered``): the
+    duration is over or the object is paused. One-shot actions (pod-kill, container-kill) never recover:
+    delete them instead."""
+    namespace = api.namespace_of(configuration, namespace)
+    deadline = time.monotonic() + float(timeout_s)
+    started = time.monotonic()
+    while True:
+        obj = _get(kind, name, namespace, configuration, secrets)
+        if kind == "PodChaos" and (obj.get("spec") or {}).get("action") in ("pod-kill", "container-kill"):
+            raise ChaosDBError(f"{name} is a one-shot {obj['spec']['action']}: it never recovers; delete it")
+        state = summarise(obj)
+        if state["recovered"] or (state["paused"] and state["all_recovered"]):
+            state["waited_s"] = round(time.monotonic() - started, 3)
+            return state
+        if time.monotonic() >= deadline:
+            raise ChaosDBError(f"{kind} {namespace}/{name} not recovered after {timeout_s:g}s "
+                               f"(phase {state['phase']}, records {state['records']})")
+        time.sleep(0.2)
+
+
+def _annotate(kind: str, name: str, namespace: str, value: str | None, configuration, secrets) -> dict:
+    custom = api.custom_objects(configuration, secrets)
+    patch = {"metadata": {"annotations": {PAUSE_ANNOTATION: value}}}
+    return api.call_json(f"{'pausing' if value else 'resuming'} {kind} {namespace}/{name}",
+                    custom.patch_namespaced_custom_object, GROUP, VERSION, namespace, plural_of(kind), name, patch)
+
+
+def pause_chaos(kind: str, name: str, namespace: str = "", wait: bool = True, timeout_s: float = 60.0,
+                configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Pause (annotation ``experiment.chaos-mesh.org/pause: "true"``): the fault is withdrawn but the object
+    stays, so it can be resumed. Also pauses a Schedule. With ``wait``, returns once every target is recovered."""
+    namespace = api.namespace_of(configuration, namespace)
+    _annotate(kind, name, namespace, "true", configuration, secrets)
+    if wait and kind not in ("Schedule", "Workflow"):
+        return wait_until_recovered(kind, name, namespace, timeout_s, configuration, secrets)
+    return summarise(_get(kind, name, namespace, configuration, secrets))
+
+
+def resume_chaos(kind: str, name: str, namespace: str = "", wait: bool = True, timeout_s: float = 60.0,
+                 configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Resume a paused object (the annotation is removed: a merge patch with null), waiting for re-injection."""
+    namespace = api.namespace_of(configuration, namespace)
+    _annotate(kind, name, namespace, None, configuration, secrets)
+    if wait and kind not in ("Schedule", "Workflow"):
+        return wait_until_injected(kind, name, namespace, timeout_s, configuration, secrets)
+    return summarise(_get(kind, name, namespace, configuration, secrets))
+
+
+def delete_chaos(kind: str, name: str, namespace: str = "", wait: bool = True, timeout_s: float = 120.0,
+                 configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Delete the object: Chaos Mesh recovers every target, then drops its finalizer. Idempotent (an object
+    that is already gone is fine), so it is the rollback. With ``wait`` returns once the object is gone; a
+    timeout names the stuck records (force with the ``chaos-mesh.chaos-mesh.org/cleanFinalizer: forced``
+    annotation only when the pods are known to be clean)."""
+    namespace = api.namespace_of(configuration, namespace)
+    custom = api.custom_objects(configuration, secrets)
+    started = time.monotonic()
+    try:
+        api.call_json(f"deleting {kind} {namespace}/{name}", custom.delete_namespaced_custom_object,
+                 GROUP, VERSION, namespace, plural_of(kind), name)
+    except api.K8sApiError as e:
+        if e.status == 404:
+            return {"name": name, "namespace": namespace, "kind": kind, "deleted": True, "existed": False,
+                    "waited_s": 0.0}
+        raise
+    deadline = started + float(timeout_s)
+    last: dict[str, Any] = {}
+    while wait:
+        try:
+            last = summarise(_get(kind, name, namespace, configuration, secrets))
+        except api.K8sApiError as e:
+            if e.status == 404:
+                break
+            raise
+        if time.monotonic() >= deadline:
+            raise ChaosDBError(f"{kind} {namespace}/{name} still present {timeout_s:g}s after deletion: "
+                               f"records not recovered: {last.get('records')}")
+        time.sleep(0.2)
+    return {"name": name, "namespace": namespace, "kind": kind, "deleted": wait, "existed": True,
+            "waited_s": round(time.monotonic() - started, 3)}
+
+
+def delete_all_chaos(namespace: str = "", kinds: List[str] = None, timeout_s: float = 120.0,
+                     configuration: Configuration = None, secrets: Secrets = None) -> List[Dict[str, Any]]:
+    """Delete every chaos object this pack created in ``namespace`` (label
+    ``app.kubernetes.io/managed-by=chaostoolkit-db``): the rollback after an interrupted run."""
+    namespace = api.namespace_of(configuration, namespace)
+    custom = api.custom_objects(configuration, secrets)
+    selector = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
+    out = []
+    for kind in kinds or list(KINDS):
+        listing = api.call_json(f"listing {kind} in {namespace}", custom.list_namespaced_custom_object,
+                           GROUP, VERSION, namespace, plural_of(kind), label_selector=selector)
+        for item in listing.get("items") or []:
+            out.append(delete_chaos(kind, item["metadata"]["name"], namespace, True, timeout_s, configuration,
+                                    secrets))
+    return out

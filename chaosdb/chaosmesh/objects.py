@@ -1,0 +1,89 @@
+"""Chaos Mesh objects: build them right by construction, read their status the way the controller means it.
+
+Status rules (``status.conditions`` looked up by type, their order is not stable; ``status.experiment``):
+injected = ``Selected`` and ``AllInjected`` True; recovered = ``desiredPhase: Stop`` and ``AllRecovered``;
+failures = records whose last event is ``Failed``. These kinds have no ``/status`` subresource: the status
+is read with a plain GET.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.manifests.admission import CHAOS_KINDS
+from chaosdb.manifests.schema import kind_of
+from chaosdb.manifests.validate import require_valid
+
+__all__ = ["GROUP", "VERSION", "KINDS", "PAUSE_ANNOTATION", "MANAGED_BY", "plural_of", "build_object",
+           "summarise", "target_selector"]
+
+GROUP, VERSION = "chaos-mesh.org", "v1alpha1"
+KINDS = tuple(CHAOS_KINDS) + ("Schedule", "Workflow")
+PAUSE_ANNOTATION = "experiment.chaos-mesh.org/pause"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "chaostoolkit-db"}
+
+
+def plural_of(kind: str) -> str:
+    if kind not in KINDS:
+        raise ChaosDBError(f"unknown Chaos Mesh kind {kind!r}; one of {', '.join(KINDS)}")
+    return kind_of(f"{GROUP}/{VERSION}", kind).plural
+
+
+def target_selector(namespace: str, pods: list[str]) -> dict[str, Any]:
+    """A selector for exactly these pods (``pods`` is a map namespace -> names, not a list)."""
+    return {"namespaces": [namespace], "pods": {namespace: list(pods)}}
+
+
+def build_object(kind: str, name: str, namespace: str, spec: dict[str, Any],
+                 labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """A complete object, validated (CRD schema + webhook rules) before it is returned."""
+    plural_of(kind)
+    obj = {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind,
+           "metadata": {"name": name, "namespace": namespace, "labels": {**MANAGED_BY, **(labels or {})}},
+           "spec": spec}
+    require_valid(obj, f"{kind}/{name}")
+    return obj
+
+
+def _condition(status: dict[str, Any], kind: str) -> bool:
+    return any(c.get("type") == kind and c.get("status") == "True" for c in status.get("conditions") or [])
+
+
+def summarise(obj: dict[str, Any]) -> dict[str, Any]:
+    """A chaos object -> plain record: phase (``waiting`` / ``not-selected`` / ``injecting`` / ``injected`` /
+    ``paused`` / ``recovering`` / ``recovered`` / ``deleting``), conditions, targets and failures."""
+    meta, status = obj.get("metadata") or {}, obj.get("status") or {}
+    experiment = status.get("experiment") or {}
+    records = experiment.get("containerRecords") or []
+    cond = {k: _condition(status, k) for k in ("Selected", "AllInjected", "AllRecovered", "Paused")}
+    desired = experiment.get("desiredPhase") or ""
+    failures = [{"target": r.get("id"), "operation": (r.get("events") or [{}])[-1].get("operation"),
+                 "message": (r.get("events") or [{}])[-1].get("message", "")}
+                for r in records if (r.get("events") or [{}])[-1].get("type") == "Failed"]
+    if meta.get("deletionTimestamp"):
+        phase = "deleting"
+    elif cond["Paused"]:
+        phase = "paused" if cond["AllRecovered"] or not records else "pausing"
+    elif desired == "Stop" and cond["AllRecovered"]:
+        phase = "recovered"
+    elif desired == "Stop":
+        phase = "recovering"
+    elif cond["Selected"] and cond["AllInjected"]:
+        phase = "injected"
+    elif cond["Selected"]:
+        phase = "injecting"
+    else:
+        phase = "waiting"
+    return {
+        "name": meta.get("name"), "namespace": meta.get("namespace"), "kind": obj.get("kind"),
+        "uid": meta.get("uid"), "created": meta.get("creationTimestamp"), "phase": phase,
+        "desired_phase": desired, "selected": cond["Selected"], "all_injected": cond["AllInjected"],
+        "all_recovered": cond["AllRecovered"], "paused": cond["Paused"],
+        "injected": cond["Selected"] and cond["AllInjected"],
+        "recovered": desired == "Stop" and cond["AllRecovered"],
+        "targets": [r.get("id") for r in records],
+        "records": [{"target": r.get("id"), "phase": r.get("phase"), "injected_count": r.get("injectedCount", 0),
+                     "recovered_count": r.get("recoveredCount", 0)} for r in records],
+        "failures": failures,
+    }

@@ -1,0 +1,411 @@
+"""Write the Chaos Mesh templates in ``chaos-mesh-manifests/{cockroachdb,tikv}/`` from one body per fault.
+
+Both databases get the same faults; only the pod selector, container, data directory and defaults differ.
+A test checks that the committed files are what this script writes. Run: ``python -m
+chaosdb.devtools.make_manifests``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["PROFILES", "FAULTS", "render_all", "write_all"]
+
+
+@dataclass(frozen=True)
+class Profile:
+    key: str
+    title: str
+    namespace: str
+    instance_var: str
+    instance_default: str
+    instance_doc: str
+    labels: tuple[tuple[str, str], ...]
+    container: str
+    data_path: str
+    first_pod: str
+    second_pod: str
+    notes: str
+
+
+PROFILES = {
+    "cockroachdb": Profile(
+        key="cockroachdb", title="CockroachDB", namespace="cockroachdb", instance_var="INSTANCE",
+        instance_default="cockroachdb",
+        instance_doc="app.kubernetes.io/instance: the Helm release or the CrdbCluster (operator) name",
+        labels=(("app.kubernetes.io/name", "cockroachdb"), ("app.kubernetes.io/instance", "${INSTANCE}")),
+        container="db", data_path="/cockroach/cockroach-data",
+        first_pod="cockroachdb-0", second_pod="cockroachdb-1",
+        notes="Pods of the official Helm chart and of the CockroachDB operator (both label\n"
+              "# app.kubernetes.io/name=cockroachdb and app.kubernetes.io/instance=<release or cluster>; the\n"
+              "# database container is called db in both)."),
+    "tikv": Profile(
+        key="tikv", title="TiKV", namespace="tidb-cluster", instance_var="CLUSTER", instance_default="basic",
+        instance_doc="app.kubernetes.io/instance: the TidbCluster name",
+        labels=(("app.kubernetes.io/component", "tikv"), ("app.kubernetes.io/instance", "${CLUSTER}")),
+        container="tikv", data_path="/var/lib/tikv", first_pod="basic-tikv-0", second_pod="basic-tikv-1",
+        notes="TiKV pods of a TiDB Operator cluster (labels app.kubernetes.io/component=tikv and\n"
+              "# app.kubernetes.io/instance=<TidbCluster name>; container tikv, data in /var/lib/tikv)."),
+}
+
+# variable rows: NAME TYPE DEFAULT DESCRIPTION  (DEFAULT "-" = required)
+_COMMON = [
+    ("NAME", "name", "{key}-{fault}", "name of the chaos object"),
+    ("NAMESPACE", "label", "chaos-testing", "namespace the chaos object is created in"),
+    ("DB_NAMESPACE", "label", "{namespace}", "namespace of the {title} pods"),
+    ("{instance_var}", "labelvalue", "{instance_default}", "{instance_doc}"),
+]
+_TARGET = [
+    ("MODE", "mode", "fixed", "how many selected pods are hit"),
+    ("VALUE", "integer", "1", "pods (fixed) or percent (fixed-percent, random-max-percent); a string in YAML"),
+]
+_CONTAINER = [("CONTAINER", "labelvalue", "{container}", "container of the database process")]
+_DURATION = [("DURATION", "duration", "{duration}", "how long the fault lasts (Go duration)")]
+
+
+def _selector(p: Profile, indent: int, ns_var: str = "DB_NAMESPACE") -> str:
+    pad = " " * indent
+    lines = [f"{pad}selector:", f"{pad}  namespaces:", f'{pad}    - "${{{ns_var}}}"', f"{pad}  labelSelectors:"]
+    lines += [f'{pad}    "{k}": "{v}"' for k, v in p.labels]
+    return "\n".join(lines)
+
+
+FAULTS: dict[str, dict] = {
+    "pod-kill": dict(
+        kind="PodChaos", duration=None,
+        doc="Kill (delete) pods with a grace period; the StatefulSet recreates them (the thesis's pod-level\n"
+            "# failure: 0 = immediate, like kubectl delete --force).",
+        vars=_TARGET + [("GRACE_PERIOD", "integer", "0", "seconds the database gets to shut down")],
+        spec='  action: "pod-kill"\n  mode: "${MODE}"\n  value: "${VALUE}"\n  gracePeriod: ${GRACE_PERIOD}\n'
+             "{selector}\n"),
+    "pod-failure": dict(
+        kind="PodChaos", duration="60s",
+        doc="Make pods unavailable (their containers replaced by a pause image) for DURATION, then restore them;\n"
+            "# unlike pod-kill the pod keeps its name, IP and volume.",
+        vars=_TARGET + _DURATION,
+        spec='  action: "pod-failure"\n  mode: "${MODE}"\n  value: "${VALUE}"\n  duration: "${DURATION}"\n'
+             "{selector}\n"),
+    "container-kill": dict(
+        kind="PodChaos", duration=None,
+        doc="Kill the database container (the kubelet restarts it in the same pod): the process-level failure.",
+        vars=_TARGET + _CONTAINER,
+        spec='  action: "container-kill"\n  mode: "${MODE}"\n  value: "${VALUE}"\n  containerNames:\n'
+             '    - "${CONTAINER}"\n{selector}\n'),
+    "stress-cpu": dict(
+        kind="StressChaos", duration="120s",
+        doc="Burn CPU inside the database container (stress-ng workers at LOAD percent each).",
+        vars=_TARGET + _CONTAINER + _DURATION + [
+            ("WORKERS", "integer", "2", "stress-ng CPU workers"),
+            ("LOAD", "integer", "90", "percent load per worker (0..100)")],
+        spec='  mode: "${MODE}"\n  value: "${VALUE}"\n  duration: "${DURATION}"\n  containerNames:\n'
+             '    - "${CONTAINER}"\n  stressors:\n    cpu:\n      workers: ${WORKERS}\n      load: ${LOAD}\n'
+             "{selector}\n"),
+    "stress-memory": dict(
+        kind="StressChaos", duration="120s",
+        doc="Allocate memory inside the database container (SIZE per worker, e.g. 256MB or 50%).",
+        vars=_TARGET + _CONTAINER + _DURATION + [
+            ("WORKERS", "integer", "1", "stress-ng memory workers"),
+            ("SIZE", "size", "256MB", "memory per worker: a size (256MB, 1GiB) or N% of the limit")],
+        spec='  mode: "${MODE}"\n  value: "${VALUE}"\n  duration: "${DURATION}"\n  containerNames:\n'
+             '    - "${CONTAINER}"\n  stressors:\n    memory:\n      workers: ${WORKERS}\n      size: "${SIZE}"\n'
+             "{selector}\n"),
+    "network-delay": dict(
+        kind="NetworkChaos", duration="120s",
+        doc="Delay every packet the selected pods send (LATENCY +- JITTER, consecutive delays correlated).",
+        vars=_TARGET + _DURATION + [
+            ("LATENCY", "duration", "100ms", "added one-way delay"),
+            ("JITTER", "duration", "10ms", "random variation of the delay"),
+            ("CORRELATION", "percent", "25", "percent correlation with the previous packet's delay")],
+        spec='  action: "delay"\n  mode: "${MODE}"\n  value: "${VALUE}"\n  duration: "${DURATION}"\n'
+             '  direction: "to"\n  delay:\n    latency: "${LATENCY}"\n    jitter: "${JITTER}"\n'
+             '    correlation: "${CORRELATION}"\n{selector}\n'),
+    "network-loss": dict(
+        kind="NetworkChaos", duration="120s",
+        doc="Drop packets the selected pods send; CORRELATION above 0 makes the loss bursty (Gilbert-like).",
+        vars=_TARGET + _DURATION + [
+            ("LOSS", "percent", "10", "percent of packets dropped"),
+            ("CORRELATION", "percent", "50", "percent correlation with the previous packet (bursts)")],
+        spec='  action: "loss"\n  mode: "${MODE}"\n  value: "${VALUE}"\n  duration: "${DURATION}"\n'
+             '  direction: "to"\n  loss:\n    loss: "${LOSS}"\n    correlation: "${CORRELATION}"\n{selector}\n'),
+    "network-partition": dict(
+        kind="NetworkChaos", duration="60s",
+        doc="Cut the selected pods off from the other {title} pods in DIRECTION (both: a full partition).",
+        vars=_TARGET + _DURATION + [("DIRECTION", "to|from|both", "both", "which traffic is cut")],
+        spec='  action: "partition"\n  mode: "${MODE}"\n  value: "${VALUE}"\n  duration: "${DURATION}"\n'
+             '  direction: "${DIRECTION}"\n  target:\n    mode: "all"\n{target_selector}\n{selector}\n'),
+    "network-bandwidth": dict(
+        kind="NetworkChaos", duration="120s",
+        doc="Limit the bandwidth of the selected pods (token bucket: RATE, queue LIMIT bytes, BUFFER bytes).",
+        vars=_TARGET + _DURATION + [
+            ("RATE", "rate", "10mbit", "rate: N followed by bit|kbit|mbit|gbit|tbit or bps|kbps|... (bytes/s)"),
+            ("LIMIT", "integer", "20971520", "bytes that can be queued"),
+            ("BUFFER", "integer", "10000", "bucket size in bytes")],
+        spec='  action: "bandwidth"\n  mode: "${MODE}"\n  value: "${VALUE}"\n  duration: "${DURATION}"\n'
+             '  direction: "to"\n  bandwidth:\n    rate: "${RATE}"\n    limit: ${LIMIT}\n    buffer: ${BUFFER}\n'
+             "{selector}\n"),
+    "time-skew": dict(
+        kind="TimeChaos", duration="60s",
+        doc="Shift the database container's clock by TIME_OFFSET (clock drift of the replication study).\n"
+            "# CockroachDB nodes stop themselves when their offset reaches 80% of --max-offset (500ms by default).",
+        vars=_TARGET + _CONTAINER + _DURATION + [
+            ("TIME_OFFSET", "signed-duration", "-250ms", "clock offset, negative = behind (Go duration)")],
+        spec='  mode: "${MODE}"\n  value: "${VALUE}"\n  duration: "${DURATION}"\n  timeOffset: "${TIME_OFFSET}"\n'
+             '  clockIds:\n    - "CLOCK_REALTIME"\n  containerNames:\n    - "${CONTAINER}"\n{selector}\n'),
+    "io-latency": dict(
+        kind="IOChaos", duration="120s",
+        doc="Delay file operations on the data directory (PERCENT of them by DELAY).",
+        vars=_TARGET + _CONTAINER + _DURATION + [
+            ("DATA_PATH", "path", "{data_path}", "mount path of the data volume in the container"),
+            ("DELAY", "duration", "50ms", "added latency per operation"),
+            ("PERCENT", "integer", "50", "percent of operations delayed")],
+        spec='  action: "latency"\n  mode: "${MODE}"\n  value: "${VALUE}"\n  duration: "${DURATION}"\n'
+             '  volumePath: "${DATA_PATH}"\n  path: "${DATA_PATH}/**/*"\n  delay: "${DELAY}"\n'
+             '  percent: ${PERCENT}\n  containerNames:\n    - "${CONTAINER}"\n{selector}\n'),
+    "io-errors": dict(
+        kind="IOChaos", duration="60s",
+        doc="Fail file operations on the data directory with ERRNO (5 = EIO, 28 = ENOSPC).",
+        vars=_TARGET + _CONTAINER + _DURATION + [
+            ("DATA_PATH", "path", "{data_path}", "mount path of the data volume in the container"),
+            ("ERRNO", "integer", "5", "errno returned (5 EIO, 28 ENOSPC)"),
+            ("PERCENT", "integer", "10", "percent of operations failed")],
+        spec='  action: "fault"\n  mode: "${MODE}"\n  value: "${VALUE}"\n  duration: "${DURATION}"\n'
+             '  volumePath: "${DATA_PATH}"\n  path: "${DATA_PATH}/**/*"\n  errno: ${ERRNO}\n'
+             '  percent: ${PERCENT}\n  containerNames:\n    - "${CONTAINER}"\n{selector}\n'),
+    "schedule-pod-kill": dict(
+        kind="Schedule", duration=None,
+        doc="A recurring game day: kill one pod on SCHEDULE (cron, e.g. every Monday 03:00 UTC).\n"
+            "# Pause it with the annotation experiment.chaos-mesh.org/pause=true.",
+        vars=[("SCHEDULE", "cron", "'0 3 * * 1'", "cron spec (minute hour day month weekday) or @every 1h"),
+              ("HISTORY_LIMIT", "integer", "5", "how many finished PodChaos objects are kept"),
+              ("GRACE_PERIOD", "integer", "0", "seconds the database gets to shut down")],
+        spec='  schedule: "${SCHEDULE}"\n  type: "PodChaos"\n  historyLimit: ${HISTORY_LIMIT}\n'
+             '  concurrencyPolicy: "Forbid"\n  podChaos:\n    action: "pod-kill"\n    mode: "fixed"\n'
+             '    value: "1"\n    gracePeriod: ${GRACE_PERIOD}\n{selector4}\n'),
+    "workflow-cascading": dict(
+        kind="Workflow", duration=None,
+        doc="A cascading (serial) failure: FIRST_POD fails for FAILURE_DURATION; GAP later SECOND_POD fails\n"
+            "# too, while the first may still be catching up (with 3 replicas, both down loses the quorum).",
+        vars=[("FIRST_POD", "name", "{first_pod}", "pod that fails first"),
+              ("SECOND_POD", "name", "{second_pod}", "pod that fails second"),
+              ("FAILURE_DURATION", "duration", "60s", "how long each pod stays failed"),
+              ("GAP", "duration", "30s", "time between the start of the two failures")],
+        spec='  entry: "cascade"\n  templates:\n    - name: "cascade"\n      templateType: "Parallel"\n'
+             '      children:\n        - "first-pod-failure"\n        - "then-second"\n'
+             '    - name: "then-second"\n      templateType: "Serial"\n      children:\n        - "gap"\n'
+             '        - "second-pod-failure"\n'
+             '    - name: "gap"\n      templateType: "Suspend"\n      deadline: "${GAP}"\n'
+             '    - name: "first-pod-failure"\n      templateType: "PodChaos"\n      deadline: "${FAILURE_DURATION}"\n'
+             '      podChaos:\n        action: "pod-failure"\n        mode: "all"\n'
+             '        selector:\n          pods:\n            "${DB_NAMESPACE}":\n              - "${FIRST_POD}"\n'
+             '    - name: "second-pod-failure"\n      templateType: "PodChaos"\n      deadline: "${FAILURE_DURATION}"\n'
+             '      podChaos:\n        action: "pod-failure"\n        mode: "all"\n'
+             '        selector:\n          pods:\n            "${DB_NAMESPACE}":\n              - "${SECOND_POD}"\n'),
+}
+
+
+def _fmt(text: str, p: Profile, fault: str, duration: str | None) -> str:
+    return (text.replace("{key}", p.key).replace("{fault}", fault).replace("{namespace}", p.namespace)
+            .replace("{title}", p.title).replace("{instance_var}", p.instance_var)
+            .replace("{instance_default}", p.instance_default).replace("{instance_doc}", p.instance_doc)
+            .replace("{container}", p.container).replace("{data_path}", p.data_path)
+            .replace("{first_pod}", p.first_pod).replace("{second_pod}", p.second_pod)
+            .replace("{duration}", duration or ""))
+
+
+def render_template_text(p: Profile, fault: str) -> str:
+    f = FAULTS[fault]
+    rows = [r for r in _COMMON if not (f["kind"] == "Workflow" and r[0] == "{instance_var}")] + f["vars"]
+    rows = [tuple(_fmt(c, p, fault, f["duration"]) for c in r) for r in rows]
+    width = max(len(r[0]) for r in rows)
+    twidth = max(len(r[1]) for r in rows)
+    dwidth = max(len(r[2]) for r in rows)
+    header = [f"# {p.title}: {_fmt(f['doc'], p, fault, f['duration'])}", f"# {p.notes}", "#",
+              f"# Render: chaosdb manifests render {p.key}/{fault} --set NAME=value ... | kubectl apply -f -",
+              "# (or export every variable and use envsubst). Variables: name, type, default (- = required).",
+              "# chaosdb-variables:"]
+    header += [f"#   {r[0]:<{width}}  {r[1]:<{twidth}}  {r[2]:<{dwidth}}  {r[3]}".rstrip() for r in rows]
+    header.append("# end-variables")
+    body = _fmt(f["spec"], p, fault, f["duration"])
+    body = body.replace("{selector4}", _selector(p, 4)).replace("{selector}", _selector(p, 2))
+    body = body.replace("{target_selector}", _selector(p, 4))
+    doc = ["apiVersion: chaos-mesh.org/v1alpha1", f"kind: {f['kind']}", "metadata:", '  name: "${NAME}"',
+           '  namespace: "${NAMESPACE}"', "  labels:", '    "app.kubernetes.io/part-of": "chaostoolkit-db"',
+           f'    "chaosdb/template": "{p.key}.{fault}"', "spec:"]
+    return "\n".join(header) + "\n" + "\n".join(doc) + "\n" + body
+
+
+def write_all(root: Path) -> list[Path]:
+    written = []
+    for rel, text in render_all().items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+# ---- LitmusChaos: per fault a setup file (ServiceAccount, Role, RoleBinding, ChaosExperiment) applied once
+# ---- by an admin, and per database an engine file (the ChaosEngine a game day creates).
+
+LITMUS_IMAGE = "litmuschaos.docker.scarf.sh/litmuschaos/go-runner:3.31.0"
+
+LITMUS_DB = {
+    "cockroachdb": dict(app_ns="cockroachdb", app_label="app.kubernetes.io/name=cockroachdb", container="db",
+                        health_url="http://cockroachdb-public.cockroachdb.svc:8080/health?ready=1"),
+    "tikv": dict(app_ns="tidb-cluster", app_label="app.kubernetes.io/component=tikv", container="tikv",
+                 health_url="http://basic-pd.tidb-cluster.svc:2379/pd/api/v1/health"),
+}
+
+# fault -> (summary, experiment env defaults [(name, value)], engine variables [(VAR, type, default, doc, ENV)])
+LITMUS_FAULTS = {
+    "pod-delete": (
+        "Delete database pods repeatedly (CHAOS_INTERVAL apart) for TOTAL_CHAOS_DURATION seconds.",
+        [("TOTAL_CHAOS_DURATION", "15"), ("RAMP_TIME", ""), ("FORCE", "true"), ("CHAOS_INTERVAL", "5"),
+         ("PODS_AFFECTED_PERC", ""), ("TARGET_CONTAINER", ""), ("TARGET_PODS", ""),
+         ("DEFAULT_HEALTH_CHECK", "false"), ("NODE_LABEL", ""), ("SEQUENCE", "parallel")],
+        [("TOTAL_CHAOS_DURATION", "integer", "30", "seconds of chaos", "TOTAL_CHAOS_DURATION"),
+         ("CHAOS_INTERVAL", "integer", "10", "seconds between deletions", "CHAOS_INTERVAL"),
+         ("FORCE", "true|false", "false", "delete with grace period 0", "FORCE"),
+         ("PODS_AFFECTED_PERC", "integer", "0", "percent of pods hit (0 = one pod)", "PODS_AFFECTED_PERC"),
+         ("SEQUENCE", "serial|parallel", "serial", "order when several pods are hit", "SEQUENCE")]),
+    "pod-cpu-hog": (
+        "Burn CPU in the database container (CPU_CORES cores at CPU_LOAD percent).",
+        [("TOTAL_CHAOS_DURATION", "60"), ("CPU_CORES", "1"), ("CPU_LOAD", "100"), ("PODS_AFFECTED_PERC", ""),
+         ("RAMP_TIME", ""), ("LIB_IMAGE", LITMUS_IMAGE), ("STRESS_IMAGE", "alexeiled/stress-ng:latest-ubuntu"),
+         ("CONTAINER_RUNTIME", "containerd"), ("SOCKET_PATH", "/run/containerd/containerd.sock"),
+         ("TARGET_CONTAINER", ""), ("TARGET_PODS", ""), ("DEFAULT_HEALTH_CHECK", "false"), ("NODE_LABEL", ""),
+         ("SEQUENCE", "parallel")],
+        [("TOTAL_CHAOS_DURATION", "integer", "60", "seconds of chaos", "TOTAL_CHAOS_DURATION"),
+         ("CPU_CORES", "integer", "1", "cores to burn", "CPU_CORES"),
+         ("CPU_LOAD", "integer", "100", "percent load per core", "CPU_LOAD"),
+         ("PODS_AFFECTED_PERC", "integer", "0", "percent of pods hit (0 = one pod)", "PODS_AFFECTED_PERC"),
+         ("CONTAINER_RUNTIME", "containerd|crio|docker", "containerd", "runtime of the cluster's nodes",
+          "CONTAINER_RUNTIME"),
+         ("SOCKET_PATH", "path", "/run/containerd/containerd.sock", "runtime socket on the node", "SOCKET_PATH")]),
+    "pod-network-latency": (
+        "Add NETWORK_LATENCY ms (+- JITTER) to the database pods' traffic.",
+        [("TARGET_CONTAINER", ""), ("NETWORK_INTERFACE", "eth0"), ("LIB_IMAGE", LITMUS_IMAGE),
+         ("TC_IMAGE", "gaiadocker/iproute2"), ("NETWORK_LATENCY", "2000"), ("TOTAL_CHAOS_DURATION", "60"),
+         ("RAMP_TIME", ""), ("JITTER", "0"), ("PODS_AFFECTED_PERC", ""), ("TARGET_PODS", ""),
+         ("CONTAINER_RUNTIME", "containerd"), ("DEFAULT_HEALTH_CHECK", "false"), ("DESTINATION_IPS", ""),
+         ("DESTINATION_HOSTS", ""), ("SOCKET_PATH", "/run/containerd/containerd.sock"), ("NODE_LABEL", ""),
+         ("SEQUENCE", "parallel")],
+        [("TOTAL_CHAOS_DURATION", "integer", "60", "seconds of chaos", "TOTAL_CHAOS_DURATION"),
+         ("NETWORK_LATENCY", "integer", "100", "added latency in milliseconds", "NETWORK_LATENCY"),
+         ("JITTER", "integer", "10", "jitter in milliseconds", "JITTER"),
+         ("NETWORK_INTERFACE", "labelvalue", "eth0", "interface inside the pod", "NETWORK_INTERFACE"),
+         ("PODS_AFFECTED_PERC", "integer", "0", "percent of pods hit (0 = one pod)", "PODS_AFFECTED_PERC"),
+         ("CONTAINER_RUNTIME", "containerd|crio|docker", "containerd", "runtime of the cluster's nodes",
+          "CONTAINER_RUNTIME"),
+         ("SOCKET_PATH", "path", "/run/containerd/containerd.sock", "runtime socket on the node", "SOCKET_PATH")]),
+}
+
+_PERMISSIONS = [
+    ('[""]', '["pods"]', '["create", "delete", "get", "list", "patch", "update", "deletecollection"]'),
+    ('[""]', '["events"]', '["create", "get", "list", "patch", "update"]'),
+    ('[""]', '["configmaps"]', '["get", "list"]'),
+    ('[""]', '["pods/log"]', '["get", "list", "watch"]'),
+    ('[""]', '["pods/exec"]', '["get", "list", "create"]'),
+    ('["apps"]', '["deployments", "statefulsets", "replicasets", "daemonsets"]', '["list", "get"]'),
+    ('["batch"]', '["jobs"]', '["create", "list", "get", "delete", "deletecollection"]'),
+    ('["litmuschaos.io"]', '["chaosengines", "chaosexperiments", "chaosresults"]',
+     '["create", "list", "get", "patch", "update", "delete"]'),
+]
+
+
+def _header(summary: str, name: str, rows: list[tuple[str, str, str, str]], extra: str = "") -> str:
+    width = max(len(r[0]) for r in rows)
+    twidth = max(len(r[1]) for r in rows)
+    dwidth = max(len(r[2]) for r in rows)
+    out = [f"# {summary}"] + ([f"# {extra}"] if extra else []) + [
+        "#", f"# Render: chaosdb manifests render {name} --set NAME=value ... | kubectl apply -f -",
+        "# (or export every variable and use envsubst). Variables: name, type, default (- = required).",
+        "# chaosdb-variables:"]
+    out += [f"#   {r[0]:<{width}}  {r[1]:<{twidth}}  {r[2]:<{dwidth}}  {r[3]}".rstrip() for r in rows]
+    return "\n".join(out + ["# end-variables"]) + "\n"
+
+
+def litmus_setup_text(fault: str) -> str:
+    summary, env, _ = LITMUS_FAULTS[fault]
+    rows = [("NAMESPACE", "label", "cockroachdb", "namespace the ChaosEngine will run in (usually the database's)"),
+            ("EXPERIMENT_IMAGE", "image", LITMUS_IMAGE, "litmus-go runner image (pin a version)")]
+    perms = "".join(f"      - apiGroups: {g}\n        resources: {r}\n        verbs: {v}\n" for g, r, v in _PERMISSIONS)
+    rules = "".join(f"  - apiGroups: {g}\n    resources: {r}\n    verbs: {v}\n" for g, r, v in _PERMISSIONS)
+    envs = "".join(f'      - name: "{k}"\n        value: "{v}"\n' for k, v in env)
+    sa = f"{fault}-sa"
+    labels = f'    "app.kubernetes.io/part-of": "chaostoolkit-db"\n    "name": "{sa}"\n'
+    return _header(
+        f"LitmusChaos {fault}: the ChaosExperiment and the account it runs as (apply once per namespace).",
+        f"litmus/{fault}-setup", rows,
+        "The Role also covers StatefulSets (upstream's pod-delete rbac.yaml lists only deployments).") + (
+        f'apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: "{sa}"\n  namespace: "${{NAMESPACE}}"\n'
+        f"  labels:\n{labels}---\n"
+        f'apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: "{sa}"\n'
+        f'  namespace: "${{NAMESPACE}}"\n  labels:\n{labels}rules:\n{rules}---\n'
+        f'apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: "{sa}"\n'
+        f'  namespace: "${{NAMESPACE}}"\n  labels:\n{labels}roleRef:\n  apiGroup: "rbac.authorization.k8s.io"\n'
+        f'  kind: "Role"\n  name: "{sa}"\nsubjects:\n  - kind: "ServiceAccount"\n    name: "{sa}"\n'
+        f'    namespace: "${{NAMESPACE}}"\n---\n'
+        f'apiVersion: litmuschaos.io/v1alpha1\nkind: ChaosExperiment\nmetadata:\n  name: "{fault}"\n'
+        f'  namespace: "${{NAMESPACE}}"\n  labels:\n    "name": "{fault}"\n'
+        f'    "app.kubernetes.io/part-of": "litmus"\n    "app.kubernetes.io/component": "chaosexperiment"\n'
+        f'spec:\n  definition:\n    scope: "Namespaced"\n    permissions:\n{perms}'
+        f'    image: "${{EXPERIMENT_IMAGE}}"\n    imagePullPolicy: "IfNotPresent"\n    args:\n      - "-c"\n'
+        f'      - "./experiments -name {fault}"\n    command:\n      - "/bin/bash"\n    env:\n{envs}'
+        f'    labels:\n      "name": "{fault}"\n      "app.kubernetes.io/part-of": "litmus"\n'
+        f'      "app.kubernetes.io/component": "experiment-job"\n')
+
+
+def litmus_engine_text(db: str, fault: str) -> str:
+    summary, _, evars = LITMUS_FAULTS[fault]
+    d = LITMUS_DB[db]
+    title = PROFILES[db].title
+    rows = [("NAME", "name", f"{db}-{fault}", "ChaosEngine name (the ChaosResult is <NAME>-" + fault + ")"),
+            ("NAMESPACE", "label", d["app_ns"], "namespace of the engine (where the setup was applied)"),
+            ("APP_NAMESPACE", "label", d["app_ns"], f"namespace of the {title} pods"),
+            ("APP_LABEL", "string", d["app_label"], f"label selector of the {title} StatefulSet"),
+            ("TARGET_CONTAINER", "labelvalue", d["container"], "database container"),
+            ("HEALTH_URL", "url", d["health_url"], "readiness URL probed all along (probeSuccessPercentage)")]
+    rows += [r[:4] for r in evars]
+    env = [("TARGET_CONTAINER", "TARGET_CONTAINER")] + [(r[4], r[0]) for r in evars]
+    envs = "".join(f'            - name: "{e}"\n              value: "${{{v}}}"\n' for e, v in env)
+    return _header(f"{title}: LitmusChaos {fault}. {summary}", f"litmus/{db}-{fault}-engine", rows,
+                   f"Needs litmus/{fault}-setup applied in NAMESPACE first. Env values are strings.") + (
+        f'apiVersion: litmuschaos.io/v1alpha1\nkind: ChaosEngine\nmetadata:\n  name: "${{NAME}}"\n'
+        f'  namespace: "${{NAMESPACE}}"\n  labels:\n    "app.kubernetes.io/part-of": "chaostoolkit-db"\n'
+        f'spec:\n  engineState: "active"\n  appinfo:\n    appns: "${{APP_NAMESPACE}}"\n'
+        f'    applabel: "${{APP_LABEL}}"\n    appkind: "statefulset"\n  chaosServiceAccount: "{fault}-sa"\n'
+        f'  jobCleanUpPolicy: "delete"\n  experiments:\n    - name: "{fault}"\n      spec:\n        components:\n'
+        f"          env:\n{envs}"
+        f'        probe:\n          - name: "{db}-ready"\n            type: "httpProbe"\n'
+        f'            mode: "Continuous"\n            httpProbe/inputs:\n              url: "${{HEALTH_URL}}"\n'
+        f'              method:\n                get:\n                  criteria: "=="\n'
+        f'                  responseCode: "200"\n            runProperties:\n              probeTimeout: "5s"\n'
+        f'              interval: "2s"\n              retry: 1\n')
+
+
+def _render_all_chaosmesh() -> dict[str, str]:
+    return {f"{p.key}/{fault}.yaml": render_template_text(p, fault) for p in PROFILES.values() for fault in FAULTS}
+
+
+def render_all() -> dict[str, str]:
+    """Relative path -> text of every generated template (Chaos Mesh per database, Litmus)."""
+    out = _render_all_chaosmesh()
+    for fault in LITMUS_FAULTS:
+        out[f"litmus/{fault}-setup.yaml"] = litmus_setup_text(fault)
+        for db in LITMUS_DB:
+            out[f"litmus/{db}-{fault}-engine.yaml"] = litmus_engine_text(db, fault)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[2] / "chaos-mesh-manifests"))
+    for path in write_all(Path(ap.parse_args().out)):
+        print(path)
+
+
+if __name__ == "__main__":
+    main()

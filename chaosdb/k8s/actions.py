@@ -1,0 +1,228 @@
+"""Kubernetes-level failures for any StatefulSet, aimed at database roles (the thesis's pod and process levels,
+the Kubernetes evaluation's scaling and rolling restarts), through the official client.
+
+Targets: see :mod:`chaosdb.k8s.roles` (``{"role": "cockroach-leaseholder", "table": ..., "row": ...}``,
+``{"role": "tikv-leader", "key": ...}``, ``{"role": "patroni-primary"}``, ``{"pod": "name"}``).
+Unlike ``chaosk8s.pod.actions.exec_in_pods`` (which skips every pod unless a container name is given), the
+exec here always names the container and fails if it is not in the pod.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict
+
+from chaoslib.types import Configuration, Secrets
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.k8s import api
+from chaosdb.k8s.kubectl import SIGNALS, pod_summary
+from chaosdb.k8s.roles import resolve_target
+
+__all__ = ["delete_pods", "kill_container_process", "scale_statefulset", "restart_statefulset",
+           "wait_for_statefulset_ready"]
+
+
+def _pod_json(configuration, secrets, namespace: str, name: str) -> dict[str, Any]:
+    core = api.core_v1(configuration, secrets)
+    return pod_summary(api.call_json(f"reading pod {namespace}/{name}", core.read_namespaced_pod, name, namespace))
+
+
+def delete_pods(target: Dict[str, Any], grace_period_s: int = 30, force: bool = False,
+                wait_replaced: bool = True, timeout_s: float = 300.0, configuration: Configuration = None,
+                secrets: Secrets = None) -> Dict[str, Any]:
+    """Delete the target pod(s) with a grace period (``grace_period_s``), or ``force`` (grace period 0, the
+    thesis's hard pod failure). With ``wait_replaced`` returns once the StatefulSet's replacement (a new uid)
+    is Ready, with the time it took."""
+    if force and grace_period_s not in (0, 30):
+        raise ChaosDBError("force deletes with grace period 0: leave grace_period_s unset")
+    grace = 0 if force else int(grace_period_s)
+    if grace < 0:
+        raise ChaosDBError("grace_period_s must be >= 0")
+    resolved = resolve_target(target, configuration, secrets)
+    ns = resolved["namespace"]
+    core = api.core_v1(configuration, secrets)
+    before = {p: _pod_json(configuration, secrets, ns, p) for p in resolved["pods"]}
+    started = time.monotonic()
+    for pod in resolved["pods"]:
+        api.call_json(f"deleting pod {ns}/{pod}", core.delete_namespaced_pod, pod, ns, grace_period_seconds=grace)
+    result: dict[str, Any] = {"target": resolved, "grace_period_s": grace, "force": bool(force),
+                              "deleted": resolved["pods"], "old_uids": {p: b["uid"] for p, b in before.items()}}
+    if not wait_replaced:
+        return result
+    ready_after: dict[str, float] = {}
+    deadline = started + float(timeout_s)
+    while len(ready_after) < len(before):
+        for pod, old in before.items():
+            if pod in ready_after:
+                continue
+            try:
+                now = _pod_json(configuration, secrets, ns, pod)
+            except api.K8sApiError as e:
+                if e.status == 404:
+                    continue
+                raise
+            if now["uid"] != old["uid"] and now["ready"]:
+                ready_after[pod] = round(time.monotonic() - started, 3)
+        if time.monotonic() > deadline:
+            missing = sorted(set(before) - set(ready_after))
+            raise ChaosDBError(f"pod(s) {', '.join(missing)} not replaced and Ready {timeout_s:g}s after deletion")
+        time.sleep(0.2)
+    result["ready_after_s"] = ready_after
+    return result
+
+
+def kill_container_process(target: Dict[str, Any], container: str, signal: str = "KILL", pid: int = 1,
+                           wait_restarted: bool = True, timeout_s: float = 300.0,
+                           configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """``kill -s SIGNAL PID`` inside ``container`` of the target pod(s) (PID 1 is the database when the
+    container execs it): the thesis's process-level failure. The container name is required. With
+    ``wait_restarted`` returns once the kubelet restarted the container and the pod is Ready again."""
+    from kubernetes.stream import stream
+
+    sig = str(signal).upper().removeprefix("SIG")
+    if sig not in SIGNALS:
+        raise ChaosDBError(f"signal must be one of {', '.join(SIGNALS)}; got {signal!r}")
+    if not container:
+        raise ChaosDBError("name the container: pods with sidecars would otherwise get the default one")
+    if not str(pid).isdigit():
+        raise ChaosDBError(f"pid must be a number, got {pid!r}")
+    resolved = resolve_target(target, configuration, secrets)
+    ns = resolved["namespace"]
+    core = api.core_v1(configuration, secrets)
+    before = {}
+    for pod in resolved["pods"]:
+        info = _pod_json(configuration, secrets, ns, pod)
+        if container not in info["containers"]:
+            raise ChaosDBError(f"pod {ns}/{pod} has no container {container!r} (it has "
+                               f"{', '.join(info['containers'])})")
+        before[pod] = info
+    started = time.monotonic()
+    for pod in resolved["pods"]:
+        command = ["kill", "-s", sig, str(pid)]
+        resp = api.call(f"exec kill in {ns}/{pod}", stream, core.connect_get_namespaced_pod_exec, pod, ns,
+                        command=command, container=container, stderr=True, stdin=False, stdout=True, tty=False,
+                        _preload_content=False)
+        resp.run_forever(timeout=30)
+        code = resp.returncode
+        err = resp.read_channel(3) if hasattr(resp, "read_channel") else ""
+        resp.close()
+        if code not in (0, None):
+            raise ChaosDBError(f"kill -s {sig} {pid} in {ns}/{pod} ({container}) exited with {code}: {err}")
+    result: dict[str, Any] = {"target": resolved, "container": container, "signal": sig, "pid": int(pid),
+                              "restarts_before": {p: b["restarts"] for p, b in before.items()}}
+    if not wait_restarted:
+        return result
+    back: dict[str, float] = {}
+    deadline = started + float(timeout_s)
+    while len(back) < len(before):
+        for pod, old in before.items():
+            if pod in back:
+                continue
+            now = _pod_json(configuration, secrets, ns, pod)
+            if (now["restarts"] > old["restarts"] or now["uid"] != old["uid"]) and now["ready"]:
+                back[pod] = round(time.monotonic() - started, 3)
+        if time.monotonic() > deadline:
+            raise ChaosDBError(f"container {container} not restarted and Ready within {timeout_s:g}s in "
+                               f"{', '.join(sorted(set(before) - set(back)))}")
+        time.sleep(0.2)
+    result["ready_after_s"] = back
+    return result
+
+
+def _sts(configuration, secrets, namespace: str, name: str) -> dict[str, Any]:
+    apps = api.apps_v1(configuration, secrets)
+    return api.call_json(f"reading statefulset {namespace}/{name}", apps.read_namespaced_stateful_set, name,
+                         namespace)
+
+
+def wait_for_statefulset_ready(name: str, namespace: str = "", replicas: int = 0, timeout_s: float = 600.0,
+                               configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Wait until the StatefulSet has ``replicas`` (default: its spec) Ready pods, all on the current revision."""
+    ns = api.namespace_of(configuration, namespace)
+    started = time.monotonic()
+    while True:
+        sts = _sts(configuration, secrets, ns, name)
+        want = int(replicas or sts["spec"]["replicas"])
+        st = sts.get("status") or {}
+        if (st.get("readyReplicas") or 0) >= want and (st.get("updatedReplicas") or 0) >= want \
+                and st.get("observedGeneration", 0) >= sts["metadata"].get("generation", 0):
+            return {"name": name, "namespace": ns, "ready": st.get("readyReplicas"), "replicas": want,
+                    "waited_s": round(time.monotonic() - started, 3)}
+        if time.monotonic() - started > float(timeout_s):
+            raise ChaosDBError(f"statefulset {ns}/{name}: {st.get('readyReplicas') or 0}/{want} Ready, "
+                               f"{st.get('updatedReplicas') or 0} updated after {timeout_s:g}s")
+        time.sleep(0.2)
+
+
+def scale_statefulset(name: str, replicas: int, namespace: str = "", wait: bool = True,
+                      timeout_s: float = 600.0, configuration: Configuration = None,
+                      secrets: Secrets = None) -> Dict[str, Any]:
+    """Scale a StatefulSet (scale-out: the Kubernetes evaluation's elasticity test) through its ``/scale``
+    subresource. Refuses to scale to fewer than 1 replica. With ``wait`` returns the time until every new pod
+    is Ready (the database still has to rebalance: see ``ranges_per_node_over_time``)."""
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
+        raise ChaosDBError(f"replicas must be an integer >= 1, got {replicas!r}")
+    ns = api.namespace_of(configuration, namespace)
+    apps = api.apps_v1(configuration, secrets)
+    before = api.call_json(f"reading scale of {ns}/{name}", apps.read_namespaced_stateful_set_scale, name, ns)
+    previous = before["spec"]["replicas"]
+    api.call_json(f"scaling {ns}/{name} to {replicas}", apps.patch_namespaced_stateful_set_scale, name, ns,
+             {"spec": {"replicas": replicas}})
+    out: dict[str, Any] = {"name": name, "namespace": ns, "previous_replicas": previous, "replicas": replicas}
+    if wait:
+        out["ready_after_s"] = wait_for_statefulset_ready(name, ns, replicas, timeout_s, configuration,
+                                                          secrets)["waited_s"]
+    return out
+
+
+def restart_statefulset(name: str, namespace: str = "", image: str = "", container: str = "",
+                        wait: bool = True, timeout_s: float = 1200.0, configuration: Configuration = None,
+                        secrets: Secrets = None) -> Dict[str, Any]:
+    """Rolling restart (``kubectl rollout restart``: the ``kubectl.kubernetes.io/restartedAt`` template
+    annotation) or, with ``image`` and ``container``, a version change (hot swap). The StatefulSet replaces
+    pods one at a time from the highest ordinal; with ``wait`` returns when all are Ready on the new
+    revision, with the time it took and the pods seen not Ready while polling."""
+    ns = api.namespace_of(configuration, namespace)
+    if bool(image) != bool(container):
+        raise ChaosDBError("an image change needs both image and container")
+    sts = _sts(configuration, secrets, ns, name)
+    if container and container not in [c["name"] for c in sts["spec"]["template"]["spec"]["containers"]]:
+        raise ChaosDBError(f"statefulset {ns}/{name} has no container {container!r}")
+    if image:
+        patch = {"spec": {"template": {"spec": {"containers": [{"name": container, "image": image}]}}}}
+    else:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        patch = {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": stamp}}}}}
+    apps = api.apps_v1(configuration, secrets)
+    api.call_json(f"patching statefulset {ns}/{name}", apps.patch_namespaced_stateful_set, name, ns, patch)
+    out: dict[str, Any] = {"name": name, "namespace": ns, "image": image or None,
+                           "previous_image": None if not image else next(
+                               c.get("image") for c in sts["spec"]["template"]["spec"]["containers"]
+                               if c["name"] == container)}
+    if not wait:
+        return out
+    started = time.monotonic()
+    selector = ",".join(f"{k}={v}" for k, v in (sts["spec"]["selector"].get("matchLabels") or {}).items())
+    core = api.core_v1(configuration, secrets)
+    not_ready: dict[str, int] = {}
+    max_down = 0
+    time.sleep(0.1)
+    while True:
+        pods = api.call_json(f"listing pods of {ns}/{name}", core.list_namespaced_pod, ns, label_selector=selector)
+        summaries = [pod_summary(p) for p in pods.get("items") or []]
+        down = [p["name"] for p in summaries if not p["ready"]]
+        max_down = max(max_down, len(down))
+        for p in down:
+            not_ready[p] = not_ready.get(p, 0) + 1
+        st = _sts(configuration, secrets, ns, name).get("status") or {}
+        want = sts["spec"]["replicas"]
+        if (st.get("updatedReplicas") or 0) >= want and (st.get("readyReplicas") or 0) >= want and not down:
+            break
+        if time.monotonic() - started > float(timeout_s):
+            raise ChaosDBError(f"rolling restart of {ns}/{name} not finished after {timeout_s:g}s "
+                               f"({st.get('updatedReplicas') or 0}/{want} updated)")
+        time.sleep(0.2)
+    out.update({"duration_s": round(time.monotonic() - started, 3), "max_not_ready_together": max_down,
+                "pods_seen_not_ready": sorted(not_ready)})
+    return out

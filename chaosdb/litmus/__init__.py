@@ -1,0 +1,1 @@
+"""LitmusChaos: run a ChaosEngine, wait for its ChaosResult verdict, report probeSuccessPercentage."""

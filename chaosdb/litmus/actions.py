@@ -1,0 +1,138 @@
+"""LitmusChaos actions: create a ChaosEngine (from a template or a full object), wait for the ChaosResult
+verdict, stop the engine (``engineState: stop``) and delete it as the rollback.
+
+The ChaosExperiment and its service account must exist in the engine's namespace first (``litmus/<fault>-setup``
+templates); the engine is refused before creation when they do not, instead of the operator's
+``ChaosExperiment Not Found`` later.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict
+
+from chaoslib.types import Configuration, Secrets
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.k8s import api
+from chaosdb.litmus.results import GROUP, VERSION, result_name, summarise_result
+from chaosdb.manifests.validate import require_valid
+
+__all__ = ["run_chaos_engine", "wait_for_verdict", "stop_chaos_engine", "delete_chaos_engine"]
+
+_MANAGED = {"app.kubernetes.io/managed-by": "chaostoolkit-db"}
+
+
+def _custom(configuration, secrets):
+    return api.custom_objects(configuration, secrets)
+
+
+def run_chaos_engine(template: str = "", variables: Dict[str, Any] = None, engine: Dict[str, Any] = None,
+                     wait: bool = True, timeout_s: float = 900.0, fail_on_verdict: bool = False,
+                     configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Create a ChaosEngine from ``template`` (e.g. ``litmus/cockroachdb-pod-delete-engine`` with
+    ``variables``) or a full ``engine`` object, then (``wait``) wait for its verdict. Returns the ChaosResult
+    record: phase, verdict, ``probe_success_percentage`` (a number, or null while Awaited), probe verdicts.
+    ``fail_on_verdict`` makes a Fail/Error/Stopped verdict fail the action."""
+    if bool(template) == bool(engine):
+        raise ChaosDBError("give either template (with variables) or engine")
+    if template:
+        from chaosdb.manifests.templates import render
+
+        objects = [o for o in render(template, variables or {}).objects if o.get("kind") == "ChaosEngine"]
+        if len(objects) != 1:
+            raise ChaosDBError(f"template {template} does not hold exactly one ChaosEngine")
+        obj = objects[0]
+    else:
+        obj = dict(engine)
+    obj.setdefault("metadata", {}).setdefault("labels", {}).update(_MANAGED)
+    require_valid(obj, "ChaosEngine")
+    ns = api.namespace_of(configuration, obj["metadata"].get("namespace"))
+    obj["metadata"]["namespace"] = ns
+    custom = _custom(configuration, secrets)
+    for exp in obj["spec"].get("experiments") or []:
+        try:
+            api.call_json(f"reading ChaosExperiment {ns}/{exp['name']}", custom.get_namespaced_custom_object,
+                          GROUP, VERSION, ns, "chaosexperiments", exp["name"])
+        except api.K8sApiError as e:
+            if e.status == 404:
+                raise ChaosDBError(f"ChaosExperiment {exp['name']} is not installed in {ns}: apply "
+                                   f"`chaosdb manifests render litmus/{exp['name']}-setup --set NAMESPACE={ns}` "
+                                   "first") from None
+            raise
+    name = obj["metadata"]["name"]
+    api.call_json(f"creating ChaosEngine {ns}/{name}", custom.create_namespaced_custom_object, GROUP, VERSION, ns,
+                  "chaosengines", obj)
+    experiments = [e["name"] for e in obj["spec"].get("experiments") or []]
+    if not wait:
+        return {"engine": name, "namespace": ns, "experiments": experiments, "verdict": "Awaited"}
+    return wait_for_verdict(name, experiments[0], ns, timeout_s, fail_on_verdict, configuration, secrets)
+
+
+def wait_for_verdict(engine: str, experiment: str, namespace: str = "", timeout_s: float = 900.0,
+                     fail_on_verdict: bool = False, configuration: Configuration = None,
+                     secrets: Secrets = None) -> Dict[str, Any]:
+    """Wait until the ChaosResult ``<engine>-<experiment>`` has a final verdict (Pass, Fail, Stopped, Error).
+    Fails early when the engine reports the ChaosExperiment missing."""
+    ns = api.namespace_of(configuration, namespace)
+    custom = _custom(configuration, secrets)
+    started = time.monotonic()
+    rname = result_name(engine, experiment)
+    while True:
+        eng = api.call_json(f"reading ChaosEngine {ns}/{engine}", custom.get_namespaced_custom_object, GROUP,
+                            VERSION, ns, "chaosengines", engine)
+        for st in (eng.get("status") or {}).get("experiments") or []:
+            if st.get("name") == experiment and st.get("status") == "ChaosExperiment Not Found":
+                raise ChaosDBError(f"ChaosEngine {ns}/{engine}: ChaosExperiment {experiment} not found in {ns}")
+        try:
+            res = api.call_json(f"reading ChaosResult {ns}/{rname}", custom.get_namespaced_custom_object, GROUP,
+                                VERSION, ns, "chaosresults", rname)
+            record = summarise_result(res)
+        except api.K8sApiError as e:
+            if e.status != 404:
+                raise
+            record = None
+        if record and record["final"]:
+            record["engine_status"] = (eng.get("status") or {}).get("engineStatus")
+            record["waited_s"] = round(time.monotonic() - started, 3)
+            if fail_on_verdict and record["verdict"] != "Pass":
+                raise ChaosDBError(f"Litmus {experiment} on {ns}/{engine}: verdict {record['verdict']} "
+                                   f"(probe success {record['probe_success_percentage']}%)")
+            return record
+        if time.monotonic() - started > float(timeout_s):
+            raise ChaosDBError(f"no Litmus verdict for {ns}/{rname} after {timeout_s:g}s "
+                               f"(engine status {(eng.get('status') or {}).get('engineStatus')})")
+        time.sleep(0.25)
+
+
+def stop_chaos_engine(engine: str, namespace: str = "", configuration: Configuration = None,
+                      secrets: Secrets = None) -> Dict[str, Any]:
+    """Abort a running engine (``engineState: stop``); the operator stops the experiment and its helpers."""
+    ns = api.namespace_of(configuration, namespace)
+    custom = _custom(configuration, secrets)
+    try:
+        api.call_json(f"stopping ChaosEngine {ns}/{engine}", custom.patch_namespaced_custom_object, GROUP, VERSION,
+                      ns, "chaosengines", engine, {"spec": {"engineState": "stop"}})
+    except api.K8sApiError as e:
+        if e.status == 404:
+            return {"engine": engine, "namespace": ns, "stopped": False, "existed": False}
+        raise
+    return {"engine": engine, "namespace": ns, "stopped": True, "existed": True}
+
+
+def delete_chaos_engine(engine: str, namespace: str = "", stop_first: bool = True,
+                        configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Rollback: stop the engine (so helpers are withdrawn), then delete it. Idempotent. The ChaosResult is kept
+    (it holds the verdict history)."""
+    ns = api.namespace_of(configuration, namespace)
+    custom = _custom(configuration, secrets)
+    if stop_first:
+        stop_chaos_engine(engine, ns, configuration, secrets)
+    try:
+        api.call_json(f"deleting ChaosEngine {ns}/{engine}", custom.delete_namespaced_custom_object, GROUP, VERSION,
+                      ns, "chaosengines", engine)
+    except api.K8sApiError as e:
+        if e.status == 404:
+            return {"engine": engine, "namespace": ns, "deleted": False, "existed": False}
+        raise
+    return {"engine": engine, "namespace": ns, "deleted": True, "existed": True}
