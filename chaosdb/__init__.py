@@ -30,6 +30,7 @@ ACTIVITY_MODULES: dict[str, list[str]] = {
         "chaosdb.tikv.probes",
         "chaosdb.chaosmesh.probes",
         "chaosdb.litmus.probes",
+        "chaosdb.k8s.probes",
     ],
     "action": [
         "chaosdb.local.actions",

@@ -161,6 +161,8 @@ def scale_statefulset(name: str, replicas: int, namespace: str = "", wait: bool 
     """Scale a StatefulSet (scale-out: the Kubernetes evaluation's elasticity test) through its ``/scale``
     subresource. Refuses to scale to fewer than 1 replica. With ``wait`` returns the time until every new pod
     is Ready (the database still has to rebalance: see ``ranges_per_node_over_time``)."""
+    if isinstance(replicas, str) and replicas.strip().isdigit():
+        replicas = int(replicas)      # from an environment variable
     if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
         raise ChaosDBError(f"replicas must be an integer >= 1, got {replicas!r}")
     ns = api.namespace_of(configuration, namespace)

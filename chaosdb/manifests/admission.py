@@ -28,6 +28,7 @@ _OBJECT_META = {"name", "generateName", "namespace", "labels", "annotations", "f
                 "deletionGracePeriodSeconds", "managedFields", "selfLink"}
 _HUMAN_SIZE = re.compile(r"(\d+(\.\d+)*) ?([kKmMgGtTpP])?[iI]?[bB]?")
 _PERCENT_SIZE = re.compile(r"(\d+)%")
+_RATE = re.compile(r"\d+(bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps|tbps)")
 _CRON_FIELD = re.compile(r"[\d*/,\-?A-Za-z]+")
 _CRON_DESCRIPTORS = {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
 
@@ -176,6 +177,11 @@ def _network_chaos(spec: dict[str, Any], path: str) -> list[str]:
              "bandwidth": "bandwidth"}
     if action in needs and not spec.get(needs[action]):
         errors.append(f"{path}{needs[action]}: action {action!r} needs its {needs[action]!r} settings")
+    bandwidth = spec.get("bandwidth")
+    if isinstance(bandwidth, dict) and bandwidth.get("rate") is not None \
+            and not _RATE.fullmatch(str(bandwidth["rate"]).lower()):
+        errors.append(f"{path}bandwidth.rate: {bandwidth['rate']!r} is not a rate: an integer followed by "
+                      "bit, kbit, mbit, gbit, tbit (bits/s) or bps, kbps, mbps, gbps, tbps (bytes/s)")
     target = spec.get("target")
     if isinstance(target, dict):
         errors += _selector_errors(f"{path}target.", target)
