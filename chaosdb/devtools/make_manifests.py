@@ -8,6 +8,7 @@ chaosdb.devtools.make_manifests``.
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -205,6 +206,24 @@ FAULTS: dict[str, dict] = {
 }
 
 
+_RENDER_1 = ("# Valid as it is (the defaults). Change values: chaosdb manifests render {name} --set VAR=value "
+             "| kubectl apply -f -")
+_RENDER_2 = "# Lines marked '# ${VAR}' take the variables. Columns: name, type, default (- = required), meaning."
+
+
+def mark_defaults(text: str) -> str:
+    """Replace the ``${VAR}`` placeholders of the body by the header's defaults, marking each line."""
+    from chaosdb.manifests.templates import inline_defaults
+
+    head, sep, body = text.partition("# end-variables\n")
+    defaults = {}
+    for row in head.split("# chaosdb-variables:\n", 1)[1].splitlines():
+        m = re.match(r"#\s+([A-Z][A-Z0-9_]*)\s+\S+\s+('[^']*'|\S+)", row)
+        if m:
+            defaults[m.group(1)] = m.group(2).strip("'")
+    return head + sep + inline_defaults(body, defaults)
+
+
 def _fmt(text: str, p: Profile, fault: str, duration: str | None) -> str:
     return (text.replace("{key}", p.key).replace("{fault}", fault).replace("{namespace}", p.namespace)
             .replace("{title}", p.title).replace("{instance_var}", p.instance_var)
@@ -222,8 +241,7 @@ def render_template_text(p: Profile, fault: str) -> str:
     twidth = max(len(r[1]) for r in rows)
     dwidth = max(len(r[2]) for r in rows)
     header = [f"# {p.title}: {_fmt(f['doc'], p, fault, f['duration'])}", f"# {p.notes}", "#",
-              f"# Render: chaosdb manifests render {p.key}/{fault} --set NAME=value ... | kubectl apply -f -",
-              "# (or export every variable and use envsubst). Variables: name, type, default (- = required).",
+              _RENDER_1.format(name=f"{p.key}/{fault}"), _RENDER_2,
               "# chaosdb-variables:"]
     header += [f"#   {r[0]:<{width}}  {r[1]:<{twidth}}  {r[2]:<{dwidth}}  {r[3]}".rstrip() for r in rows]
     header.append("# end-variables")
@@ -320,8 +338,7 @@ def _header(summary: str, name: str, rows: list[tuple[str, str, str, str]], extr
     twidth = max(len(r[1]) for r in rows)
     dwidth = max(len(r[2]) for r in rows)
     out = [f"# {summary}"] + ([f"# {extra}"] if extra else []) + [
-        "#", f"# Render: chaosdb manifests render {name} --set NAME=value ... | kubectl apply -f -",
-        "# (or export every variable and use envsubst). Variables: name, type, default (- = required).",
+        "#", _RENDER_1.format(name=name), _RENDER_2,
         "# chaosdb-variables:"]
     out += [f"#   {r[0]:<{width}}  {r[1]:<{twidth}}  {r[2]:<{dwidth}}  {r[3]}".rstrip() for r in rows]
     return "\n".join(out + ["# end-variables"]) + "\n"
@@ -397,7 +414,7 @@ def render_all() -> dict[str, str]:
         out[f"litmus/{fault}-setup.yaml"] = litmus_setup_text(fault)
         for db in LITMUS_DB:
             out[f"litmus/{db}-{fault}-engine.yaml"] = litmus_engine_text(db, fault)
-    return out
+    return {rel: mark_defaults(text) for rel, text in out.items()}
 
 
 def main() -> None:

@@ -1,15 +1,23 @@
 """Manifest templates in ``chaos-mesh-manifests/``: list them, render them with every variable filled.
 
-A template is a YAML file with ``${VAR}`` placeholders and a header that documents each variable::
+A template is a valid manifest as it is (its values are the defaults: ``kubectl apply -f`` and any validator
+take it unchanged) with a header that documents each variable, and a marker comment on every line a variable
+sets::
 
     # chaosdb-variables:
-    #   NAME       name      cockroachdb-pod-kill   name of the chaos object
-    #   DURATION   duration  60s                    how long the fault lasts
+    #   NAME          name      cockroachdb-pod-kill   name of the chaos object
+    #   GRACE_PERIOD  integer   0                      seconds the database gets to shut down
     # end-variables
+    ...
+      name: "cockroachdb-pod-kill"  # ${NAME}
+      gracePeriod: 0  # ${GRACE_PERIOD}
+      path: "/cockroach/cockroach-data/**/*"  # ${DATA_PATH}/**/*
+      "cockroachdb":  # key: ${DB_NAMESPACE}
 
-Columns: name, type, default (``-`` = required), description. Values are checked against their type before
-they are substituted, so a value can never change the YAML structure (no newlines, quotes or ``${``), and
-the rendered objects are validated (CRD schema + admission rules) before they are printed or applied.
+Header columns: name, type, default (``-`` = required), description. The marker gives the value's format; a
+quoted value stays quoted (a string), a bare one stays bare (an integer). Values are checked against their
+type before they are substituted, so a value can never change the YAML structure (no newlines, quotes or
+``${``), and the rendered objects are validated (CRD schema + admission rules) before they are printed.
 """
 
 from __future__ import annotations
@@ -24,12 +32,16 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.timeutil import parse_go_duration
 
 __all__ = ["Variable", "Template", "templates_dir", "list_templates", "load_template", "render", "RenderResult",
-           "VARIABLE_TYPES", "check_value"]
+           "VARIABLE_TYPES", "check_value", "fill", "inline_defaults"]
 
 _HEADER_START = "# chaosdb-variables:"
 _HEADER_END = "# end-variables"
 _ROW = re.compile(r"#\s+([A-Z][A-Z0-9_]*)\s+(\S+)\s+('[^']*'|\S+)\s*(.*)")
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_KEY = r'(?:"[^"]*"|[A-Za-z0-9_./-]+)'
+_VALUE_MARK = re.compile(r'^(?P<head>\s*(?:-\s+)?(?:' + _KEY + r':\s+)?)(?P<value>"[^"]*"|[^\s#"][^#]*?)'
+                         r'\s+#\s(?P<fmt>[^#]*\$\{[^#]*)$')
+_KEY_MARK = re.compile(r'^(?P<head>\s*(?:-\s+)?)(?P<key>' + _KEY + r'):\s+#\skey:\s(?P<fmt>[^#]*\$\{[^#]*)$')
 _MODES = ("one", "all", "fixed", "fixed-percent", "random-max-percent")
 
 
@@ -151,11 +163,58 @@ def _parse(name: str, path: Path) -> Template:
         variables[vname] = Variable(vname, vtype, None if default == "-" else ("" if default == '""' else default),
                                     desc.strip())
     body = "\n".join(lines[end + 1:]) + "\n"
-    used = set(_PLACEHOLDER.findall(body))
+    used: set[str] = set()
+    for n, line in enumerate(lines[end + 1:], start=end + 2):
+        if "${" not in line:
+            continue
+        m = _KEY_MARK.match(line) or _VALUE_MARK.match(line)
+        if not m:
+            raise ChaosDBError(f"{path}:{n}: a ${{...}} outside a marker comment: {line.strip()!r}")
+        used |= set(_PLACEHOLDER.findall(m.group("fmt")))
     if used - set(variables):
         raise ChaosDBError(f"{path}: placeholders without a documented variable: {sorted(used - set(variables))}")
+    if set(variables) - used:
+        raise ChaosDBError(f"{path}: documented variables that no line uses: {sorted(set(variables) - used)}")
     kinds = re.findall(r"^kind:\s*(\S+)", body, flags=re.M)
     return Template(name, path, summary, variables, body, kinds)
+
+
+def fill(body: str, values: Mapping[str, str]) -> str:
+    """Replace every marked value (or key) by its format with ``values`` substituted; drop the markers."""
+    out = []
+    for line in body.splitlines():
+        if "${" in line:
+            key = _KEY_MARK.match(line)
+            m = key or _VALUE_MARK.match(line)
+            if m is None:
+                raise ChaosDBError(f"a ${{...}} outside a marker comment: {line.strip()!r}")
+            new = _PLACEHOLDER.sub(lambda p: values[p.group(1)], m.group("fmt").strip())
+            if key:
+                line = f'{m.group("head")}"{new}":'
+            else:
+                quoted = m.group("value").startswith('"')
+                line = m.group("head") + (f'"{new}"' if quoted else new)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def inline_defaults(text: str, defaults: Mapping[str, str]) -> str:
+    """Turn ``key: "${VAR}"`` placeholder lines into ``key: "default"  # ${VAR}`` marker lines (generators)."""
+    out = []
+    for line in text.splitlines():
+        if "${" in line and not line.lstrip().startswith("#"):
+            sub = _PLACEHOLDER.sub(lambda p: defaults[p.group(1)], line)
+            km = re.match(r'^(\s*(?:-\s+)?)"([^"]*)":\s*$', line)
+            if km:
+                line = f'{sub.rstrip()}  # key: {km.group(2)}'
+            else:
+                vm = re.match(r'^(\s*(?:-\s+)?(?:' + _KEY + r':\s+)?)("([^"]*)"|(\S+))\s*$', line)
+                if not vm:
+                    raise ValueError(f"cannot mark {line!r}")
+                fmt = vm.group(3) if vm.group(3) is not None else vm.group(4)
+                line = f"{sub.rstrip()}  # {fmt}"
+        out.append(line)
+    return "\n".join(out) + "\n"
 
 
 def list_templates(directory: str | os.PathLike | None = None) -> list[Template]:
@@ -199,8 +258,7 @@ def render(name: str, values: Mapping[str, Any] | None = None, directory: str | 
             raise ChaosDBError(f"{template.name} needs {var.name} ({var.description})")
         else:
             filled[var.name] = check_value(var, var.default) if var.default != "" else ""
-    text = _PLACEHOLDER.sub(lambda m: filled[m.group(1)], template.body)
-    text = f"# rendered from chaosdb template {template.name}\n" + text
+    text = f"# rendered from chaosdb template {template.name}\n" + fill(template.body, filled)
     objects = load_documents(text, template.name)
     if validate:
         bad = [r for r in validate_documents(objects, template.name) if not r.ok]

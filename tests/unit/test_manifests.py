@@ -130,6 +130,19 @@ def test_every_template_renders_valid_objects_for_both_validators(independent):
                      "ChaosEngine", "ChaosExperiment", "ServiceAccount", "Role", "RoleBinding", "CronJob"}
 
 
+def test_every_template_file_is_valid_as_it_is_and_holds_its_defaults(independent):
+    root = templates_dir()
+    for t in list_templates():
+        raw = _docs(t.path)
+        assert raw, t.name
+        for obj in raw:
+            assert validate_object(obj, t.name).ok, t.name
+            assert independent(obj) == [], t.name
+        values = {"IMAGE": "registry.example.com/chaosdb:0.1.0"} if "IMAGE" in t.variables else {}
+        assert render(t.name, values).objects == raw, f"{t.name}: inline values differ from the header defaults"
+    assert len(list(root.rglob("*.yaml"))) == len(list_templates())
+
+
 def test_render_fills_values_with_the_types_the_api_wants():
     obj = render("cockroachdb/pod-kill", {"GRACE_PERIOD": 7, "VALUE": 2, "INSTANCE": "prod",
                                           "DB_NAMESPACE": "crdb"}).objects[0]
@@ -302,3 +315,18 @@ def test_validate_reads_multi_document_text_and_reports_broken_yaml():
     assert [r.kind for r in reports] == ["ServiceAccount", "Role", "RoleBinding"] and all(r.ok for r in reports)
     with pytest.raises(ValueError, match="not valid YAML"):
         validate_text("a: [b", "broken")
+
+
+def test_template_format_errors_are_caught(tmp_path):
+    head = ("# t\n# chaosdb-variables:\n#   NAME  name  x  the name\n#   GRACE  integer  0  seconds\n"
+            "# end-variables\n")
+    body = ('apiVersion: chaos-mesh.org/v1alpha1\nkind: PodChaos\nmetadata:\n  name: "x"  # ${NAME}\nspec:\n'
+            '  action: "pod-kill"\n  mode: "one"\n  gracePeriod: 0  # ${GRACE}\n  selector: {}\n')
+    (tmp_path / "ok.yaml").write_text(head + body)
+    assert render("ok", {"GRACE": 3, "NAME": "y"}, tmp_path).objects[0]["spec"]["gracePeriod"] == 3
+    (tmp_path / "loose.yaml").write_text(head + body.replace('"pod-kill"', '"${NAME}"'))
+    with pytest.raises(ChaosDBError, match="outside a marker comment"):
+        render("loose", {}, tmp_path)
+    (tmp_path / "unused.yaml").write_text(head + body.replace("  # ${GRACE}", ""))
+    with pytest.raises(ChaosDBError, match="no line uses: \\['GRACE'\\]"):
+        render("unused", {}, tmp_path)
