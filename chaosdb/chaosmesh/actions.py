@@ -17,7 +17,7 @@ from chaoslib.types import Configuration, Secrets
 from chaosdb.chaosmesh.objects import (GROUP, KINDS, MANAGED_BY, PAUSE_ANNOTATION, VERSION, build_object,
                                        plural_of, summarise, target_selector)
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.k8s import api
+from chaosdb.k8s import api, created
 from chaosdb.k8s.roles import resolve_target
 
 __all__ = ["create_chaos", "wait_until_injected", "wait_until_recovered", "pause_chaos", "resume_chaos",
@@ -79,7 +79,8 @@ def create_chaos(kind: str = "", spec: Dict[str, Any] = None, template: str = ""
     obj = build_object(kind, name, namespace, spec, labels)
     custom = api.custom_objects(configuration, secrets)
     api.call_json(f"creating {kind} {namespace}/{name}", custom.create_namespaced_custom_object,
-             GROUP, VERSION, namespace, plural_of(kind), obj)
+                  GROUP, VERSION, namespace, plural_of(kind), obj)
+    created.remember(kind, name, namespace, configuration, secrets)
     result: dict[str, Any]
     if wait and kind not in ("Schedule", "Workflow"):
         try:
@@ -181,6 +182,7 @@ def delete_chaos(kind: str, name: str, namespace: str = "", wait: bool = True, t
                  GROUP, VERSION, namespace, plural_of(kind), name)
     except api.K8sApiError as e:
         if e.status == 404:
+            created.forget(kind, name, namespace)
             return {"name": name, "namespace": namespace, "kind": kind, "deleted": True, "existed": False,
                     "waited_s": 0.0}
         raise
@@ -197,6 +199,7 @@ def delete_chaos(kind: str, name: str, namespace: str = "", wait: bool = True, t
             raise ChaosDBError(f"{kind} {namespace}/{name} still present {timeout_s:g}s after deletion: "
                                f"records not recovered: {last.get('records')}")
         time.sleep(0.2)
+    created.forget(kind, name, namespace)
     return {"name": name, "namespace": namespace, "kind": kind, "deleted": wait, "existed": True,
             "waited_s": round(time.monotonic() - started, 3)}
 

@@ -21,6 +21,9 @@ def _env(key: str, default: Any) -> dict[str, Any]:
     return {"type": "env", "key": key, "default": default}
 
 
+#: deletes what an interrupted run left behind (Chaos Toolkit skips rollbacks on Ctrl-C / SIGTERM)
+CONTROL = {"name": "chaosdb-kubernetes", "provider": {"type": "python", "module": "chaosdb.k8s.control"}}
+
 BASE_CONFIG = {
     "k8s_kubeconfig": _env("CHAOSDB_KUBECONFIG", ""),
     "k8s_namespace": _env("CHAOSDB_K8S_NAMESPACE", "cockroachdb"),
@@ -60,6 +63,7 @@ def _experiment(title: str, description: str, tags: list[str], configuration: di
                 hypothesis: list[dict[str, Any]], method: list[dict[str, Any]],
                 rollbacks: list[dict[str, Any]]) -> dict[str, Any]:
     return {"version": "1.0.0", "title": title, "description": description, "tags": ["kubernetes", *tags],
+            "controls": [CONTROL],
             "configuration": {**BASE_CONFIG, **configuration},
             "steady-state-hypothesis": {"title": "the database is whole", "probes": hypothesis},
             "method": method, "rollbacks": rollbacks}

@@ -14,7 +14,7 @@ from typing import Any, Dict
 from chaoslib.types import Configuration, Secrets
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.k8s import api
+from chaosdb.k8s import api, created
 from chaosdb.litmus.results import GROUP, VERSION, result_name, summarise_result
 from chaosdb.manifests.validate import require_valid
 
@@ -63,6 +63,7 @@ def run_chaos_engine(template: str = "", variables: Dict[str, Any] = None, engin
     name = obj["metadata"]["name"]
     api.call_json(f"creating ChaosEngine {ns}/{name}", custom.create_namespaced_custom_object, GROUP, VERSION, ns,
                   "chaosengines", obj)
+    created.remember("ChaosEngine", name, ns, configuration, secrets)
     experiments = [e["name"] for e in obj["spec"].get("experiments") or []]
     if not wait:
         return {"engine": name, "namespace": ns, "experiments": experiments, "verdict": "Awaited"}
@@ -133,6 +134,8 @@ def delete_chaos_engine(engine: str, namespace: str = "", stop_first: bool = Tru
                       ns, "chaosengines", engine)
     except api.K8sApiError as e:
         if e.status == 404:
+            created.forget("ChaosEngine", engine, ns)
             return {"engine": engine, "namespace": ns, "deleted": False, "existed": False}
         raise
+    created.forget("ChaosEngine", engine, ns)
     return {"engine": engine, "namespace": ns, "deleted": True, "existed": True}

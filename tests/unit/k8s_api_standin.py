@@ -656,3 +656,52 @@ class _Handler(BaseHTTPRequestHandler):
             head += bytes([127]) + struct.pack("!Q", n)
         self.wfile.write(head + payload)
         self.wfile.flush()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the stand-in by hand, to try the Kubernetes experiments without a cluster::
+
+        python -m tests.unit.k8s_api_standin --kubeconfig /tmp/standin.kubeconfig \\
+            --statefulset cockroachdb/cockroachdb=3 --litmus pod-delete
+        CHAOSDB_KUBECONFIG=/tmp/standin.kubeconfig chaos run experiments/kubernetes/...json
+    """
+    import argparse
+    from pathlib import Path
+
+    from chaosdb.manifests.templates import render
+
+    ap = argparse.ArgumentParser(description="A local Kubernetes API stand-in with Chaos Mesh and Litmus")
+    ap.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig pointing at it")
+    ap.add_argument("--statefulset", action="append", default=[], metavar="NAMESPACE/NAME=REPLICAS",
+                    help="a StatefulSet with CockroachDB Helm labels and containers db (repeatable)")
+    ap.add_argument("--litmus", action="append", default=[], metavar="FAULT",
+                    help="pre-install the ChaosExperiment of a Litmus fault in every StatefulSet's namespace")
+    ap.add_argument("--verdict", default="Pass", choices=["Pass", "Fail"], help="Litmus verdict to report")
+    args = ap.parse_args(argv)
+    standin = KubeStandin(restart_s=3.0, select_s=0.5, inject_s=1.0, recover_s=0.5, litmus_run_s=20.0).start()
+    standin.litmus_verdict = args.verdict
+    standin.litmus_probe_success = "100" if args.verdict == "Pass" else "0"
+    namespaces = set()
+    for spec in args.statefulset or ["cockroachdb/cockroachdb=3"]:
+        where, _, replicas = spec.partition("=")
+        ns, _, name = where.partition("/")
+        standin.add_statefulset(name, ns, int(replicas or 3), {"app.kubernetes.io/name": "cockroachdb",
+                                                               "app.kubernetes.io/instance": name})
+        namespaces.add(ns)
+    for fault in args.litmus:
+        for ns in namespaces:
+            for obj in render(f"litmus/{fault}-setup", {"NAMESPACE": ns}).objects:
+                if obj["kind"] == "ChaosExperiment":
+                    standin.handle("POST", f"/apis/litmuschaos.io/v1alpha1/namespaces/{ns}/chaosexperiments", {},
+                                   obj)
+    standin.write_kubeconfig(Path(args.kubeconfig))
+    print(f"Kubernetes API stand-in on {standin.url}; kubeconfig {args.kubeconfig}; Ctrl-C stops it", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        standin.stop()
+
+
+if __name__ == "__main__":
+    main()
