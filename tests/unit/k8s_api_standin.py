@@ -130,6 +130,7 @@ class KubeStandin:
         self.objects: dict[tuple[str, str, str, str], dict[str, Any]] = {}   # (group, plural, ns, name)
         self.requests: list[tuple[str, str]] = []
         self.execs: list[dict[str, Any]] = []
+        self.posted: list[dict[str, Any]] = []        # every object a client tried to create
         self.events: list[dict[str, Any]] = []
         self.server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -487,6 +488,7 @@ class KubeStandin:
     def _custom(self, method, group, plural, kind, ns, name, query, body):
         now = time.time()
         if method == "POST":
+            self.posted.append(copy.deepcopy(body or {}))
             obj = copy.deepcopy(body or {})
             meta = obj.setdefault("metadata", {})
             name = meta.get("name")

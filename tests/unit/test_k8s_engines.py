@@ -23,6 +23,7 @@ from chaosdb.k8s.roles import resolve_target
 from chaosdb.litmus import actions as litmus
 from chaosdb.litmus import probes as litmus_probes
 from chaosdb.manifests.templates import render
+from chaosdb.manifests.validate import validate_object
 from tests.unit.k8s_api_standin import KubeStandin
 from tests.unit.pd_standin import PDStandin
 from tests.unit.test_cockroach_actions import crdb  # noqa: F401 - the simulated CockroachDB cluster fixture
@@ -41,6 +42,10 @@ def kube(tmp_path):
     yield standin
     standin.stop()
     api.reset_clients()
+    # every object the activities sent passes the offline validation (schema + webhook rules)
+    for body in standin.posted:
+        report = validate_object(body)
+        assert report.ok, (body.get("kind"), report.errors)
 
 
 def _template_vars(**extra):
