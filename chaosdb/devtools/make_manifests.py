@@ -20,10 +20,9 @@ class Profile:
     key: str
     title: str
     namespace: str
-    instance_var: str
-    instance_default: str
-    instance_doc: str
-    labels: tuple[tuple[str, str], ...]
+    selector_vars: tuple[tuple[str, str, str, str], ...]   # variable rows the pod selector uses
+    labels: tuple[tuple[str, str], ...]                     # labelSelectors (when no expression)
+    expression: tuple[str, str] | None                      # (key, value) of an `In` expressionSelector
     container: str
     data_path: str
     first_pod: str
@@ -33,19 +32,23 @@ class Profile:
 
 PROFILES = {
     "cockroachdb": Profile(
-        key="cockroachdb", title="CockroachDB", namespace="cockroachdb", instance_var="INSTANCE",
-        instance_default="cockroachdb",
-        instance_doc="app.kubernetes.io/instance: the Helm release or the CrdbCluster (operator) name",
-        labels=(("app.kubernetes.io/name", "cockroachdb"), ("app.kubernetes.io/instance", "${INSTANCE}")),
+        key="cockroachdb", title="CockroachDB", namespace="cockroachdb",
+        selector_vars=(("LABEL_KEY", "labelkey", "app.kubernetes.io/name",
+                        "label of the pods: app for the StatefulSet of CockroachDB's docs, "
+                        "app.kubernetes.io/instance to tell clusters apart"),
+                       ("LABEL_VALUE", "labelvalue", "cockroachdb", "its value (the release or cluster name for "
+                                                                     "app.kubernetes.io/instance)")),
+        labels=(), expression=("${LABEL_KEY}", "${LABEL_VALUE}"),
         container="db", data_path="/cockroach/cockroach-data",
         first_pod="cockroachdb-0", second_pod="cockroachdb-1",
         notes="Pods of the official Helm chart and of the CockroachDB operator (both label\n"
-              "# app.kubernetes.io/name=cockroachdb and app.kubernetes.io/instance=<release or cluster>; the\n"
-              "# database container is called db in both)."),
+              "# app.kubernetes.io/name=cockroachdb; database container db) or, with LABEL_KEY=app and\n"
+              "# CONTAINER=cockroachdb, of the StatefulSet in CockroachDB's docs (label app=cockroachdb)."),
     "tikv": Profile(
-        key="tikv", title="TiKV", namespace="tidb-cluster", instance_var="CLUSTER", instance_default="basic",
-        instance_doc="app.kubernetes.io/instance: the TidbCluster name",
+        key="tikv", title="TiKV", namespace="tidb-cluster",
+        selector_vars=(("CLUSTER", "labelvalue", "basic", "app.kubernetes.io/instance: the TidbCluster name"),),
         labels=(("app.kubernetes.io/component", "tikv"), ("app.kubernetes.io/instance", "${CLUSTER}")),
+        expression=None,
         container="tikv", data_path="/var/lib/tikv", first_pod="basic-tikv-0", second_pod="basic-tikv-1",
         notes="TiKV pods of a TiDB Operator cluster (labels app.kubernetes.io/component=tikv and\n"
               "# app.kubernetes.io/instance=<TidbCluster name>; container tikv, data in /var/lib/tikv)."),
@@ -56,7 +59,6 @@ _COMMON = [
     ("NAME", "name", "{key}-{fault}", "name of the chaos object"),
     ("NAMESPACE", "label", "chaos-testing", "namespace the chaos object is created in"),
     ("DB_NAMESPACE", "label", "{namespace}", "namespace of the {title} pods"),
-    ("{instance_var}", "labelvalue", "{instance_default}", "{instance_doc}"),
 ]
 _TARGET = [
     ("MODE", "mode", "fixed", "how many selected pods are hit"),
@@ -68,8 +70,12 @@ _DURATION = [("DURATION", "duration", "{duration}", "how long the fault lasts (G
 
 def _selector(p: Profile, indent: int, ns_var: str = "DB_NAMESPACE") -> str:
     pad = " " * indent
-    lines = [f"{pad}selector:", f"{pad}  namespaces:", f'{pad}    - "${{{ns_var}}}"', f"{pad}  labelSelectors:"]
-    lines += [f'{pad}    "{k}": "{v}"' for k, v in p.labels]
+    lines = [f"{pad}selector:", f"{pad}  namespaces:", f'{pad}    - "${{{ns_var}}}"']
+    if p.expression:
+        lines += [f"{pad}  expressionSelectors:", f'{pad}    - key: "{p.expression[0]}"', f'{pad}      operator: "In"',
+                  f"{pad}      values:", f'{pad}        - "{p.expression[1]}"']
+    else:
+        lines += [f"{pad}  labelSelectors:"] + [f'{pad}    "{k}": "{v}"' for k, v in p.labels]
     return "\n".join(lines)
 
 
@@ -226,8 +232,7 @@ def mark_defaults(text: str) -> str:
 
 def _fmt(text: str, p: Profile, fault: str, duration: str | None) -> str:
     return (text.replace("{key}", p.key).replace("{fault}", fault).replace("{namespace}", p.namespace)
-            .replace("{title}", p.title).replace("{instance_var}", p.instance_var)
-            .replace("{instance_default}", p.instance_default).replace("{instance_doc}", p.instance_doc)
+            .replace("{title}", p.title)
             .replace("{container}", p.container).replace("{data_path}", p.data_path)
             .replace("{first_pod}", p.first_pod).replace("{second_pod}", p.second_pod)
             .replace("{duration}", duration or ""))
@@ -235,7 +240,7 @@ def _fmt(text: str, p: Profile, fault: str, duration: str | None) -> str:
 
 def render_template_text(p: Profile, fault: str) -> str:
     f = FAULTS[fault]
-    rows = [r for r in _COMMON if not (f["kind"] == "Workflow" and r[0] == "{instance_var}")] + f["vars"]
+    rows = list(_COMMON) + ([] if f["kind"] == "Workflow" else list(p.selector_vars)) + f["vars"]
     rows = [tuple(_fmt(c, p, fault, f["duration"]) for c in r) for r in rows]
     width = max(len(r[0]) for r in rows)
     twidth = max(len(r[1]) for r in rows)

@@ -10,7 +10,7 @@ exec here always names the container and fails if it is not in the pod.
 from __future__ import annotations
 
 import time
-from typing import Any, Dict
+from typing import Any, Callable, Dict
 
 from chaoslib.types import Configuration, Secrets
 
@@ -26,6 +26,31 @@ __all__ = ["delete_pods", "kill_container_process", "scale_statefulset", "restar
 def _pod_json(configuration, secrets, namespace: str, name: str) -> dict[str, Any]:
     core = api.core_v1(configuration, secrets)
     return pod_summary(api.call_json(f"reading pod {namespace}/{name}", core.read_namespaced_pod, name, namespace))
+
+
+def _wait_for_pods(configuration, secrets, ns: str, before: dict[str, dict[str, Any]], started: float,
+                   timeout_s: float, what: str, done: Callable[[dict, dict], bool]) -> dict[str, float]:
+    """Poll each pod until ``done(old, now)``; seconds from ``started`` per pod. A pod that is gone (404) for a
+    moment is being replaced: keep polling."""
+    reached: dict[str, float] = {}
+    deadline = started + float(timeout_s)
+    while len(reached) < len(before):
+        for pod, old in before.items():
+            if pod in reached:
+                continue
+            try:
+                now = _pod_json(configuration, secrets, ns, pod)
+            except api.K8sApiError as e:
+                if e.status == 404:
+                    continue
+                raise
+            if done(old, now):
+                reached[pod] = round(time.monotonic() - started, 3)
+        if time.monotonic() > deadline:
+            missing = ", ".join(sorted(set(before) - set(reached)))
+            raise ChaosDBError(f"pod(s) {missing} not {what} within {timeout_s:g}s")
+        time.sleep(0.2)
+    return reached
 
 
 def delete_pods(target: Dict[str, Any], grace_period_s: int = 30, force: bool = False,
@@ -50,25 +75,9 @@ def delete_pods(target: Dict[str, Any], grace_period_s: int = 30, force: bool = 
                               "deleted": resolved["pods"], "old_uids": {p: b["uid"] for p, b in before.items()}}
     if not wait_replaced:
         return result
-    ready_after: dict[str, float] = {}
-    deadline = started + float(timeout_s)
-    while len(ready_after) < len(before):
-        for pod, old in before.items():
-            if pod in ready_after:
-                continue
-            try:
-                now = _pod_json(configuration, secrets, ns, pod)
-            except api.K8sApiError as e:
-                if e.status == 404:
-                    continue
-                raise
-            if now["uid"] != old["uid"] and now["ready"]:
-                ready_after[pod] = round(time.monotonic() - started, 3)
-        if time.monotonic() > deadline:
-            missing = sorted(set(before) - set(ready_after))
-            raise ChaosDBError(f"pod(s) {', '.join(missing)} not replaced and Ready {timeout_s:g}s after deletion")
-        time.sleep(0.2)
-    result["ready_after_s"] = ready_after
+    result["ready_after_s"] = _wait_for_pods(
+        configuration, secrets, ns, before, started, timeout_s, "replaced and Ready after deletion",
+        lambda old, now: now["uid"] != old["uid"] and now["ready"])
     return result
 
 
@@ -113,20 +122,9 @@ def kill_container_process(target: Dict[str, Any], container: str, signal: str =
                               "restarts_before": {p: b["restarts"] for p, b in before.items()}}
     if not wait_restarted:
         return result
-    back: dict[str, float] = {}
-    deadline = started + float(timeout_s)
-    while len(back) < len(before):
-        for pod, old in before.items():
-            if pod in back:
-                continue
-            now = _pod_json(configuration, secrets, ns, pod)
-            if (now["restarts"] > old["restarts"] or now["uid"] != old["uid"]) and now["ready"]:
-                back[pod] = round(time.monotonic() - started, 3)
-        if time.monotonic() > deadline:
-            raise ChaosDBError(f"container {container} not restarted and Ready within {timeout_s:g}s in "
-                               f"{', '.join(sorted(set(before) - set(back)))}")
-        time.sleep(0.2)
-    result["ready_after_s"] = back
+    result["ready_after_s"] = _wait_for_pods(
+        configuration, secrets, ns, before, started, timeout_s, f"with container {container} restarted and Ready",
+        lambda old, now: (now["restarts"] > old["restarts"] or now["uid"] != old["uid"]) and now["ready"])
     return result
 
 

@@ -56,6 +56,9 @@ VARIABLE_TYPES: dict[str, tuple[Any, str]] = {
              "a DNS-1123 name: lower case letters, digits, '-', '.', at most 63 characters"),
     "label": (lambda v: len(v) <= 63 and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", v),
               "a DNS-1123 label: lower case letters, digits and '-', at most 63 characters"),
+    "labelkey": (lambda v: len(v) <= 316 and re.fullmatch(
+        r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?",
+        v), "a label key: [prefix/]name, e.g. app.kubernetes.io/name"),
     "labelvalue": (lambda v: len(v) <= 63 and re.fullmatch(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?", v),
                    "a label value: letters, digits, '-', '_', '.', at most 63 characters"),
     "integer": (lambda v: re.fullmatch(r"-?\d{1,18}", v), "an integer"),

@@ -57,14 +57,18 @@ def _retrans() -> int:
     return int(lines[1][lines[0].index("RetransSegs")])
 
 
-def _query_rtts(dsn: str, n: int = 15, sql: str = "select 1") -> list[float]:
+def _rtts_on(c, n: int, sql: str) -> list[float]:
     out = []
-    with psycopg.connect(dsn, autocommit=True) as c:
-        for _ in range(n):
-            t = time.perf_counter()
-            c.execute(sql).fetchall()
-            out.append(time.perf_counter() - t)
+    for _ in range(n):
+        t = time.perf_counter()
+        c.execute(sql).fetchall()
+        out.append(time.perf_counter() - t)
     return out
+
+
+def _query_rtts(dsn: str, n: int = 15, sql: str = "select 1") -> list[float]:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        return _rtts_on(c, n, sql)
 
 
 # ---------------------------------------------------------------------------
@@ -209,6 +213,9 @@ def test_loss_raises_retransmissions_and_latency(no_residue, config, kind):
     dsn = layout.node_dsn(leader)
     sql = "select repeat('x', 30000)"
     base = _query_rtts(dsn, 40, sql)
+    # connect before the loss: what is measured is the queries' latency; a connection set up under 15 % loss
+    # can lose its SYNs for longer than connect_timeout (1 s + 2 s retransmissions), which is another effect
+    conn = psycopg.connect(dsn, autocommit=True)
     r0 = _retrans()
     if kind == "random":
         actions.lose_packets(target=leader, loss_percent=15, scope="clients", configuration=config)
@@ -216,9 +223,10 @@ def test_loss_raises_retransmissions_and_latency(no_residue, config, kind):
         actions.lose_packets_in_bursts(target=leader, loss_percent=15, mean_burst_packets=4, scope="clients",
                                        configuration=config)
     try:
-        lossy = _query_rtts(dsn, 40, sql)
+        lossy = _rtts_on(conn, 40, sql)
     finally:
         done = actions.revert_faults(configuration=config)
+        conn.close()
     retrans = _retrans() - r0
     assert retrans >= 5, f"only {retrans} TCP retransmissions with 15 % loss"
     assert sum(lossy) > 5 * sum(base) and max(lossy) >= 0.2, (sum(base), sum(lossy), max(lossy))

@@ -234,8 +234,17 @@ class KubeStandin:
             return [p for p in out if p and p.deleting_at is None]
         namespaces = sel.get("namespaces") or [default_ns]
         labels = sel.get("labelSelectors") or {}
+        expressions = sel.get("expressionSelectors") or []
+
+        def expr_ok(pod_labels: dict[str, str], e: dict[str, Any]) -> bool:
+            op, have = e.get("operator"), pod_labels.get(e.get("key"))
+            return {"In": have in (e.get("values") or []),
+                    "NotIn": have not in (e.get("values") or []),
+                    "Exists": have is not None, "DoesNotExist": have is None}[op]
+
         pods = [p for p in self.pods.values() if p.namespace in namespaces and p.deleting_at is None
-                and all(p.labels.get(k) == v for k, v in labels.items())]
+                and all(p.labels.get(k) == v for k, v in labels.items())
+                and all(expr_ok(p.labels, e) for e in expressions)]
         pods.sort(key=lambda p: p.name)
         mode, value = spec.get("mode"), spec.get("value")
         if mode == "one":

@@ -105,7 +105,7 @@ def test_pod_kill_aimed_at_a_named_pod_really_kills_it_and_never_recovers(kube):
 
 def test_nothing_selected_fails_and_rolls_back(kube):
     with pytest.raises(ChaosDBError, match="no pod was selected: check the selector"):
-        cm.create_chaos(template="cockroachdb/stress-cpu", variables=_template_vars(INSTANCE="other"), timeout_s=1.5,
+        cm.create_chaos(template="cockroachdb/stress-cpu", variables=_template_vars(LABEL_VALUE="other"), timeout_s=1.5,
                         configuration=kube.cfg)
     assert not [k for k in kube.objects if k[1] == "stresschaos"]      # deleted after the failed wait
 

@@ -144,11 +144,13 @@ def test_every_template_file_is_valid_as_it_is_and_holds_its_defaults(independen
 
 
 def test_render_fills_values_with_the_types_the_api_wants():
-    obj = render("cockroachdb/pod-kill", {"GRACE_PERIOD": 7, "VALUE": 2, "INSTANCE": "prod",
-                                          "DB_NAMESPACE": "crdb"}).objects[0]
+    obj = render("cockroachdb/pod-kill", {"GRACE_PERIOD": 7, "VALUE": 2, "LABEL_KEY": "app.kubernetes.io/instance",
+                                          "LABEL_VALUE": "prod", "DB_NAMESPACE": "crdb"}).objects[0]
     assert obj["spec"]["gracePeriod"] == 7 and obj["spec"]["value"] == "2"
-    assert obj["spec"]["selector"] == {"namespaces": ["crdb"], "labelSelectors": {
-        "app.kubernetes.io/name": "cockroachdb", "app.kubernetes.io/instance": "prod"}}
+    assert obj["spec"]["selector"] == {"namespaces": ["crdb"], "expressionSelectors": [
+        {"key": "app.kubernetes.io/instance", "operator": "In", "values": ["prod"]}]}
+    docs = render("cockroachdb/container-kill", {"LABEL_KEY": "app", "CONTAINER": "cockroachdb"}).objects[0]
+    assert docs["spec"]["selector"]["expressionSelectors"][0]["key"] == "app"
     loss = render("tikv/network-loss", {"LOSS": "25", "CORRELATION": "75"}).objects[0]["spec"]
     assert loss["loss"] == {"loss": "25", "correlation": "75"} and loss["selector"]["labelSelectors"][
         "app.kubernetes.io/component"] == "tikv"
@@ -165,7 +167,8 @@ def test_render_fills_values_with_the_types_the_api_wants():
     ({"NOPE": "1"}, "has no variable"),
     ({"GRACE_PERIOD": "5\nextra: 1"}, "expected an integer"),
     ({"DB_NAMESPACE": 'x"; y'}, "DNS-1123 label"),
-    ({"INSTANCE": "${NAME}"}, "not valid"),
+    ({"LABEL_VALUE": "${NAME}"}, "not valid"),
+    ({"LABEL_KEY": "app/x/y"}, "a label key"),
     ({"MODE": "some"}, "one of one, all, fixed"),
     ({"MODE": "fixed", "VALUE": "0"}, "above 0"),
 ])
