@@ -40,6 +40,10 @@ interleave with transactions that finished before the stall.
   onset is used for the end: the disturbance is the onset run and every following run of
   ``run_length`` that starts less than ``quiet_s`` after the previous one ended. Isolated
   outliers neither start nor prolong it.
+* quiet needs healthy completions: when inside the ``quiet_s`` after the last disturbed transaction there
+  is a gap between healthy completions longer than ``max_healthy_gap_s`` (twice the longest gap of the
+  baseline, at least 1 s), the disturbance goes on to the completion that ends that gap (every client
+  blocked in connect records nothing: that is an outage, not quiet);
 * the disturbance's transactions are every outside transaction in flight during those runs
   (completions of slow and fast transactions interleave at its edges);
 * ``duration_s`` = completion of its last outside transaction - start of its first, but not
@@ -63,7 +67,7 @@ import numpy as np
 
 from chaosdb.report.data import Samples
 
-__all__ = ["window_stats", "recovery", "disturbances", "calibrated_run_length", "compute_metrics", "windows",
+__all__ = ["window_stats", "recovery", "disturbances", "calibrated_run_length", "max_healthy_gap", "compute_metrics", "windows",
            "unavailability", "time_to_throughput"]
 
 
@@ -139,6 +143,15 @@ def _longest_chain(done_o: np.ndarray, outside: np.ndarray, length: int, quiet_s
     return max(longest, hi - lo)
 
 
+def max_healthy_gap(baseline: Samples, threshold_ms: float, floor_s: float = 1.0) -> float:
+    """How long the healthy system may go without a healthy completion: twice the longest gap between
+    healthy completions in the baseline, at least *floor_s* (longer silences inside the quiet time are not quiet)."""
+    healthy = (baseline.ok) & (baseline.lat <= threshold_ms)
+    done = np.sort(baseline.ts[healthy] + baseline.lat[healthy] / 1000.0)
+    longest = float(np.diff(done).max()) if done.size > 1 else 0.0
+    return max(floor_s, 2 * longest)
+
+
 def calibrated_run_length(baseline: Samples, threshold_ms: float, quiet_s: float = 5.0, start: int = 5,
                           limit: int = 400) -> int:
     """The run length the recovery rule uses: the thesis's 5 unless, in the healthy baseline, runs of 5
@@ -158,8 +171,24 @@ def calibrated_run_length(baseline: Samples, threshold_ms: float, quiet_s: float
     return limit
 
 
+def _silence_within(healthy_done: np.ndarray, after: float, quiet_s: float, max_gap_s: float) -> float | None:
+    """The completion that ends the first gap longer than *max_gap_s* between healthy completions in the
+    *quiet_s* after *after* (None when there is none, or when nothing healthy completes any more)."""
+    i = int(np.searchsorted(healthy_done, after, side="right"))
+    times = healthy_done[i:]
+    times = times[: int(np.searchsorted(times, after + quiet_s, side="right")) + 1]
+    if not times.size:
+        return None
+    gaps = np.diff(np.concatenate(([after], times)))
+    long = np.flatnonzero(gaps > max_gap_s)
+    if not long.size or times[long[0]] - gaps[long[0]] >= after + quiet_s:
+        return None
+    return float(times[long[0]])
+
+
 def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float, rule: str = "runs",
-             run_length: int = 5, quiet_s: float = 5.0, concurrency: float = 0.0) -> dict[str, Any]:
+             run_length: int = 5, quiet_s: float = 5.0, concurrency: float = 0.0,
+             max_gap_s: float | None = None) -> dict[str, Any]:
     if rule not in ("runs", "literal"):
         raise ValueError("rule must be 'runs' or 'literal'")
     base = {"rule": rule, "run_length": run_length, "quiet_s": quiet_s, "threshold_ms": round(threshold_ms, 3),
@@ -197,18 +226,29 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
         lo_runs = float(start_o[crowd[1]].min())
         hi_runs = float(done_o[crowd[1]].max())
         base["onset_by"] = f"{need} transactions in flight at once"
+    healthy_done = done_o[~outside]
+    floor = -np.inf
     while True:
         # every outside transaction in flight during the runs belongs to the disturbance (a stall keeps writes in
         # flight while reads still complete: that is not quiet); only runs extend it, so noise cannot chain it on
         overlapping = outside & (start_o < hi_runs) & (done_o > lo_runs - margin)
-        hi = float(done_o[overlapping].max())
+        hi = max(float(done_o[overlapping].max()), floor)
         # a later run continues the disturbance when it completes within quiet_s, or when its transactions
         # were already in flight then (clients held for longer than quiet_s: no completion is not quiet)
         nxt = np.flatnonzero((done_o[c_ends] > hi_runs)
                              & ((done_o[c_starts] - hi < quiet_s) | (run_first_start - hi < quiet_s)))
-        if not nxt.size:
+        if nxt.size:
+            hi_runs = max(hi_runs, float(done_o[c_ends[nxt]].max()))
+            continue
+        # quiet needs healthy completions: a silence longer than the healthy system ever shows inside the
+        # quiet_s that would end the disturbance (clients blocked in connect, nothing served) continues it
+        gap_end = _silence_within(healthy_done, hi, quiet_s, max_gap_s) if max_gap_s else None
+        if gap_end is None:
             break
-        hi_runs = max(hi_runs, float(done_o[c_ends[nxt]].max()))
+        floor = gap_end
+        hi_runs = max(hi_runs, gap_end)
+    if hi == floor:
+        base["end_by"] = "first healthy completion after a silence"
     lo = float(start_o[overlapping].min())
     members = np.flatnonzero(overlapping)
     onset_ts = max(float(fault_start), lo)
@@ -235,7 +275,7 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
 
 def disturbances(s: Samples, threshold_ms: float, faults: list[dict[str, Any]], end_ts: float,
                  rule: str = "runs", limit: int = 50, concurrency: float = 0.0,
-                 run_length: int = 5) -> list[dict[str, Any]]:
+                 run_length: int = 5, max_gap_s: float | None = None) -> list[dict[str, Any]]:
     """Every disturbance after the first fault (the recovery rule applied again after each one ends),
     each with the last fault that started before it. ``recovery`` itself is the first one."""
     starts = sorted((f["start_ts"], f["name"]) for f in faults if f.get("start_ts") and not f.get("rollback"))
@@ -244,7 +284,8 @@ def disturbances(s: Samples, threshold_ms: float, faults: list[dict[str, Any]], 
     out: list[dict[str, Any]] = []
     t = starts[0][0]
     while len(out) < limit:
-        r = recovery(s, threshold_ms, t, end_ts, rule=rule, concurrency=concurrency, run_length=run_length)
+        r = recovery(s, threshold_ms, t, end_ts, rule=rule, concurrency=concurrency, run_length=run_length,
+                     max_gap_s=max_gap_s)
         if r.get("onset_ts") is None:
             break
         cause = [name for ts, name in starts if ts <= r["onset_ts"] + 1e-6]
@@ -353,10 +394,13 @@ def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: fl
         # Little's law: clients in flight on average = throughput x mean latency (closed-loop load)
         clients = (result["baseline"]["throughput_tps"] or 0) * mean / 1000.0
         length = calibrated_run_length(baseline, mean + 2 * std) if rule == "runs" else 5
-        rec = recovery(measured, mean + 2 * std, fault_start, end, rule=rule, concurrency=clients, run_length=length)
+        gap = max_healthy_gap(baseline, mean + 2 * std)
+        rec = recovery(measured, mean + 2 * std, fault_start, end, rule=rule, concurrency=clients, run_length=length,
+                       max_gap_s=gap)
         rec["clients_estimate"] = round(clients, 1)
         rec["disturbances"] = disturbances(measured, mean + 2 * std, faults, end, rule=rule, concurrency=clients,
-                                           run_length=length)
+                                           run_length=length, max_gap_s=gap)
+        rec["max_healthy_gap_s"] = round(gap, 3)
         rec["unavailability_s"] = unavailability(s, fault_start, end)
         rec["time_to_baseline_throughput_s"] = time_to_throughput(s, fault_start, end,
                                                                   result["baseline"]["throughput_tps"] or 0)

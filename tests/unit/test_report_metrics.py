@@ -259,6 +259,29 @@ def test_a_silence_after_the_errors_lasts_until_the_first_healthy_completion():
     assert m["recovery"]["end_by"] == "first healthy completion after a silence"
 
 
+def test_a_few_commits_then_a_silence_inside_an_outage_do_not_end_it():
+    """As in a CI run of the node kill: errors for 8 s, a handful of commits, then nothing completes for 5.04 s
+    (just over quiet_s), then errors again until the new primary serves at +25 s. Quiet needs healthy
+    completions, so this is one 25 s disturbance, not 8 s followed by a second one."""
+    s, f0 = trace(rate=500.0)
+    ts = s.ts
+    errors = ((ts >= f0) & (ts < f0 + 8)) | ((ts >= f0 + 13.05) & (ts < f0 + 25))
+    silent = (ts >= f0 + 8.01) & (ts < f0 + 13.05)
+    s.ok[errors] = False
+    s.outcome[errors] = 1
+    s.lat[errors] = 1.0
+    s = s.subset(~silent)
+    m = compute_metrics(s, faults_at(f0))
+    rec = m["recovery"]
+    assert rec["duration_s"] == pytest.approx(25.0, abs=0.05), rec
+    assert len(rec["disturbances"]) == 1
+    assert 1.0 <= rec["max_healthy_gap_s"] < 1.1  # the baseline's gaps are 2 ms: the floor applies
+    # without the silence check the same trace splits (what CI saw): the first part alone is 8 s
+    base = m["baseline"]
+    short = recovery(s.between(s.ts[0], s.ts[-1] + 1), base["mean_ms"] + 2 * base["std_ms"], f0, float(s.ts[-1]))
+    assert short["duration_s"] == pytest.approx(8.0, abs=0.05)
+
+
 def test_silence_until_the_end_is_not_recovery():
     s, f0 = trace(rate=500.0)
     ts = s.ts
