@@ -12,6 +12,10 @@ action                     what happens                                rollback
                            Patroni, PostgreSQL); it stays down
 ``suspend_node``           SIGSTOP every process of the node (a hang), ``resume_nodes``
                            optionally resumed after ``duration_s``
+``rolling_restart``        operator fault: every node restarted one    (none: ends healthy)
+                           at a time, leader last after a switchover
+``scale_out``              operator fault: one node added; reports     ``scale_in``
+                           the time until it serves
 =========================  ==========================================  ============================
 
 Targets are resolved when the action runs: ``target`` is a role (``leader``,
@@ -50,6 +54,9 @@ __all__ = [
     "suspend_node",
     "resume_nodes",
     "restart_nodes",
+    "rolling_restart",
+    "scale_out",
+    "scale_in",
 ]
 
 logger = logging.getLogger("chaostoolkit")
@@ -286,3 +293,63 @@ def restart_nodes(nodes: str = "all", wait_healthy_s: float = 60.0, cluster: str
     health = _cluster.wait_healthy(layout, timeout=wait_healthy_s) if wait_healthy_s > 0 else None
     return {"action": "restart_nodes", "cluster": layout.name, "started": started,
             "leader": health["leader"] if health else None, **watch.stop().as_dict()}
+
+
+def rolling_restart(wait_healthy_s: float = 120.0, pause_s: float = 0.0, switchover: bool = True,
+                    cluster: str = "", cluster_dir: str = "",
+                    configuration: Configuration = None) -> Dict[str, Any]:
+    """Operator fault: restart Patroni and PostgreSQL on every node, one node at a time.
+
+    Replicas go first and the leader last; with ``switchover`` the leader hands over to a
+    replica before it restarts (what an operator does for a configuration change or a minor
+    upgrade), without it the leader's clean stop releases the leader key instead. After each
+    node the action waits until that node serves queries and the whole cluster is healthy
+    (``wait_healthy_s``), then ``pause_s``. Returns per node the switchover, stop, serving and
+    healthy times.
+    """
+    from chaosdb.local import scale
+
+    if wait_healthy_s <= 0 or pause_s < 0:
+        raise ChaosDBError("wait_healthy_s must be > 0 and pause_s >= 0")
+    layout = open_cluster(cluster, cluster_dir, configuration)
+    result = scale.rolling_restart(layout, wait_healthy_s=wait_healthy_s, pause_s=pause_s, switchover=switchover)
+    logger.info("chaosdb: rolling restart of %s done in %.1fs, leader %s", ", ".join(result["order"]),
+                result["seconds"], result["leader"])
+    return {"action": "rolling_restart", "cluster": layout.name, **result}
+
+
+def scale_out(timeout_s: float = 180.0, cluster: str = "", cluster_dir: str = "",
+              configuration: Configuration = None) -> Dict[str, Any]:
+    """Operator fault: add one node to the running cluster (etcd member, then Patroni, which takes a
+    base backup from the primary and streams).
+
+    Returns the new node and ``serving_s``, the time from Patroni's start until the new node's
+    PostgreSQL answers queries, ``healthy_s`` until the whole cluster is healthy again, and
+    ``etcd_join_s``. A node that does not come up within ``timeout_s`` is removed again before the
+    action fails. Roll back with ``scale_in``.
+    """
+    from chaosdb.local import scale
+
+    if timeout_s <= 0:
+        raise ChaosDBError("timeout_s must be > 0")
+    layout = open_cluster(cluster, cluster_dir, configuration)
+    result = scale.add_node(layout, timeout=timeout_s)
+    logger.info("chaosdb: %s joined and served after %.1fs", result["node"], result["serving_s"])
+    return {"action": "scale_out", "cluster": layout.name, **result}
+
+
+def scale_in(node: str = "", keep_nodes: int = 3, cluster: str = "", cluster_dir: str = "",
+             configuration: Configuration = None) -> Dict[str, Any]:
+    """Rollback of ``scale_out``: remove a node for good (default: the highest-numbered one) while the
+    cluster has more than ``keep_nodes`` nodes; a no-op otherwise (so it is safe as a rollback that
+    runs whether or not the scale-out happened). A leader is switched over first; its etcd member is
+    removed and its directory deleted."""
+    from chaosdb.local import scale
+
+    layout = open_cluster(cluster, cluster_dir, configuration)
+    if len(layout.nodes) <= max(3, keep_nodes):
+        return {"action": "scale_in", "cluster": layout.name, "node": None, "nodes": len(layout.nodes),
+                "reason": f"the cluster has {len(layout.nodes)} nodes: nothing to remove"}
+    result = scale.remove_node(layout, node)
+    _cluster.wait_healthy(layout, timeout=120.0)
+    return {"action": "scale_in", "cluster": layout.name, **result}

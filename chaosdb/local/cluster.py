@@ -194,6 +194,9 @@ def _patroni_config(layout: ClusterLayout, node: NodeLayout, secrets: dict[str, 
             "data_dir": str(node.data_dir),
             "bin_dir": layout.binaries["postgres_bin"],
             "pgpass": str(node.run_dir / "pgpass"),
+            # a new replica (scale-out, a wiped node) asks for an immediate checkpoint instead of waiting
+            # for a spread one (up to checkpoint_timeout)
+            "basebackup": [{"checkpoint": "fast"}],
             "authentication": {
                 "superuser": {"username": "postgres", "password": secrets["postgres_password"]},
                 "replication": {"username": "replicator", "password": secrets["replication_password"]},
