@@ -408,6 +408,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from chaosdb.manifests.cli import add_parser as add_manifests_parser
     add_manifests_parser(sub)
+    from chaosdb.gameday.cli import add_parser as add_gameday_parser
+    add_gameday_parser(sub)
     return parser
 
 

@@ -240,6 +240,62 @@ EXPERIMENTS.update({
 })
 
 
+UPB_HYPOTHESIS = {
+    "title": "fast, mostly error-free, consistent, nothing acknowledged lost (replicas may be down: UPB)",
+    "probes": [p for p in HYPOTHESIS["probes"] if p["name"] != "replicas-converged"],
+}
+
+EXPERIMENTS.update({
+    "operator-rolling-restart": {
+        "title": "Operator fault: rolling restart of every node, the primary last after a switchover",
+        "cluster": "experiments",
+        "story": "What an operator does for a configuration change or a minor upgrade (the thesis's operator "
+                 "faults, the Kubernetes evaluation's version hot-swap): Patroni and PostgreSQL restart on one node "
+                 "at a time, replicas first, the primary last after a switchover, and the next node waits until the "
+                 "cluster is healthy. Expected: one short disturbance at the switchover, none for the replicas.",
+        "tags": ["operator", "rolling-restart"],
+        "method": [action("restart-every-node-one-at-a-time", "rolling_restart",
+                          {"wait_healthy_s": 120, "pause_s": 5, "switchover": True}, after=20)],
+    },
+    "operator-scale-out": {
+        "title": "Operator fault: scale out by one node under load (time until it serves)",
+        "cluster": "experiments",
+        "story": "A fourth node joins: its etcd member is added, Patroni takes a base backup from the primary and "
+                 "streams (the Kubernetes evaluation's scale-out). The action reports the time until the new node "
+                 "serves queries; the reporter shows what the base backup cost the clients. The rollback removes "
+                 "the node again. Expected: no errors, a small latency bump during the base backup.",
+        "tags": ["operator", "scale-out"],
+        "method": [action("add-a-node", "scale_out", {"timeout_s": 180}, after=20)],
+        "rollbacks": [action("remove-the-added-node", "scale_in", {"keep_nodes": 3})],
+    },
+    "upb-replicas-down": {
+        "title": "UPB: throughput with F replicas down (K set by the game day: synchronous standbys)",
+        "cluster": "experiments",
+        "story": "The Under Pressure Benchmark's step 3 on Patroni: with K synchronous standbys (set before the run "
+                 "by the game-day suite), F replicas stop cleanly (their etcd members keep running, so the DCS "
+                 "keeps its majority) and stay down for 30 s; their throughput is T[K][F]. The rollback restarts "
+                 "them. Set count (F) with the suite; F=2 on 3 nodes needs allow_quorum_loss because only the "
+                 "primary's database stays up.",
+        "tags": ["upb", "replica-failure"],
+        "method": [action("stop-f-replicas", "stop_database",
+                          {"target": "replica", "count": 1, "method": "shutdown", "drain_wait_s": 0, "grace_s": 30},
+                          after=30)],
+        "hypothesis": UPB_HYPOTHESIS,
+    },
+    "upb-no-failure": {
+        "title": "UPB: throughput without failures (T[K][0]; K set by the game-day suite)",
+        "cluster": "experiments",
+        "story": "The Under Pressure Benchmark's steps 1 and 2: the load runs 30 s more with every node up and "
+                 "nothing injected; the whole run is the baseline, its throughput T[K][0].",
+        "tags": ["upb", "baseline"],
+        "method": [{"type": "probe", "name": "every-node-streams",
+                    "provider": {"type": "python", "module": "chaosdb.postgres.probes", "func": "cluster_is_healthy",
+                                 "arguments": {"expected_members": 3}},
+                    "pauses": {"after": 30}}],
+    },
+})
+
+
 def build(name: str) -> dict[str, Any]:
     spec = EXPERIMENTS[name]
     hypothesis_text = ("Hypothesis: with 8 TPC-C terminals on the embedded 3-node Patroni cluster, p99 latency stays "
@@ -257,11 +313,11 @@ def build(name: str) -> dict[str, Any]:
         {"name": "report", "provider": {"type": "python", "module": "chaosdb.report.control",
                                         "arguments": {"out_dir": "${report_dir}"}}},
     ]
-    rollbacks = ROLLBACKS
+    rollbacks = [*spec.get("rollbacks", []), *ROLLBACKS]
     if spec.get("faults"):
         # revert this run's local faults after the experiment, whatever happened (before the cluster goes down)
         controls.insert(1, {"name": "local-faults", "provider": {"type": "python", "module": "chaosdb.faults.control"}})
-        rollbacks = [REVERT_FAULTS, *ROLLBACKS]
+        rollbacks = [REVERT_FAULTS, *rollbacks]
     return {
         "version": "1.0.0",
         "title": spec["title"],
@@ -274,7 +330,7 @@ def build(name: str) -> dict[str, Any]:
             "address_base": {"type": "env", "key": "CHAOSDB_ADDRESS_BASE", "default": "127.0.0.11"},
         },
         "controls": controls,
-        "steady-state-hypothesis": HYPOTHESIS,
+        "steady-state-hypothesis": spec.get("hypothesis", HYPOTHESIS),
         "method": spec["method"],
         "rollbacks": rollbacks,
     }

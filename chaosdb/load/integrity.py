@@ -17,6 +17,7 @@ The DSN is resolved like the load control's (argument ``dsn``, secret ``load_dsn
 ``CHAOSDB_LOAD_DSN``, embedded cluster).
 """
 
+import logging
 import os
 import signal
 import time
@@ -192,4 +193,7 @@ def replica_convergence(timeout_s: float = 60.0, pause_load: bool = True, dsn: s
 def replicas_converged(timeout_s: float = 60.0, pause_load: bool = True, dsn: str = "",
                        configuration: Configuration = None, secrets: Secrets = None) -> bool:
     """True when every replica caught up with the primary and holds the same TPC-C data."""
-    return bool(replica_convergence(timeout_s, pause_load, dsn, configuration, secrets)["ok"])
+    result = replica_convergence(timeout_s, pause_load, dsn, configuration, secrets)
+    if not result["ok"]:
+        logging.getLogger("chaostoolkit").warning("chaosdb: replicas have not converged: %s", result)
+    return bool(result["ok"])

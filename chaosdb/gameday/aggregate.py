@@ -1,0 +1,362 @@
+"""The aggregated game-day report: ``summary.json``, ``report.md`` and a self-contained ``report.html``.
+
+Per scenario (and per sweep value) over its finished runs:
+
+* latency of the impact window: median and spread (min, quartiles, max) of each run's p50/p95/p99;
+* recovery time distribution (each run's ``recovery.duration_s`` from the reporter; runs that never
+  recovered within the run are counted apart, never averaged in as a number);
+* ``manifested``: fraction of runs in which the reporter found a disturbance after the fault;
+  ``hypothesis_failed``: fraction whose journal deviated (or failed/aborted) -- together the
+  "flakiness" of a setting;
+* error rate, throughput (baseline, impact, drop) and unavailability medians.
+
+Across scenarios: the thesis's Table 6.1 (``chaosdb.report.compare``: medians of mean/σ/p50/p95/p99
+with the change against the median baseline, and the median recovery), sweep curves (metric vs
+intensity), and for suites with ``upb`` scenarios the T[K][F] matrix and the UPB indices
+(T[K][0] = median baseline throughput of the runs at K, T[K][F] = median impact throughput of
+the runs with F failed nodes).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.gameday.runner import DONE_STATES, read_manifest
+from chaosdb.report.compare import compare, render_compare_markdown
+from chaosdb.report.upb import render_upb_markdown, upb_indices
+
+__all__ = ["aggregate", "write_report", "spread", "METRICS"]
+
+#: metric name -> (where in a run's metrics.json, True when higher is worse)
+METRICS: dict[str, tuple[tuple[str, str], bool]] = {
+    "p50_ms": (("impact", "p50_ms"), True),
+    "p95_ms": (("impact", "p95_ms"), True),
+    "p99_ms": (("impact", "p99_ms"), True),
+    "mean_ms": (("impact", "mean_ms"), True),
+    "error_rate": (("impact", "error_rate"), True),
+    "throughput_tps": (("impact", "throughput_tps"), False),
+    "recovery_s": (("recovery", "duration_s"), True),
+    "unavailability_s": (("recovery", "unavailability_s"), True),
+    "baseline_p99_ms": (("baseline", "p99_ms"), True),
+    "baseline_tps": (("baseline", "throughput_tps"), False),
+}
+
+
+def spread(values: list[float | None]) -> dict[str, Any] | None:
+    """Median, quartiles, min, max and n of the values that are numbers (None when there are none)."""
+    vals = [float(v) for v in values if v is not None]
+    if not vals:
+        return None
+    a = np.array(vals)
+    r = lambda v: round(float(v), 3)  # noqa: E731
+    return {"n": len(vals), "median": r(np.median(a)), "min": r(a.min()), "q1": r(np.percentile(a, 25)),
+            "q3": r(np.percentile(a, 75)), "max": r(a.max())}
+
+
+def _get(m: dict[str, Any], path: tuple[str, str]) -> Any:
+    return (m.get(path[0]) or {}).get(path[1])
+
+
+def _load_metrics(results: Path, entry: dict[str, Any]) -> dict[str, Any] | None:
+    if entry.get("status") not in DONE_STATES:
+        return None
+    path = results / entry.get("dir", f"runs/{entry['id']}") / "metrics.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _group_stats(entries: list[dict[str, Any]], metrics: list[dict[str, Any] | None]) -> dict[str, Any]:
+    done = [e for e in entries if e.get("status") in DONE_STATES]
+    with_m = [m for m in metrics if m is not None]
+    recs = [_get(m, ("recovery", "duration_s")) for m in with_m]
+    manifested = [bool((m.get("recovery") or {}).get("onset_ts") is not None
+                       or (m.get("recovery") or {}).get("disturbances")) for m in with_m]
+    drops = [(m.get("degradation") or {}).get("throughput_pct") for m in with_m]
+    out: dict[str, Any] = {
+        "planned": len(entries), "finished": len(done),
+        "completed": sum(1 for e in done if e["status"] == "completed"),
+        "deviated": sum(1 for e in done if e["status"] == "deviated"),
+        "unfinished": {s: n for s in ("pending", "running", "interrupted", "error", "unsteady")
+                       if (n := sum(1 for e in entries if e.get("status") == s))},
+        "hypothesis_failed": round(sum(1 for e in done if e["status"] == "deviated") / len(done), 3) if done else None,
+        "manifested": round(sum(manifested) / len(manifested), 3) if manifested else None,
+        "runs": [e["id"] for e in done],
+    }
+    for name, (path, _worse) in METRICS.items():
+        out[name] = spread([_get(m, path) for m in with_m])
+    out["recovery"] = {"values": recs, "not_recovered": sum(1 for r in recs if r is None),
+                       **(spread(recs) or {"n": 0})}
+    out["throughput_drop_pct"] = spread(drops)
+    cycles = sorted({str(v) for e in done for p, v in (e.get("parameters") or {}).items()
+                     if p == "cluster:leader" or p.endswith(".target")})
+    if cycles:
+        out["targets"] = cycles
+    return out
+
+
+def _upb(results: Path, entries: list[dict[str, Any]]) -> dict[str, Any] | None:
+    cells: dict[int, dict[int, list[float]]] = {}
+    base: dict[int, list[float]] = {}
+    for e in entries:
+        upb = e.get("upb")
+        m = _load_metrics(results, e)
+        if not upb or m is None:
+            continue
+        k, f = int(upb["K"]), int(upb["F"])
+        if _get(m, ("baseline", "throughput_tps")) is not None:
+            base.setdefault(k, []).append(_get(m, ("baseline", "throughput_tps")))
+        if f > 0 and _get(m, ("impact", "throughput_tps")) is not None:
+            cells.setdefault(k, {}).setdefault(f, []).append(_get(m, ("impact", "throughput_tps")))
+    if not base and not cells:
+        return None
+    table: dict[str, dict[str, float]] = {}
+    for k in sorted(set(base) | set(cells)):
+        row: dict[str, float] = {}
+        if base.get(k):
+            row["0"] = round(statistics.median(base[k]), 3)
+        for f, vals in sorted(cells.get(k, {}).items()):
+            row[str(f)] = round(statistics.median(vals), 3)
+        table[str(k)] = row
+    out: dict[str, Any] = {"T": table, "rule": "T[K][0]: median baseline throughput of the runs at K; "
+                           "T[K][F]: median impact throughput of the runs with F failed nodes"}
+    try:
+        out["indices"] = upb_indices({"T": table})
+    except ChaosDBError as exc:
+        out["indices"] = None
+        out["incomplete"] = str(exc)
+    return out
+
+
+def aggregate(results: Path | str) -> dict[str, Any]:
+    results = Path(results)
+    manifest = read_manifest(results)
+    entries = manifest["runs"]
+    suite = manifest["suite"]
+    loaded = {e["id"]: _load_metrics(results, e) for e in entries}
+    scenarios = []
+    sweeps = []
+    pairs: list[tuple[str, dict[str, Any]]] = []
+    for sc in suite["scenarios"]:
+        mine = [e for e in entries if e["scenario"] == sc["name"]]
+        stats = _group_stats(mine, [loaded[e["id"]] for e in mine])
+        scenarios.append({"scenario": sc["name"], "description": sc.get("description", ""),
+                          "experiment": sc["experiment"], "upb": sc.get("upb"), **stats})
+        for e in mine:
+            if loaded[e["id"]] is not None and loaded[e["id"]].get("impact") is not None:
+                pairs.append((sc["name"], loaded[e["id"]]))
+        if sc.get("sweep"):
+            points = []
+            for value in sc["sweep"]["values"]:
+                at = [e for e in mine if (e.get("sweep") or {}).get("value") == value]
+                st = _group_stats(at, [loaded[e["id"]] for e in at])
+                points.append({"value": value, "finished": st["finished"], "hypothesis_failed": st["hypothesis_failed"],
+                               "manifested": st["manifested"], "p99_ms": st["p99_ms"], "recovery": st["recovery"],
+                               "error_rate": st["error_rate"], "throughput_tps": st["throughput_tps"]})
+            sweeps.append({"scenario": sc["name"], "parameter": sc["sweep"]["parameter"], "points": points})
+    table = compare(pairs) if pairs else None
+    counts: dict[str, int] = {}
+    for e in entries:
+        counts[e["status"]] = counts.get(e["status"], 0) + 1
+    return {"format": "chaosdb-gameday-summary/1", "suite": suite["name"], "description": suite.get("description"),
+            "runs": counts, "scenarios": scenarios, "table_6_1": table, "sweeps": sweeps,
+            "upb": _upb(results, entries),
+            "definitions": {"hypothesis_failed": "fraction of finished runs whose journal deviated, failed or aborted",
+                            "manifested": "fraction of runs with metrics in which the reporter found a disturbance",
+                            "spread": "median, quartiles (linear), min and max over the runs",
+                            "recovery": "each run's recovery.duration_s (thesis rule); not_recovered runs "
+                                        "are counted apart"}}
+
+
+# ---------------------------------------------------------------------------------------------- output
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _distribution_png(summary: dict[str, Any], key: str, label: str, path: Path) -> Path | None:
+    rows = [(s["scenario"], [v for v in (s["recovery"]["values"] if key == "recovery" else [])
+                             if v is not None]) for s in summary["scenarios"]]
+    if key != "recovery":
+        return None
+    rows = [(n, v) for n, v in rows if v]
+    if not rows:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.6))
+    for i, (_name, vals) in enumerate(rows):
+        ax.boxplot(vals, positions=[i], vert=False, widths=0.5, showfliers=False)
+        jitter = np.linspace(-0.12, 0.12, len(vals)) if len(vals) > 1 else [0.0]
+        ax.scatter(vals, [i + j for j in jitter], s=14, zorder=3)
+    ax.set_yticks(range(len(rows)), [n for n, _ in rows])
+    ax.set_xlabel(label)
+    ax.set_title("recovery time per run (thesis rule)")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _sweep_png(sweep: dict[str, Any], path: Path) -> Path | None:
+    pts = [p for p in sweep["points"] if p["p99_ms"]]
+    if not pts:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 4))
+    x = [float(p["value"]) for p in pts]
+    ax.plot(x, [p["p99_ms"]["median"] for p in pts], marker="o", label="p99 (median of runs)")
+    ax.fill_between(x, [p["p99_ms"]["min"] for p in pts], [p["p99_ms"]["max"] for p in pts], alpha=0.2,
+                    label="p99 min..max")
+    ax.set_xlabel(sweep["parameter"])
+    ax.set_ylabel("impact p99 (ms)")
+    ax2 = ax.twinx()
+    ax2.plot(x, [p["hypothesis_failed"] if p["hypothesis_failed"] is not None else np.nan for p in pts],
+             color="tab:red", marker="s", linestyle="--", label="hypothesis failed (fraction)")
+    ax2.set_ylim(-0.05, 1.05)
+    ax2.set_ylabel("fraction of runs")
+    lines = ax.get_legend_handles_labels()
+    lines2 = ax2.get_legend_handles_labels()
+    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper right", fontsize=8)
+    ax.set_title(f"sweep: {sweep['scenario']}")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _f(v: Any, digits: int = 1) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return str(v)
+
+
+def _sp(s: dict[str, Any] | None, digits: int = 1) -> str:
+    if not s:
+        return "–"
+    return f"{_f(s['median'], digits)} [{_f(s['min'], digits)}–{_f(s['max'], digits)}]"
+
+
+def _scenario_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    header = ["scenario", "runs", "hypothesis failed", "manifested", "p50 ms", "p95 ms", "p99 ms",
+              "recovery s", "not recovered", "unavailable s", "errors", "throughput drop %"]
+    rows = []
+    for s in summary["scenarios"]:
+        rows.append([s["scenario"], f"{s['finished']}/{s['planned']}",
+                     _f(s["hypothesis_failed"], 2), _f(s["manifested"], 2), _sp(s["p50_ms"]), _sp(s["p95_ms"]),
+                     _sp(s["p99_ms"]), _sp(s["recovery"] if s["recovery"].get("n") else None),
+                     str(s["recovery"]["not_recovered"]), _sp(s["unavailability_s"]), _sp(s["error_rate"], 4),
+                     _sp(s["throughput_drop_pct"])])
+    return header, rows
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def _html_table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _sweep_rows(sweep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    header = ["value", "runs", "hypothesis failed", "manifested", "p99 ms", "recovery s", "errors"]
+    rows = [[str(p["value"]), str(p["finished"]), _f(p["hypothesis_failed"], 2), _f(p["manifested"], 2),
+             _sp(p["p99_ms"]), _sp(p["recovery"] if p["recovery"].get("n") else None), _sp(p["error_rate"], 4)]
+            for p in sweep["points"]]
+    return header, rows
+
+
+def render_markdown(summary: dict[str, Any], images: dict[str, str]) -> str:
+    parts = [f"# Game day: {summary['suite']}\n", (summary.get("description") or "") + "\n",
+             "Runs: " + ", ".join(f"{v} {k}" for k, v in sorted(summary["runs"].items())) + "\n",
+             "Cells are the median over runs with [min–max].\n", "## Scenarios\n",
+             _md_table(*_scenario_rows(summary))]
+    if summary["table_6_1"]:
+        parts += ["\n## Comparison (thesis Table 6.1 style)\n", render_compare_markdown(summary["table_6_1"])]
+    if "recovery" in images:
+        parts.append(f"\n![recovery distribution]({images['recovery']})\n")
+    for sw in summary["sweeps"]:
+        parts += [f"\n## Sweep: {sw['scenario']} ({sw['parameter']})\n", _md_table(*_sweep_rows(sw))]
+        if f"sweep-{sw['scenario']}" in images:
+            parts.append(f"\n![sweep {sw['scenario']}]({images['sweep-' + sw['scenario']]})\n")
+    if summary["upb"]:
+        parts += ["\n## UPB\n", "T[K][F] (transactions/s): `" + json.dumps(summary["upb"]["T"]) + "`\n\n"]
+        if summary["upb"].get("indices"):
+            parts.append(render_upb_markdown(summary["upb"]["indices"]))
+        else:
+            parts.append(f"indices not computable: {summary['upb'].get('incomplete')}\n")
+    return "".join(parts)
+
+
+def render_html(summary: dict[str, Any], pngs: dict[str, Path]) -> str:
+    def img(key: str, alt: str) -> str:
+        if key not in pngs:
+            return ""
+        data = base64.b64encode(pngs[key].read_bytes()).decode()
+        return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+
+    parts = [f"<h1>Game day: {html.escape(summary['suite'])}</h1>",
+             f"<p>{html.escape(summary.get('description') or '')}</p>",
+             "<p>Runs: " + html.escape(", ".join(f"{v} {k}" for k, v in sorted(summary["runs"].items()))) + "</p>",
+             "<p>Cells are the median over runs with [min–max]. <em>hypothesis failed</em> and <em>manifested</em> "
+             "are fractions of runs (the flakiness of a setting).</p>",
+             "<h2>Scenarios</h2>", _html_table(*_scenario_rows(summary))]
+    if summary["table_6_1"]:
+        t = summary["table_6_1"]
+        header = ["scenario", "runs", "μ ms", "σ ms", "p50 ms", "p95 ms", "p99 ms", "recovery s"]
+        cols = ("mean_ms", "std_ms", "p50_ms", "p95_ms", "p99_ms")
+
+        def cell(v: Any, ch: Any = None) -> str:
+            return "–" if v is None else f"{v:.1f}" + (f" ({ch:+.0f} %)" if ch is not None else "")
+
+        rows = [["baseline", str(t["baseline"]["runs"])] + [cell(t["baseline"][c]) for c in cols] + ["–"]]
+        rows += [[r["scenario"], str(r["runs"])] + [cell(r[c], r[c.replace("_ms", "_change_pct")]) for c in cols]
+                 + [cell(r["recovery_s"])] for r in t["scenarios"]]
+        parts += ["<h2>Comparison (thesis Table 6.1 style)</h2>", _html_table(header, rows)]
+    parts.append(img("recovery", "recovery time per run"))
+    for sw in summary["sweeps"]:
+        parts += [f"<h2>Sweep: {html.escape(sw['scenario'])} ({html.escape(sw['parameter'])})</h2>",
+                  img(f"sweep-{sw['scenario']}", f"sweep {sw['scenario']}"), _html_table(*_sweep_rows(sw))]
+    if summary["upb"]:
+        parts += ["<h2>UPB</h2>", f"<pre>{html.escape(json.dumps(summary['upb'], indent=2))}</pre>"]
+    style = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
+             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child"
+             "{text-align:left}img{max-width:100%}")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>Game day {html.escape(summary['suite'])}"
+            f"</title><style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
+
+
+def write_report(results: Path | str) -> dict[str, Any]:
+    """Aggregate the results directory and write summary.json, report.md, report.html and PNGs."""
+    results = Path(results)
+    summary = aggregate(results)
+    pngs: dict[str, Path] = {}
+    p = _distribution_png(summary, "recovery", "seconds", results / "recovery.png")
+    if p:
+        pngs["recovery"] = p
+    for sw in summary["sweeps"]:
+        p = _sweep_png(sw, results / f"sweep-{sw['scenario']}.png")
+        if p:
+            pngs[f"sweep-{sw['scenario']}"] = p
+    (results / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    (results / "report.md").write_text(render_markdown(summary, {k: v.name for k, v in pngs.items()}))
+    (results / "report.html").write_text(render_html(summary, pngs))
+    return {"summary": summary, "files": ["summary.json", "report.md", "report.html"] + [p.name for p in pngs.values()]}

@@ -1,0 +1,220 @@
+"""The between-run steps of a game day on the embedded cluster: restore, wait until healthy, set the
+replication level, move the primary, reset TPC-C, cool down. Each returns what it did and how long
+it took; the runner records that in the manifest."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.http import HttpError, request_json
+
+__all__ = ["cluster_dir_of", "embedded_control", "restore", "wait_healthy", "set_synchronous_standbys",
+           "move_leader", "reset_tpcc", "take_down", "restore_replication"]
+
+
+def _config_value(value: Any) -> Any:
+    if isinstance(value, dict) and value.get("type") == "env":
+        return os.environ.get(str(value.get("key", "")), value.get("default"))
+    return value
+
+
+def cluster_dir_of(experiment: dict[str, Any]) -> Path:
+    """The embedded cluster directory the experiment's activities will use."""
+    from chaosdb.local.state import resolve_cluster_dir
+
+    cfg = {k: _config_value(v) for k, v in (experiment.get("configuration") or {}).items()}
+    return resolve_cluster_dir("", "", {k: v for k, v in cfg.items() if k in ("chaosdb_cluster", "chaosdb_cluster_dir")
+                                        and v})
+
+
+def embedded_control(experiment: dict[str, Any]) -> dict[str, Any] | None:
+    """Arguments of the experiment's ``chaosdb.local.control`` (None when it has none)."""
+    for c in experiment.get("controls") or []:
+        provider = c.get("provider") or {}
+        if provider.get("module") == "chaosdb.local.control":
+            return dict(provider.get("arguments") or {})
+    return None
+
+
+def _layout(directory: Path):
+    from chaosdb.local.state import STATE_FILE, load_layout
+
+    return load_layout(directory) if (directory / STATE_FILE).exists() else None
+
+
+def restore(directory: Path, control: dict[str, Any], address_base: str, timeout: float) -> dict[str, Any]:
+    """Remove local fault residue, start the cluster (created on first use, with its data loaded, as the
+    experiment's control would), start whatever is not running, take out nodes a scale-out left."""
+    from chaoslib.exceptions import ChaosException
+
+    from chaosdb.faults.engine import cleanup
+    from chaosdb.local import control as local_control
+    from chaosdb.local import scale
+
+    t0 = time.monotonic()
+    cleaned = cleanup()
+    out: dict[str, Any] = {"reverted_faults": len(cleaned.get("reverted", [])),
+                           "swept": len(cleaned.get("swept", []))}
+    args = {k: v for k, v in control.items() if k in ("nodes", "tpcc_warehouses", "tpcc_scale_down", "ycsb_records",
+                                                      "etcd_ycsb_records")}
+    try:
+        local_control.before_experiment_control({}, configuration={"chaosdb_cluster_dir": str(directory)},
+                                                address_base=address_base, timeout_s=timeout, **args)
+    except ChaosException as exc:
+        raise ChaosDBError(f"could not start the cluster at {directory}: {exc}") from None
+    layout = _layout(directory)
+    removed = []
+    while layout is not None and len(layout.nodes) > max(3, int(control.get("nodes", 3))):
+        removed.append(scale.remove_node(layout)["node"])
+    if removed:
+        out["removed_nodes"] = removed
+    return {**out, "seconds": round(time.monotonic() - t0, 3)}
+
+
+def wait_healthy(directory: Path, timeout: float) -> dict[str, Any]:
+    from chaosdb.local import cluster
+
+    t0 = time.monotonic()
+    layout = _layout(directory)
+    if layout is None:
+        return {"skipped": "no cluster yet", "seconds": 0.0}
+    health = cluster.wait_healthy(layout, timeout=timeout)
+    return {"leader": health["leader"], "seconds": round(time.monotonic() - t0, 3)}
+
+
+def _patch_config(directory: Path, body: dict[str, Any]) -> None:
+    from chaosdb.local.state import load_secrets
+
+    layout = _layout(directory)
+    secrets = load_secrets(directory)
+    last: Exception | None = None
+    for url in layout.patroni_urls:
+        try:
+            request_json("PATCH", f"{url}/config", body, timeout=10.0,
+                         auth=("patroni", secrets["patroni_password"]))
+            return
+        except HttpError as exc:
+            last = exc
+    raise ChaosDBError(f"no Patroni member accepted PATCH /config: {last}")
+
+
+def _get_config(layout: Any) -> dict[str, Any]:
+    last: Exception | None = None
+    for url in layout.patroni_urls:
+        try:
+            return request_json("GET", f"{url}/config", timeout=5.0).json() or {}
+        except HttpError as exc:
+            last = exc
+    raise ChaosDBError(f"no Patroni member answered GET /config: {last}")
+
+
+def _wait_sync_count(client: Any, k: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        sync = [m for m in client.members() if m.role == "sync_standby"]
+        if len(sync) == k:
+            return
+        if time.monotonic() > deadline:
+            raise ChaosDBError(f"Patroni shows {len(sync)} synchronous standbys, not {k}, after {timeout:.0f}s")
+        time.sleep(0.5)
+
+
+def set_synchronous_standbys(directory: Path, k: int, timeout: float = 60.0) -> dict[str, Any]:
+    """UPB's K on Patroni: K synchronous standbys (a commit is acknowledged once K replicas have it),
+    0 = asynchronous replication. Waits until the cluster shows K sync standbys."""
+    from chaosdb.local import cluster
+
+    t0 = time.monotonic()
+    layout = _layout(directory)
+    if layout is None:
+        raise ChaosDBError(f"no embedded cluster at {directory} to set synchronous standbys on")
+    replicas = len(layout.nodes) - 1
+    if k > replicas:
+        raise ChaosDBError(f"K={k} synchronous standbys needs {k + 1} nodes; the cluster has {len(layout.nodes)}")
+    body: dict[str, Any] = {"synchronous_mode": k > 0}
+    if k > 0:
+        body["synchronous_node_count"] = k
+    _patch_config(directory, body)
+    _wait_sync_count(cluster.patroni_client(layout), k, timeout)
+    return {"synchronous_standbys": k, "seconds": round(time.monotonic() - t0, 3)}
+
+
+def restore_replication(directory: Path) -> dict[str, Any]:
+    """The cluster's own replication setting again (sync: one synchronous standby; async: none)."""
+    layout = _layout(directory)
+    if layout is None:
+        return {"skipped": "no cluster"}
+    return set_synchronous_standbys(directory, 1 if layout.replication == "sync" else 0)
+
+
+def move_leader(directory: Path, node: str, timeout: float = 90.0) -> dict[str, Any]:
+    """Make *node* the primary (a switchover) unless it already is; then wait until healthy."""
+    from chaosdb.local import cluster
+
+    t0 = time.monotonic()
+    layout = _layout(directory)
+    if layout is None:
+        raise ChaosDBError(f"no embedded cluster at {directory} to move the primary in")
+    layout.node(node)  # a clear error for an unknown node
+    client = cluster.patroni_client(layout)
+    leader = client.leader()
+    moved = False
+    if leader is None or leader.name != node:
+        cluster.wait_healthy(layout, timeout=timeout)
+        leader = client.leader()
+        # in synchronous mode Patroni switches over only to the synchronous standby: drop to asynchronous
+        # for the switchover (no load runs between runs) and restore the setting after it
+        config = _get_config(layout)
+        sync_before = bool(config.get("synchronous_mode"))
+        candidate_is_sync = any(m.name == node and m.role == "sync_standby" for m in client.members())
+        if sync_before and not candidate_is_sync:
+            _patch_config(directory, {"synchronous_mode": False})
+            _wait_sync_count(client, 0, timeout)
+        try:
+            client.switchover(leader.name, candidate=node)
+            deadline = time.monotonic() + timeout
+            while True:
+                current = client.leader()
+                if current is not None and current.name == node and current.state == "running":
+                    break
+                if time.monotonic() > deadline:
+                    raise ChaosDBError(f"{node} did not become the primary within {timeout:.0f}s")
+                time.sleep(0.5)
+        finally:
+            if sync_before and not candidate_is_sync:
+                _patch_config(directory, {"synchronous_mode": True})
+        if sync_before:
+            _wait_sync_count(client, min(int(config.get("synchronous_node_count") or 1), len(layout.nodes) - 1),
+                             timeout)
+        moved = True
+    cluster.wait_healthy(layout, timeout=timeout)
+    return {"leader": node, "moved": moved, "seconds": round(time.monotonic() - t0, 3)}
+
+
+def reset_tpcc(directory: Path, warehouses: int, scale_down: int) -> dict[str, Any]:
+    """Drop and reload the TPC-C tables: every run starts from the same freshly loaded database."""
+    from chaosdb.workloads.tpcc import loader
+    from chaosdb.workloads.tpcc.rand import Scale
+
+    layout = _layout(directory)
+    if layout is None:
+        return {"skipped": "no cluster yet (the control loads TPC-C)", "seconds": 0.0}
+    if warehouses <= 0:
+        raise ChaosDBError("reset_tpcc: the experiment's embedded-cluster control loads no TPC-C data "
+                           "(tpcc_warehouses is 0)")
+    t0 = time.monotonic()
+    loaded = loader.load(layout.dsn(), Scale.reduced(warehouses, scale_down), drop=True)
+    return {"warehouses": loaded["warehouses"], "seconds": round(time.monotonic() - t0, 3)}
+
+
+def take_down(directory: Path, purge: bool) -> dict[str, Any]:
+    from chaosdb.local import cluster
+
+    layout = _layout(directory)
+    if layout is None:
+        return {"skipped": "no cluster"}
+    return cluster.down(layout, purge=purge)
