@@ -196,7 +196,10 @@ def _distribution_png(summary: dict[str, Any], key: str, label: str, path: Path)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.6))
     for i, (_name, vals) in enumerate(rows):
-        ax.boxplot(vals, positions=[i], vert=False, widths=0.5, showfliers=False)
+        try:
+            ax.boxplot(vals, positions=[i], orientation="horizontal", widths=0.5, showfliers=False)
+        except TypeError:  # matplotlib < 3.10
+            ax.boxplot(vals, positions=[i], vert=False, widths=0.5, showfliers=False)
         jitter = np.linspace(-0.12, 0.12, len(vals)) if len(vals) > 1 else [0.0]
         ax.scatter(vals, [i + j for j in jitter], s=14, zorder=3)
     ax.set_yticks(range(len(rows)), [n for n, _ in rows])

@@ -229,6 +229,8 @@ class Runner:
             child = subprocess.Popen(argv, cwd=str(run_dir), stdin=subprocess.DEVNULL, stdout=out,
                                      stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
         self.interrupt.child = child
+        entry["pid"] = child.pid
+        self._save()
         try:
             child.wait(timeout=run.timeout_s)
         except subprocess.TimeoutExpired:
@@ -302,7 +304,28 @@ class Runner:
         finally:
             lock.close()
 
+    def _wait_for_orphans(self) -> None:
+        """A runner that was killed leaves its ``chaos run`` finishing (it got SIGINT from the kernel and its
+        controls clean up): wait for it before touching the cluster again."""
+        for e in self.manifest["runs"]:
+            pid = e.get("pid")
+            if e.get("status") != "running" or not pid:
+                continue
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if str(self.results / "runs" / e["id"]) not in cmdline:
+                continue
+            self.say(f"{e['id']}: the interrupted chaos run (pid {pid}) is still cleaning up; waiting for it")
+            deadline = time.monotonic() + 300
+            while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+                time.sleep(0.5)
+            if Path(f"/proc/{pid}").exists():
+                os.kill(pid, signal.SIGKILL)
+
     def _run_all(self) -> int:
+        self._wait_for_orphans()
         todo = [r for r in self.runs if self._entry(r.id)["status"] in RERUN_STATES
                 and (not self.only or r.scenario in self.only)]
         done_before = sum(1 for e in self.manifest["runs"] if e["status"] in DONE_STATES)

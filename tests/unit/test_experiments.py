@@ -33,8 +33,13 @@ def test_each_experiment_states_its_hypothesis_and_restores_the_cluster(name):
         assert funcs & {"limit_cpu", "limit_memory", "partition_node", "lose_packets", "lose_packets_in_bursts"}
     else:
         assert controls == {"embedded-cluster", "tpcc-load", "report"}
-        assert rollbacks == ["resume_nodes", "restart_nodes"]
-        assert funcs & {"kill_node", "kill_postgres_process", "stop_database", "suspend_node"}
+        # scale-out's own rollback comes first: the added node goes before the cluster is checked whole
+        assert rollbacks == (["scale_in"] if "scale_out" in funcs else []) + ["resume_nodes", "restart_nodes"]
+        if name == "upb-no-failure":  # UPB's T[K][0]: nothing injected, the whole run is the baseline
+            assert not [a for a in exp["method"] if a["type"] == "action"]
+        else:
+            assert funcs & {"kill_node", "kill_postgres_process", "stop_database", "suspend_node",
+                            "rolling_restart", "scale_out"}
     # secrets never inline: every configuration value is read from the environment
     assert all(v.get("type") == "env" for v in exp["configuration"].values())
 
