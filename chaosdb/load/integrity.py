@@ -151,39 +151,65 @@ def _node_dsns(base: str, configuration: Configuration, secrets: Secrets) -> Dic
             if m.host and m.port}
 
 
+def _quiesce(primary: Any, seconds: float = 5.0) -> None:
+    """Wait (at most *seconds*) until no other client backend on the primary runs a statement."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        busy = primary.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+                               "AND state = 'active' AND pid <> pg_backend_pid()").fetchone()[0]
+        if not busy:
+            return
+        time.sleep(0.05)
+
+
+def _compare_once(base: str, nodes: Dict[str, str], deadline: float, quiesce: bool) -> Dict[str, Any]:
+    result: Dict[str, Any] = {"nodes": {}}
+    with _connect(base, target_session_attrs="read-write", autocommit=True) as primary:
+        primary_host = str(primary.info.host)
+        if quiesce:
+            _quiesce(primary)
+        primary_sums = consistency.table_checksums(primary)
+        # read after the checksums: every commit they include is at or before this position
+        lsn = primary.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]
+    result["primary_lsn"] = lsn
+    for name, node_dsn in sorted(nodes.items()):
+        with _connect(node_dsn, autocommit=True) as conn:
+            if not conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
+                result["primary"] = name
+                result["nodes"][name] = {"role": "primary", "match": True}
+                continue
+            while True:
+                caught_up = conn.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0]
+                if caught_up or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            if not caught_up:
+                result["nodes"][name] = {"role": "replica", "caught_up": False, "match": False}
+                continue
+            sums = consistency.table_checksums(conn)
+            differ = sorted(t for t in primary_sums if sums.get(t) != primary_sums[t])
+            result["nodes"][name] = {"role": "replica", "caught_up": True, "match": not differ,
+                                     "differing_tables": differ}
+    result.setdefault("primary", primary_host)
+    return result
+
+
 def replica_convergence(timeout_s: float = 60.0, pause_load: bool = True, dsn: str = "",
                         configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Per-table checksums of the TPC-C tables on the primary and on every replica once each has
     replayed up to the primary's WAL position (the load paused meanwhile); ``ok`` when all match."""
     base = _resolve_dsn(dsn, configuration, secrets)
     nodes = _node_dsns(base, configuration, secrets)
-    result: Dict[str, Any] = {"nodes": {}}
+    deadline = time.monotonic() + timeout_s
     with _load_paused(pause_load):
-        with _connect(base, target_session_attrs="read-write", autocommit=True) as primary:
-            primary_host = str(primary.info.host)
-            lsn = primary.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]
-            primary_sums = consistency.table_checksums(primary)
-        result["primary_lsn"] = lsn
-        deadline = time.monotonic() + timeout_s
-        for name, node_dsn in sorted(nodes.items()):
-            with _connect(node_dsn, autocommit=True) as conn:
-                if not conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
-                    result["primary"] = name
-                    result["nodes"][name] = {"role": "primary", "match": True}
-                    continue
-                while True:
-                    caught_up = conn.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0]
-                    if caught_up or time.monotonic() > deadline:
-                        break
-                    time.sleep(0.2)
-                if not caught_up:
-                    result["nodes"][name] = {"role": "replica", "caught_up": False, "match": False}
-                    continue
-                sums = consistency.table_checksums(conn)
-                differ = sorted(t for t in primary_sums if sums.get(t) != primary_sums[t])
-                result["nodes"][name] = {"role": "replica", "caught_up": True, "match": not differ,
-                                         "differing_tables": differ}
-    result.setdefault("primary", primary_host)
+        # a paused client may have sent COMMIT just before it stopped: let the primary finish every
+        # statement in flight, and compare again when the first comparison races a late commit
+        for attempt in range(1, 4):
+            result = _compare_once(base, nodes, deadline, quiesce=pause_load)
+            result["attempts"] = attempt
+            if all(v["match"] for v in result["nodes"].values()) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
     replicas = [v for v in result["nodes"].values() if v["role"] == "replica"]
     result["replicas"] = len(replicas)
     result["ok"] = bool(replicas) and all(v["match"] for v in replicas)
