@@ -161,11 +161,20 @@ def aggregate(results: Path | str) -> dict[str, Any]:
                                "error_rate": st["error_rate"], "throughput_tps": st["throughput_tps"]})
             sweeps.append({"scenario": sc["name"], "parameter": sc["sweep"]["parameter"], "points": points})
     table = compare(pairs) if pairs else None
+    run_rows = []
+    for e in entries:
+        m = loaded[e["id"]] or {}
+        run_rows.append({"id": e["id"], "scenario": e["scenario"], "status": e["status"],
+                         "attempts": e.get("attempts", 0), "dir": e.get("dir"),
+                         "parameters": {k: v for k, v in (e.get("parameters") or {}).items()
+                                        if not k.startswith(("configuration:", "control:"))},
+                         "p99_ms": _get(m, ("impact", "p99_ms")), "recovery_s": _get(m, ("recovery", "duration_s")),
+                         "error_rate": _get(m, ("impact", "error_rate"))})
     counts: dict[str, int] = {}
     for e in entries:
         counts[e["status"]] = counts.get(e["status"], 0) + 1
     return {"format": "chaosdb-gameday-summary/1", "suite": suite["name"], "description": suite.get("description"),
-            "runs": counts, "scenarios": scenarios, "table_6_1": table, "sweeps": sweeps,
+            "runs": counts, "run_list": run_rows, "scenarios": scenarios, "table_6_1": table, "sweeps": sweeps,
             "upb": _upb(results, entries),
             "definitions": {"hypothesis_failed": "fraction of finished runs whose journal deviated, failed or aborted",
                             "manifested": "fraction of runs with metrics in which the reporter found a disturbance",
@@ -340,8 +349,20 @@ def render_html(summary: dict[str, Any], pngs: dict[str, Path]) -> str:
                   img(f"sweep-{sw['scenario']}", f"sweep {sw['scenario']}"), _html_table(*_sweep_rows(sw))]
     if summary["upb"]:
         parts += ["<h2>UPB</h2>", f"<pre>{html.escape(json.dumps(summary['upb'], indent=2))}</pre>"]
-    style = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
-             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child"
+    rows = []
+    for r in summary.get("run_list", []):
+        link = (f'<a href="{html.escape(r["dir"])}/report.html">{html.escape(r["id"])}</a>'
+                if r.get("dir") and r["status"] in ("completed", "deviated", "unsteady") else html.escape(r["id"]))
+        params = ", ".join(f"{k}={v}" for k, v in r["parameters"].items())
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in (
+            link, html.escape(r["status"]), str(r["attempts"]), html.escape(params), _f(r["p99_ms"]),
+            _f(r["recovery_s"]), _f(r["error_rate"], 4))) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("run", "status", "attempts", "parameters", "p99 ms", "recovery s",
+                                              "errors"))
+    parts += ["<h2>Runs</h2><p>Each run's own report (timeline, latency ECDF) is linked.</p>",
+              f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"]
+    style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto}"
+             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;white-space:nowrap}td:first-child,th:first-child"
              "{text-align:left}img{max-width:100%}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>Game day {html.escape(summary['suite'])}"
             f"</title><style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
