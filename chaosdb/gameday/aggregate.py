@@ -361,9 +361,10 @@ def render_html(summary: dict[str, Any], pngs: dict[str, Path]) -> str:
                                               "errors"))
     parts += ["<h2>Runs</h2><p>Each run's own report (timeline, latency ECDF) is linked.</p>",
               f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"]
-    style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto}"
-             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;white-space:nowrap}td:first-child,th:first-child"
-             "{text-align:left}img{max-width:100%}")
+    style = ("body{font-family:sans-serif;margin:2em}"
+             "table{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto}"
+             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;white-space:nowrap}"
+             "td:first-child,th:first-child{text-align:left}img{max-width:100%}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>Game day {html.escape(summary['suite'])}"
             f"</title><style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
 

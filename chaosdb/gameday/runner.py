@@ -12,11 +12,11 @@ Results directory::
 Run states: ``pending``; ``running`` (in progress, or the runner died); ``completed`` (the
 hypothesis held); ``deviated`` (the journal says the hypothesis failed, or the run failed or was
 aborted: a result, not an error); ``interrupted`` (stopped by Ctrl-C / SIGTERM); ``error`` (no
-journal: Chaos Toolkit could not run it); ``unsteady`` (the hypothesis did not hold *before* the fault, so
-the run says nothing about the fault; its metrics are kept but not aggregated). Running the same suite into the same directory again
-resumes: ``completed``/``deviated`` runs are kept, ``pending``/``running``/``interrupted``/``error``
-ones run (again; an earlier attempt's directory is kept as ``runs/<id>.attempt<N>``). A different
-suite into the same directory is refused.
+journal: Chaos Toolkit could not run it); ``unsteady`` (the hypothesis did not hold *before* the
+fault, so the run says nothing about the fault; its metrics are kept but not aggregated). Running the
+same suite into the same directory again resumes: ``completed``/``deviated`` runs are kept,
+``pending``/``running``/``interrupted``/``error``/``unsteady`` ones run (again; an earlier attempt's
+directory is kept as ``runs/<id>.attempt<N>``). A different suite into the same directory is refused.
 
 Interruption: the first Ctrl-C / SIGTERM is passed to the running ``chaos run`` as SIGINT (its
 controls stop the load and revert local faults), the run is marked ``interrupted`` and the runner
