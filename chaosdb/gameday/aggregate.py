@@ -297,20 +297,20 @@ def _sweep_rows(sweep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 
 
 def render_markdown(summary: dict[str, Any], images: dict[str, str]) -> str:
-    parts = [f"# Game day: {summary['suite']}\n", (summary.get("description") or "") + "\n",
-             "Runs: " + ", ".join(f"{v} {k}" for k, v in sorted(summary["runs"].items())) + "\n",
-             "Cells are the median over runs with [min–max].\n", "## Scenarios\n",
-             _md_table(*_scenario_rows(summary))]
+    parts = [f"# Game day: {summary['suite']}\n\n", (summary.get("description") or "") + "\n\n",
+             "Runs: " + ", ".join(f"{v} {k}" for k, v in sorted(summary["runs"].items())) + ".\n\n",
+             "Cells are the median over runs with [min–max]; *hypothesis failed* and *manifested* are fractions "
+             "of runs.\n\n", "## Scenarios\n\n", _md_table(*_scenario_rows(summary))]
     if summary["table_6_1"]:
-        parts += ["\n## Comparison (thesis Table 6.1 style)\n", render_compare_markdown(summary["table_6_1"])]
+        parts += ["\n## Comparison (thesis Table 6.1 style)\n\n", render_compare_markdown(summary["table_6_1"])]
     if "recovery" in images:
         parts.append(f"\n![recovery distribution]({images['recovery']})\n")
     for sw in summary["sweeps"]:
-        parts += [f"\n## Sweep: {sw['scenario']} ({sw['parameter']})\n", _md_table(*_sweep_rows(sw))]
+        parts += [f"\n## Sweep: {sw['scenario']} ({sw['parameter']})\n\n", _md_table(*_sweep_rows(sw))]
         if f"sweep-{sw['scenario']}" in images:
             parts.append(f"\n![sweep {sw['scenario']}]({images['sweep-' + sw['scenario']]})\n")
     if summary["upb"]:
-        parts += ["\n## UPB\n", "T[K][F] (transactions/s): `" + json.dumps(summary["upb"]["T"]) + "`\n\n"]
+        parts += ["\n## UPB\n\n", "T[K][F] (transactions/s): `" + json.dumps(summary["upb"]["T"]) + "`\n\n"]
         if summary["upb"].get("indices"):
             parts.append(render_upb_markdown(summary["upb"]["indices"]))
         else:

@@ -55,6 +55,10 @@ def _status(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from chaosdb.gameday.aggregate import write_report
 
+    if args.rebuild_runs:
+        from chaosdb.gameday.runner import rebuild_runs
+
+        print(f"rebuilt {rebuild_runs(Path(args.results))} run report(s) from their journals and samples")
     out = write_report(Path(args.results))
     if args.json:
         print(json.dumps(out["summary"], indent=2, default=str))
@@ -93,6 +97,8 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=_status)
     p = gsub.add_parser("report", help="(re)build summary.json, report.md and report.html of a results directory")
     p.add_argument("results")
+    p.add_argument("--rebuild-runs", action="store_true",
+                   help="first recompute every run's metrics from its journal and samples (after a reporter update)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_report)
     p = gsub.add_parser("gate", help="exit 1 when the results got worse than a baseline beyond the limits")

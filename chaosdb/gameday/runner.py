@@ -42,7 +42,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.gameday import cluster_steps as steps
 from chaosdb.gameday.suite import PlannedRun, Suite, load_suite, plan_runs
 
-__all__ = ["run_suite", "read_manifest", "RERUN_STATES", "DONE_STATES", "default_results_dir"]
+__all__ = ["run_suite", "read_manifest", "rebuild_runs", "RERUN_STATES", "DONE_STATES", "default_results_dir"]
 
 MANIFEST = "manifest.json"
 RERUN_STATES = ("pending", "running", "interrupted", "error", "unsteady")
@@ -388,6 +388,29 @@ class Runner:
         if self.suite.cluster["keep_between_runs"] and self.suite.cluster["down_after"] and not remaining:
             for d in touched:
                 steps.take_down(d, purge=self.suite.cluster["purge"])
+
+
+def rebuild_runs(results: str | Path, say: Callable[[str], None] = print) -> int:
+    """Recompute every finished run's metrics and report from its journal and samples (after a reporter
+    change) and refresh the manifest's summaries; returns how many runs were rebuilt."""
+    from chaosdb.report.build import build_report
+
+    results = Path(results)
+    manifest = read_manifest(results)
+    n = 0
+    for e in manifest["runs"]:
+        journal = results / e.get("dir", f"runs/{e['id']}") / "journal.json"
+        if e.get("status") not in (*DONE_STATES, "unsteady") or not journal.is_file():
+            continue
+        try:
+            build_report(journal, out_dir=journal.parent)
+        except ChaosDBError as exc:
+            say(f"{e['id']}: not rebuilt: {exc}")
+            continue
+        e["metrics"] = _metrics_summary(json.loads((journal.parent / "metrics.json").read_text()))
+        n += 1
+    _write_json(results / MANIFEST, manifest)
+    return n
 
 
 def run_suite(suite_path: str | Path, results: str | Path | None = None, say: Callable[[str], None] = print,

@@ -297,18 +297,34 @@ def disturbances(s: Samples, threshold_ms: float, faults: list[dict[str, Any]], 
     return out
 
 
-def unavailability(s: Samples, start: float, end: float) -> float:
+def _paused_within(a: np.ndarray, b: np.ndarray, pauses: list[dict[str, Any]]) -> np.ndarray:
+    """Seconds of each interval [a, b] during which the load was paused (nobody asked the database)."""
+    total = np.zeros(a.shape)
+    for p in pauses:
+        ps, pe = float(p["start_ts"]), float(p["end_ts"])
+        total += np.clip(np.minimum(b, pe) - np.maximum(a, ps), 0.0, None)
+    return total
+
+
+def unavailability(s: Samples, start: float, end: float, pauses: list[dict[str, Any]] | None = None) -> float:
+    """The longest span without a commit, not counting time when the load was paused."""
     done = np.sort(s.ts[s.ok] + s.lat[s.ok] / 1000.0)
     done = done[(done >= start) & (done <= end)]
     edges = np.concatenate(([start], done, [end]))
-    return round(float(np.diff(edges).max()), 3) if edges.size > 1 else round(end - start, 3)
+    gaps = np.diff(edges) - _paused_within(edges[:-1], edges[1:], pauses or [])
+    return round(float(gaps.max()), 3) if gaps.size else round(end - start, 3)
 
 
 def time_to_throughput(s: Samples, fault_start: float, end: float, baseline_tps: float, width: float = 5.0,
-                       step: float = 1.0, fraction: float = 0.95) -> float | None:
+                       step: float = 1.0, fraction: float = 0.95,
+                       pauses: list[dict[str, Any]] | None = None) -> float | None:
     if baseline_tps <= 0 or end - fault_start < width:
         return None
     starts = np.arange(fault_start, end - width + 1e-9, step)
+    # windows that overlap a pause of the load say nothing about the database's throughput
+    starts = starts[_paused_within(starts, starts + width, pauses or []) == 0]
+    if not starts.size:
+        return None
     ok_ts = s.ts[s.ok]
     counts = np.searchsorted(ok_ts, starts + width) - np.searchsorted(ok_ts, starts)
     tps = counts / width
@@ -401,9 +417,10 @@ def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: fl
         rec["disturbances"] = disturbances(measured, mean + 2 * std, faults, end, rule=rule, concurrency=clients,
                                            run_length=length, max_gap_s=gap)
         rec["max_healthy_gap_s"] = round(gap, 3)
-        rec["unavailability_s"] = unavailability(s, fault_start, end)
+        rec["unavailability_s"] = unavailability(s, fault_start, end, pauses)
         rec["time_to_baseline_throughput_s"] = time_to_throughput(s, fault_start, end,
-                                                                  result["baseline"]["throughput_tps"] or 0)
+                                                                  result["baseline"]["throughput_tps"] or 0,
+                                                                  pauses=pauses)
         result["recovery"] = rec
         bt, it = result["baseline"]["throughput_tps"], result["impact"]["throughput_tps"]
         b99, i99 = result["baseline"]["p99_ms"], result["impact"]["p99_ms"]

@@ -125,6 +125,21 @@ def test_pauses_are_left_out():
     assert m["samples"] == len(s) - 1000  # the transactions that started inside the pause
 
 
+def test_a_pause_of_the_load_is_not_unavailability():
+    """As in the game day's level-2 runs: a 3 s outage, later the load pauses 10 s for the replica check
+    (no transaction at all). The database was unavailable for 3 s, not 10 s, and throughput came back."""
+    s, f0 = trace(rate=100.0, outage=3.0)
+    keep = ~((s.ts >= f0 + 30) & (s.ts < f0 + 40))
+    s = s.subset(keep)
+    pause = [{"start_ts": f0 + 30, "end_ts": f0 + 40}]
+    m = compute_metrics(s, faults_at(f0), pauses=pause)
+    assert m["recovery"]["unavailability_s"] == pytest.approx(3.0, abs=0.05)
+    assert m["recovery"]["time_to_baseline_throughput_s"] is not None
+    assert m["recovery"]["time_to_baseline_throughput_s"] < 10
+    without = compute_metrics(s, faults_at(f0))
+    assert without["recovery"]["unavailability_s"] == pytest.approx(10.0, abs=0.05)  # what a pause looked like
+
+
 def test_a_pause_is_taken_out_of_the_latency_of_transactions_in_flight():
     s, f0 = trace(rate=100.0)
     ps = f0 + 30.0
