@@ -84,6 +84,12 @@ def _die_with_parent() -> None:  # in the child between fork and exec
         pass
 
 
+def _manifested(m: dict[str, Any]) -> bool:
+    from chaosdb.gameday.aggregate import manifested
+
+    return manifested(m)
+
+
 def _metrics_summary(m: dict[str, Any]) -> dict[str, Any]:
     impact = m.get("impact") or {}
     rec = m.get("recovery") or {}
@@ -92,7 +98,7 @@ def _metrics_summary(m: dict[str, Any]) -> dict[str, Any]:
             "impact_p99_ms": impact.get("p99_ms"), "impact_tps": impact.get("throughput_tps"),
             "error_rate": impact.get("error_rate"), "recovery_s": rec.get("duration_s"),
             "unavailability_s": rec.get("unavailability_s"),
-            "manifested": bool(rec.get("onset_ts") is not None or (rec.get("disturbances") or []))}
+            "manifested": _manifested(m)}
 
 
 class _Interrupt:
@@ -304,6 +310,10 @@ class Runner:
         finally:
             lock.close()
 
+    def _selected(self) -> list[dict[str, Any]]:
+        """The manifest entries this invocation is about (``--only`` scenarios, else all)."""
+        return [e for e in self.manifest["runs"] if not self.only or e["scenario"] in self.only]
+
     def _wait_for_orphans(self) -> None:
         """A runner that was killed leaves its ``chaos run`` finishing (it got SIGINT from the kernel and its
         controls clean up): wait for it before touching the cluster again."""
@@ -368,7 +378,7 @@ class Runner:
 
         write_report(self.results)
         counts: dict[str, int] = {}
-        for e in self.manifest["runs"]:
+        for e in self._selected():
             counts[e["status"]] = counts.get(e["status"], 0) + 1
         self.say("done: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
                  + f"; report: {self.results / 'report.html'}")
@@ -384,7 +394,7 @@ class Runner:
                 steps.restore_replication(d)
             except ChaosDBError as exc:
                 self.say(f"could not restore the replication setting of {d}: {exc}")
-        remaining = any(e["status"] in RERUN_STATES for e in self.manifest["runs"])
+        remaining = any(e["status"] in RERUN_STATES for e in self._selected())
         if self.suite.cluster["keep_between_runs"] and self.suite.cluster["down_after"] and not remaining:
             for d in touched:
                 steps.take_down(d, purge=self.suite.cluster["purge"])

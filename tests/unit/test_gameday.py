@@ -142,7 +142,8 @@ def fake_metrics(p99, recovery, tps=500.0, impact_tps=400.0, error_rate=0.01, di
     impact = {"mean_ms": 7.0, "std_ms": 3.0, "p50_ms": p99 / 5, "p95_ms": p99 / 2, "p99_ms": p99,
               "throughput_tps": impact_tps, "error_rate": error_rate}
     return {"baseline": base, "impact": impact,
-            "recovery": {"duration_s": recovery, "onset_ts": 1.0 if disturbed else None, "unavailability_s": 2.0,
+            "recovery": {"duration_s": recovery if disturbed else None, "onset_ts": 1.0 if disturbed else None,
+                         "unavailability_s": 2.0,
                          "disturbances": [{}] if disturbed else []},
             "degradation": {"throughput_pct": round((1 - impact_tps / tps) * 100, 3)}}
 
@@ -174,7 +175,7 @@ def test_aggregate_medians_spread_flakiness_and_table(tmp_path):
     res = fake_results(tmp_path, [
         ("a", "completed", fake_metrics(100, 5.0), None),
         ("a", "deviated", fake_metrics(300, 9.0), None),
-        ("a", "completed", fake_metrics(200, None, disturbed=False), None),
+        ("a", "completed", fake_metrics(200, None, error_rate=0.0, disturbed=False), None),
         ("a", "interrupted", None, None),
         ("b", "completed", fake_metrics(50, 1.0), None),
     ])
@@ -268,6 +269,24 @@ def test_gate_cli_exit_codes(tmp_path):
     missing = subprocess.run(cli + [str(tmp_path / "nothing"), "--baseline", str(tmp_path / "base")],
                              capture_output=True, text=True)
     assert missing.returncode == 2
+
+
+def test_a_fault_manifests_by_a_real_disturbance_or_errors():
+    from chaosdb.gameday.aggregate import manifested
+
+    blip = fake_metrics(20, 0.03, error_rate=0.0)  # five slow operations in a row at 1,000/s
+    assert not manifested(blip)
+    assert manifested(fake_metrics(20, 0.6, error_rate=0.0))
+    assert manifested(fake_metrics(20, 0.03, error_rate=0.001))
+    never = fake_metrics(20, None, error_rate=0.0)  # onset found, never ended within the run
+    assert manifested(never)
+    later = fake_metrics(20, 0.03, error_rate=0.0)
+    later["recovery"]["disturbances"] = [{"duration_s": 0.03, "after_fault": "kill"},
+                                         {"duration_s": 4.0, "after_fault": "kill"}]
+    later["faults"] = [{"name": "kill", "start_ts": 10.0}, {"name": "restart", "start_ts": 40.0}]
+    assert manifested(later)
+    later["recovery"]["disturbances"][1]["after_fault"] = "restart"  # the restart's bump is not the fault
+    assert not manifested(later)
 
 
 def test_spread_ignores_missing_values():
