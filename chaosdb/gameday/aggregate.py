@@ -56,8 +56,8 @@ MANIFEST_MIN_S = 0.5
 
 def manifested(m: dict[str, Any]) -> bool:
     """Did the fault show? A disturbance of at least 0.5 s after the first fault (or one that never
-    ended), or failed attempts in the impact window. Five slow transactions in a row at 1,000/s are a disturbance of milliseconds:
-    that is not a fault showing."""
+    ended), or failed attempts in the impact window. Five slow transactions in a row at 1,000/s are a
+    disturbance of milliseconds: that is not a fault showing."""
     rec = m.get("recovery") or {}
     if (m.get("impact") or {}).get("error_rate"):
         return True

@@ -140,15 +140,22 @@ def set_synchronous_standbys(directory: Path, k: int, timeout: float = 60.0) -> 
         body["synchronous_node_count"] = k
     _patch_config(directory, body)
     _wait_sync_count(cluster.patroni_client(layout), k, timeout)
+    # the cluster's health rule (a synchronous standby must exist in sync mode) follows the live setting
+    layout.replication = "sync" if k > 0 else "async"
+    layout.save()
     return {"synchronous_standbys": k, "seconds": round(time.monotonic() - t0, 3)}
 
 
-def restore_replication(directory: Path) -> dict[str, Any]:
-    """The cluster's own replication setting again (sync: one synchronous standby; async: none)."""
+def replication_of(directory: Path) -> str | None:
     layout = _layout(directory)
-    if layout is None:
+    return layout.replication if layout is not None else None
+
+
+def restore_replication(directory: Path, replication: str = "sync") -> dict[str, Any]:
+    """The cluster's replication setting of before the game day (sync: one synchronous standby; async: none)."""
+    if _layout(directory) is None:
         return {"skipped": "no cluster"}
-    return set_synchronous_standbys(directory, 1 if layout.replication == "sync" else 0)
+    return set_synchronous_standbys(directory, 1 if replication == "sync" else 0)
 
 
 def move_leader(directory: Path, node: str, timeout: float = 90.0) -> dict[str, Any]:

@@ -110,11 +110,14 @@ class _Interrupt:
     def handler(self, signum: int, _frame: Any) -> None:
         first = self.signum is None
         self.signum = self.signum or signum
-        if first and self.child is not None and self.child.poll() is None:
-            try:
-                os.killpg(self.child.pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
+        if self.child is not None and self.child.poll() is None:
+            if first:
+                try:
+                    os.killpg(self.child.pid, signal.SIGINT)
+                except ProcessLookupError:
+                    pass
+        elif first:
+            raise KeyboardInterrupt  # between runs: stop the step at once (steps are idempotent)
 
     def __enter__(self) -> "_Interrupt":
         for s in (signal.SIGINT, signal.SIGTERM):
@@ -142,6 +145,7 @@ class Runner:
         self.only = set(only or [])
         self.manifest: dict[str, Any] = {}
         self.interrupt = _Interrupt()
+        self.original_replication: dict[Path, str] = {}
 
     # manifest ------------------------------------------------------------------------------------
     def _open_manifest(self) -> None:
@@ -200,6 +204,7 @@ class Runner:
         if b["wait_healthy_s"]:
             done["wait_healthy"] = steps.wait_healthy(directory, b["wait_healthy_s"])
         if "synchronous_standbys" in run.prepare:
+            self.original_replication.setdefault(directory, steps.replication_of(directory) or "sync")
             done["synchronous_standbys"] = steps.set_synchronous_standbys(directory,
                                                                           run.prepare["synchronous_standbys"])
         if "leader" in run.prepare:
@@ -345,35 +350,43 @@ class Runner:
         touched: set[Path] = set()
         changed_replication: set[Path] = set()
         try:
-            for i, run in enumerate(todo, 1):
-                if self.interrupt.signum is not None:
-                    break
-                entry = self._entry(run.id)
-                directory = steps.cluster_dir_of(run.experiment)
-                touched.add(directory)
-                if "synchronous_standbys" in run.prepare:
-                    changed_replication.add(directory)
-                self.say(f"[{i}/{len(todo)}] {run.id}: between-run steps")
-                try:
-                    entry["between"] = self._between(run, first)
-                except ChaosDBError as exc:
-                    entry.update(status="error", error=f"between-run steps failed: {exc}"[:2000])
-                    self._save()
-                    self.say(f"  {run.id}: between-run steps failed, not run: {str(exc).splitlines()[0]}")
-                    continue
-                if self.interrupt.signum is not None:
-                    break
-                first = False
-                self.say(f"[{i}/{len(todo)}] {run.id}: chaos run ({run.source})")
-                entry = self._execute(run)
-                m = entry.get("metrics") or {}
-                self.say(f"  {run.id}: {entry['status']} in {entry.get('seconds')}s"
-                         + (f"; recovery {m.get('recovery_s')} s, p99 {m.get('impact_p99_ms')} ms" if m else ""))
+            self._loop(todo, first, touched, changed_replication)
+        except KeyboardInterrupt:
+            self.interrupt.signum = self.interrupt.signum or signal.SIGINT
         finally:
             self._finish(touched, changed_replication)
         if self.interrupt.signum is not None:
             self.say(f"interrupted: {self.results} keeps what ran; run the same command again to resume")
             return 130
+        return self._conclude()
+
+    def _loop(self, todo: list[PlannedRun], first: bool, touched: set[Path], changed_replication: set[Path]) -> None:
+        for i, run in enumerate(todo, 1):
+            if self.interrupt.signum is not None:
+                break
+            entry = self._entry(run.id)
+            directory = steps.cluster_dir_of(run.experiment)
+            touched.add(directory)
+            if "synchronous_standbys" in run.prepare:
+                changed_replication.add(directory)
+            self.say(f"[{i}/{len(todo)}] {run.id}: between-run steps")
+            try:
+                entry["between"] = self._between(run, first)
+            except ChaosDBError as exc:
+                entry.update(status="error", error=f"between-run steps failed: {exc}"[:2000])
+                self._save()
+                self.say(f"  {run.id}: between-run steps failed, not run: {str(exc).splitlines()[0]}")
+                continue
+            if self.interrupt.signum is not None:
+                break
+            first = False
+            self.say(f"[{i}/{len(todo)}] {run.id}: chaos run ({run.source})")
+            entry = self._execute(run)
+            m = entry.get("metrics") or {}
+            self.say(f"  {run.id}: {entry['status']} in {entry.get('seconds')}s"
+                     + (f"; recovery {m.get('recovery_s')} s, p99 {m.get('impact_p99_ms')} ms" if m else ""))
+
+    def _conclude(self) -> int:
         from chaosdb.gameday.aggregate import write_report
 
         write_report(self.results)
@@ -391,7 +404,7 @@ class Runner:
     def _finish(self, touched: set[Path], changed_replication: set[Path]) -> None:
         for d in changed_replication:
             try:
-                steps.restore_replication(d)
+                steps.restore_replication(d, self.original_replication.get(d, "sync"))
             except ChaosDBError as exc:
                 self.say(f"could not restore the replication setting of {d}: {exc}")
         remaining = any(e["status"] in RERUN_STATES for e in self._selected())

@@ -76,8 +76,10 @@ def test_game_day_steps_set_synchronous_standbys_and_move_the_primary(healthy):
         assert not [m for m in client.members() if m.role == "sync_standby"]
         with pytest.raises(ChaosDBError, match="needs 4 nodes"):
             cluster_steps.set_synchronous_standbys(d, 3)
+        assert load_layout(healthy.dir).replication == "async"  # health follows the live setting
     finally:
-        cluster_steps.restore_replication(d)
+        cluster_steps.restore_replication(d, "sync")
+    assert load_layout(healthy.dir).replication == "sync"
     assert sum(1 for m in client.members() if m.role == "sync_standby") == 1
     # move the primary to a replica that is not the synchronous standby (Patroni refuses that switchover
     # in synchronous mode; the step drops to asynchronous for it and restores the setting)
