@@ -14,8 +14,9 @@ Per scenario (and per sweep value) over its finished runs:
 Across scenarios: the thesis's Table 6.1 (``chaosdb.report.compare``: medians of mean/σ/p50/p95/p99
 with the change against the median baseline, and the median recovery), sweep curves (metric vs
 intensity), and for suites with ``upb`` scenarios the T[K][F] matrix and the UPB indices
-(T[K][0] = median baseline throughput of the runs at K, T[K][F] = median impact throughput of
-the runs with F failed nodes).
+(T[K][0] = median baseline throughput of the runs at K, T[K][F] = median throughput of the runs
+with F failed nodes while those nodes were down: the 5 s windows between the end of the fault
+action and the next action).
 """
 
 from __future__ import annotations
@@ -122,6 +123,23 @@ def _group_stats(entries: list[dict[str, Any]], metrics: list[dict[str, Any] | N
     return out
 
 
+def fault_window_tps(m: dict[str, Any]) -> float | None:
+    """Throughput while the first fault holds: the 5 s windows between the end of the first fault action
+    and the start of the next action (its rollback/restart), weighted by their length; else the impact
+    window's throughput."""
+    actions = sorted((f for f in m.get("faults") or [] if f.get("start_ts")), key=lambda f: f["start_ts"])
+    if not actions or not actions[0].get("end_ts"):
+        return _get(m, ("impact", "throughput_tps"))
+    lo = float(actions[0]["end_ts"])
+    later = [float(f["start_ts"]) for f in actions[1:] if float(f["start_ts"]) >= lo]
+    hi = min(later) if later else float(m.get("end_ts") or lo)
+    inside = [w for w in m.get("windows") or [] if w["start_ts"] >= lo and w["start_ts"] + w["seconds"] <= hi]
+    seconds = sum(w["seconds"] for w in inside)
+    if not seconds:
+        return _get(m, ("impact", "throughput_tps"))
+    return round(sum(w["tps"] * w["seconds"] for w in inside) / seconds, 3)
+
+
 def _upb(results: Path, entries: list[dict[str, Any]]) -> dict[str, Any] | None:
     cells: dict[int, dict[int, list[float]]] = {}
     base: dict[int, list[float]] = {}
@@ -133,8 +151,9 @@ def _upb(results: Path, entries: list[dict[str, Any]]) -> dict[str, Any] | None:
         k, f = int(upb["K"]), int(upb["F"])
         if _get(m, ("baseline", "throughput_tps")) is not None:
             base.setdefault(k, []).append(_get(m, ("baseline", "throughput_tps")))
-        if f > 0 and _get(m, ("impact", "throughput_tps")) is not None:
-            cells.setdefault(k, {}).setdefault(f, []).append(_get(m, ("impact", "throughput_tps")))
+        held = fault_window_tps(m) if f > 0 else None
+        if held is not None:
+            cells.setdefault(k, {}).setdefault(f, []).append(held)
     if not base and not cells:
         return None
     table: dict[str, dict[str, float]] = {}
@@ -146,7 +165,8 @@ def _upb(results: Path, entries: list[dict[str, Any]]) -> dict[str, Any] | None:
             row[str(f)] = round(statistics.median(vals), 3)
         table[str(k)] = row
     out: dict[str, Any] = {"T": table, "rule": "T[K][0]: median baseline throughput of the runs at K; "
-                           "T[K][F]: median impact throughput of the runs with F failed nodes"}
+                           "T[K][F]: median throughput of the runs with F failed nodes while they were down "
+                           "(5 s windows from the end of the fault action to the next action)"}
     try:
         out["indices"] = upb_indices({"T": table})
     except ChaosDBError as exc:

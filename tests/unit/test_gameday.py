@@ -289,6 +289,21 @@ def test_a_fault_manifests_by_a_real_disturbance_or_errors():
     assert not manifested(later)
 
 
+def test_upb_throughput_is_measured_while_the_nodes_are_down():
+    from chaosdb.gameday.aggregate import fault_window_tps
+
+    m = fake_metrics(10, None, impact_tps=300.0)
+    m["faults"] = [{"name": "stop-f-replicas", "start_ts": 100.0, "end_ts": 102.0},
+                   {"name": "make-sure-every-node-runs", "start_ts": 135.0, "end_ts": 140.0, "rollback": True}]
+    m["windows"] = [{"start_ts": t, "seconds": 5.0, "tps": tps} for t, tps in
+                    ((95.0, 500.0), (100.0, 50.0), (105.0, 200.0), (110.0, 210.0), (115.0, 190.0), (120.0, 200.0),
+                     (125.0, 200.0), (130.0, 200.0), (135.0, 80.0), (140.0, 500.0))]
+    # windows 105..130 lie between the stop's end (102) and the restart (135): mean 200
+    assert fault_window_tps(m) == 200.0
+    m["windows"] = []
+    assert fault_window_tps(m) == 300.0  # no windows: the impact window's throughput
+
+
 def test_spread_ignores_missing_values():
     assert spread([None, None]) is None
     assert spread([3, None, 1])["median"] == 2.0
