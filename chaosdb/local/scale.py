@@ -46,14 +46,20 @@ def _next_node(layout: ClusterLayout) -> NodeLayout:
                       dir=str(layout.path / f"node{i}"), user=user.user, uid=user.uid, gid=user.gid)
 
 
-def _etcd_call(layout: ClusterLayout, path: str, body: dict[str, Any]) -> dict[str, Any]:
+def _etcd_call(layout: ClusterLayout, path: str, body: dict[str, Any], retry_s: float = 30.0) -> dict[str, Any]:
+    """POST to the first member that accepts. etcd refuses membership changes with 503 "unhealthy cluster"
+    until its leader has been connected to a quorum for 5 s (e.g. just after a member restarted): retry."""
     last: Exception | None = None
-    for url in layout.etcd_urls:
-        try:
-            return request_json("POST", f"{url}{path}", body, timeout=5.0).json() or {}
-        except HttpError as exc:
-            last = exc
-    raise ChaosDBError(f"no etcd member accepted {path}: {last}")
+    deadline = time.monotonic() + retry_s
+    while True:
+        for url in layout.etcd_urls:
+            try:
+                return request_json("POST", f"{url}{path}", body, timeout=5.0).json() or {}
+            except HttpError as exc:
+                last = exc
+        if time.monotonic() > deadline or "unhealthy cluster" not in str(last):
+            raise ChaosDBError(f"no etcd member accepted {path}: {last}")
+        time.sleep(1.0)
 
 
 def wait_serving(layout: ClusterLayout, name: str, timeout: float) -> float:

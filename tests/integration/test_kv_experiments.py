@@ -51,9 +51,11 @@ def test_kill_leader_versus_follower(pg_cluster, tmp_path, healthy):
         assert any(k.startswith("kill-the-etcd-") and v["status"] == "succeeded" for k, v in runs.items())
         after = {p["activity"]["name"]: p for p in r["journal"]["steady_states"]["after"]["probes"]}
         assert after["acknowledged-puts-lost"]["output"] == 0 and after["etcd-is-healthy"]["output"] is True
-    # killing the leader forces an election: every write waits; killing a follower does not
-    assert leader["metrics"]["impact"]["max_ms"] > follower["metrics"]["impact"]["max_ms"], \
-        (leader["metrics"]["impact"], follower["metrics"]["impact"])
+    # killing the leader forces an election: for a while no operation completes; killing a follower does
+    # not (the single slowest operation is noise at ~1,000 operations/s: the game-day example of 3 runs
+    # each shows 1.0-1.6 s without a completed operation for the leader, 0.0-0.2 s for a follower)
+    lu, fu = (r["metrics"]["recovery"]["unavailability_s"] for r in (leader, follower))
+    assert lu > fu and lu > 0.5, (leader["metrics"]["recovery"], follower["metrics"]["recovery"])
 
 
 def test_cpu_quota_on_leader_versus_follower(pg_cluster, tmp_path, healthy):
