@@ -3,11 +3,13 @@ shell; errors name the command (passwords in ``--url`` masked) and end with what
 
 from __future__ import annotations
 
+import ctypes
 import subprocess
+from typing import Callable
 
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["describe_argv", "run_argv", "run_argv_full"]
+__all__ = ["describe_argv", "run_argv", "run_argv_full", "die_with_parent"]
 
 
 def describe_argv(argv: list[str], words: int = 5) -> str:
@@ -38,3 +40,18 @@ def run_argv_full(argv: list[str], timeout: float | None = 30.0, input_text: str
         raise ChaosDBError(f"{describe_argv(argv)} failed (exit {proc.returncode}): "
                            + (" / ".join(shown) if shown else "no output"))
     return proc.stdout, proc.stderr
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(sig: int) -> Callable[[], None]:
+    """A ``preexec_fn`` that makes the kernel send *sig* to the child when its parent dies
+    (``PR_SET_PDEATHSIG``), so that a killed caller never leaves its child running unattended."""
+    def preexec() -> None:  # runs in the child between fork and exec
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
+        except OSError:
+            pass
+
+    return preexec

@@ -65,6 +65,37 @@ class EtcdClient:
             ]
         raise ChaosDBError(f"no etcd member answered ({', '.join(self.urls)}): {last}")
 
+    def _post_any(self, path: str, body: dict[str, Any], retry_s: float) -> dict[str, Any]:
+        """POST to the first member that accepts. etcd refuses membership changes with 503 "unhealthy
+        cluster" until its leader has been connected to a quorum for 5 s (just after a member restarted):
+        those are retried for *retry_s*."""
+        import time
+
+        last: Exception | None = None
+        deadline = time.monotonic() + retry_s
+        while True:
+            for url in self.urls:
+                try:
+                    return request_json("POST", f"{url}{path}", body, timeout=max(self.timeout, 5.0)).json() or {}
+                except HttpError as exc:
+                    last = exc
+            if time.monotonic() > deadline or "unhealthy cluster" not in str(last):
+                raise ChaosDBError(f"no etcd member accepted {path}: {last}")
+            time.sleep(1.0)
+
+    def add_member(self, peer_url: str, retry_s: float = 30.0) -> str:
+        """``member add``; returns the new member's id."""
+        added = self._post_any("/v3/cluster/member/add", {"peerURLs": [peer_url]}, retry_s)
+        return str((added.get("member") or {}).get("ID", ""))
+
+    def remove_member(self, member_id: str, retry_s: float = 30.0) -> None:
+        """``member remove``; a member that is already gone is not an error."""
+        try:
+            self._post_any("/v3/cluster/member/remove", {"ID": member_id}, retry_s)
+        except ChaosDBError as exc:
+            if "not found" not in str(exc).lower():
+                raise
+
     def leader_id(self) -> str | None:
         """Id of the Raft leader as seen by the first member that answers with one."""
         for url in self.urls:

@@ -32,7 +32,9 @@ import numpy as np
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.gameday.runner import DONE_STATES, read_manifest
+from chaosdb.report.build import _fmt as _f
 from chaosdb.report.compare import compare, render_compare_markdown
+from chaosdb.report.plots import _plt
 from chaosdb.report.upb import render_upb_markdown, upb_indices
 
 __all__ = ["aggregate", "write_report", "spread", "METRICS"]
@@ -227,15 +229,6 @@ def aggregate(results: Path | str) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------- output
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _distribution_png(summary: dict[str, Any], key: str, label: str, path: Path) -> Path | None:
     rows = [(s["scenario"], [v for v in (s["recovery"]["values"] if key == "recovery" else [])
                              if v is not None]) for s in summary["scenarios"]]
@@ -289,14 +282,6 @@ def _sweep_png(sweep: dict[str, Any], path: Path) -> Path | None:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-def _f(v: Any, digits: int = 1) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return f"{v:,.{digits}f}"
-    return str(v)
 
 
 def _sp(s: dict[str, Any] | None, digits: int = 1) -> str:

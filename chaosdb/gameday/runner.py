@@ -26,7 +26,6 @@ exits 130. If the runner itself is killed, ``chaos run`` gets SIGINT from the ke
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import json
 import os
@@ -38,6 +37,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from chaosdb.core.commands import die_with_parent
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.gameday import cluster_steps as steps
 from chaosdb.gameday.suite import PlannedRun, Suite, load_suite, plan_runs
@@ -47,7 +47,6 @@ __all__ = ["run_suite", "read_manifest", "rebuild_runs", "RERUN_STATES", "DONE_S
 MANIFEST = "manifest.json"
 RERUN_STATES = ("pending", "running", "interrupted", "error", "unsteady")
 DONE_STATES = ("completed", "deviated")
-PR_SET_PDEATHSIG = 1
 
 
 def default_results_dir(suite: Suite) -> Path:
@@ -75,13 +74,6 @@ def _chaos_binary() -> str:
     if not found:
         raise ChaosDBError("the 'chaos' command is not installed: pip install chaostoolkit")
     return found
-
-
-def _die_with_parent() -> None:  # in the child between fork and exec
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGINT)
-    except OSError:
-        pass
 
 
 def _manifested(m: dict[str, Any]) -> bool:
@@ -238,7 +230,7 @@ class Runner:
         self._save()
         with open(run_dir / "chaos.out", "wb") as out:
             child = subprocess.Popen(argv, cwd=str(run_dir), stdin=subprocess.DEVNULL, stdout=out,
-                                     stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
+                                     stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent(signal.SIGINT))
         self.interrupt.child = child
         entry["pid"] = child.pid
         self._save()

@@ -32,7 +32,6 @@ written to the journal.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import signal
@@ -44,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.detach import source_env
+from chaosdb.core.commands import die_with_parent
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.redact import redact_dsn
 from chaosdb.core.timeutil import iso_from_epoch
@@ -58,14 +58,7 @@ __all__ = ["before_experiment_control", "after_experiment_control", "cleanup_con
 LOCUSTFILES = {"tpcc": str(Path(__file__).with_name("locust_tpcc.py")),
                "ycsb": str(Path(__file__).with_name("locust_ycsb.py")),
                "ycsb-etcd": str(Path(__file__).with_name("locust_ycsb.py"))}
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:
-        pass
+_die_with_parent = die_with_parent(signal.SIGTERM)
 
 
 def _resolve_dsn(dsn: str, configuration: dict[str, Any] | None, secrets: dict[str, Any] | None,

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.http import HttpError, request_json
+from chaosdb.etcd.client import EtcdClient
 from chaosdb.local import cluster as _cluster
 from chaosdb.local.runtime import RunAs, node_users
 from chaosdb.local.state import ClusterLayout, NodeLayout, load_secrets
@@ -44,22 +44,6 @@ def _next_node(layout: ClusterLayout) -> NodeLayout:
     return NodeLayout(name=f"node{i}", host=host, pg_port=first.pg_port + off, api_port=first.api_port + off,
                       etcd_client_port=first.etcd_client_port + off, etcd_peer_port=first.etcd_peer_port + off,
                       dir=str(layout.path / f"node{i}"), user=user.user, uid=user.uid, gid=user.gid)
-
-
-def _etcd_call(layout: ClusterLayout, path: str, body: dict[str, Any], retry_s: float = 30.0) -> dict[str, Any]:
-    """POST to the first member that accepts. etcd refuses membership changes with 503 "unhealthy cluster"
-    until its leader has been connected to a quorum for 5 s (e.g. just after a member restarted): retry."""
-    last: Exception | None = None
-    deadline = time.monotonic() + retry_s
-    while True:
-        for url in layout.etcd_urls:
-            try:
-                return request_json("POST", f"{url}{path}", body, timeout=5.0).json() or {}
-            except HttpError as exc:
-                last = exc
-        if time.monotonic() > deadline or "unhealthy cluster" not in str(last):
-            raise ChaosDBError(f"no etcd member accepted {path}: {last}")
-        time.sleep(1.0)
 
 
 def wait_serving(layout: ClusterLayout, name: str, timeout: float) -> float:
@@ -90,8 +74,7 @@ def add_node(layout: ClusterLayout, timeout: float = 180.0) -> dict[str, Any]:
                            (node.host, node.etcd_peer_port, f"etcd peer of {node.name}")])
     secrets = load_secrets(layout.path)
     t0 = time.monotonic()
-    added = _etcd_call(layout, "/v3/cluster/member/add", {"peerURLs": [node.etcd_peer_url]})
-    member_id = str((added.get("member") or {}).get("ID", ""))
+    member_id = _cluster.etcd_client(layout).add_member(node.etcd_peer_url)
     layout.nodes.append(node)
     layout.save()
     try:
@@ -145,16 +128,7 @@ def remove_node(layout: ClusterLayout, name: str = "", member_id: str = "", time
             if m.name == name or node.etcd_peer_url in m.peer_urls:
                 member_id = m.id
     if member_id:
-        last: Exception | None = None
-        for url in [n.etcd_client_url for n in others]:
-            try:
-                request_json("POST", f"{url}/v3/cluster/member/remove", {"ID": member_id}, timeout=5.0)
-                last = None
-                break
-            except HttpError as exc:
-                last = exc
-        if last is not None and "not found" not in str(last).lower():
-            raise ChaosDBError(f"could not remove the etcd member of {name}: {last}")
+        EtcdClient([n.etcd_client_url for n in others]).remove_member(member_id)
     _cluster.stop_node(layout, name, graceful=True, timeout=15.0, components=("etcd",))
     layout.nodes = others
     layout.save()
