@@ -118,10 +118,41 @@ def _group_stats(entries: list[dict[str, Any]], metrics: list[dict[str, Any] | N
     out["recovery"] = {"values": recs, "not_recovered": sum(1 for r in recs if r is None),
                        **(spread(recs) or {"n": 0})}
     out["throughput_drop_pct"] = spread(drops)
+    ops = _operation_stats(with_m)
+    if ops:
+        out["operations"] = ops
     cycles = sorted({str(v) for e in done for p, v in (e.get("parameters") or {}).items()
                      if p == "cluster:leader" or p.endswith(".target")})
     if cycles:
         out["targets"] = cycles
+    return out
+
+
+def _operation_stats(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per operator action (rolling_restart, scale_out, ...) of the method: spreads over the runs of what the
+    action measured (took, serving/healthy after) and of what the load saw (no commit, failed, tx/s ratio);
+    for a rolling restart also the worst node step of each run."""
+    by_action: dict[str, list[dict[str, Any]]] = {}
+    for m in metrics:
+        for op in m.get("operations") or []:
+            if not op.get("rollback") and op.get("status") == "succeeded":
+                by_action.setdefault(op["action"], []).append(op)
+    out: dict[str, Any] = {}
+    for action, ops in by_action.items():
+        load = [op.get("load") or {} for op in ops]
+        entry = {"n": len(ops), "took_s": spread([op.get("total_s", op.get("seconds")) for op in ops]),
+                 "serving_s": spread([op.get("serving_s") for op in ops]),
+                 "healthy_s": spread([op.get("healthy_s") for op in ops]),
+                 "no_commit_s": spread([x.get("no_commit_s") for x in load]),
+                 "failed": spread([x.get("failed") for x in load]),
+                 "throughput_vs_baseline": spread([x.get("throughput_vs_baseline") for x in load])}
+        steps = [op.get("steps") or [] for op in ops]
+        if any(steps):
+            entry["worst_step_no_commit_s"] = spread([max(((st.get("load") or {}).get("no_commit_s") or 0.0)
+                                                          for st in ss) if ss else None for ss in steps])
+            entry["step_serving_s"] = spread([st.get("serving_s") for ss in steps for st in ss])
+            entry["step_healthy_s"] = spread([st.get("healthy_s") for ss in steps for st in ss])
+        out[action] = entry
     return out
 
 
@@ -303,6 +334,23 @@ def _scenario_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]
     return header, rows
 
 
+OPS_HEADER = ["scenario", "operation", "runs", "took s", "serving after s", "healthy after s", "no commit s",
+              "worst node step: no commit s", "failed tx", "tx/s vs baseline"]
+
+
+def _operation_rows(summary: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for s in summary["scenarios"]:
+        for action, o in (s.get("operations") or {}).items():
+            serving = o.get("serving_s") or o.get("step_serving_s")
+            rows.append([s["scenario"], action + (" (per node)" if o.get("step_serving_s") else ""), str(o["n"]),
+                         _sp(o["took_s"]), _sp(serving), _sp(o["healthy_s"] or o.get("step_healthy_s")),
+                         _sp(o["no_commit_s"]),
+                         _sp(o.get("worst_step_no_commit_s")), _sp(o["failed"], 0),
+                         _sp(o["throughput_vs_baseline"], 2)])
+    return rows
+
+
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
@@ -328,6 +376,10 @@ def render_markdown(summary: dict[str, Any], images: dict[str, str]) -> str:
              "Runs: " + ", ".join(f"{v} {k}" for k, v in sorted(summary["runs"].items())) + ".\n\n",
              "Cells are the median over runs with [min–max]; *hypothesis failed* and *manifested* are fractions "
              "of runs.\n\n", "## Scenarios\n\n", _md_table(*_scenario_rows(summary))]
+    if _operation_rows(summary):
+        parts += ["\n## Operations under load\n\n", _md_table(OPS_HEADER, _operation_rows(summary)),
+                  "\n*serving/healthy after*: measured by the action (for a rolling restart, per node); *no commit*, "
+                  "*failed tx* and *tx/s vs baseline*: what the load saw while the operation ran.\n"]
     if summary["table_6_1"]:
         parts += ["\n## Comparison (thesis Table 6.1 style)\n\n", render_compare_markdown(summary["table_6_1"])]
     if "recovery" in images:
@@ -358,6 +410,10 @@ def render_html(summary: dict[str, Any], pngs: dict[str, Path]) -> str:
              "<p>Cells are the median over runs with [min–max]. <em>hypothesis failed</em> and <em>manifested</em> "
              "are fractions of runs (the flakiness of a setting).</p>",
              "<h2>Scenarios</h2>", _html_table(*_scenario_rows(summary))]
+    if _operation_rows(summary):
+        parts += ["<h2>Operations under load</h2>", _html_table(OPS_HEADER, _operation_rows(summary)),
+                  "<p>serving/healthy after: measured by the action (for a rolling restart, per node); no commit, "
+                  "failed tx and tx/s vs baseline: what the load saw while the operation ran.</p>"]
     if summary["table_6_1"]:
         t = summary["table_6_1"]
         header = ["scenario", "runs", "μ ms", "σ ms", "p50 ms", "p95 ms", "p99 ms", "recovery s"]
