@@ -128,6 +128,12 @@ def _group_stats(entries: list[dict[str, Any]], metrics: list[dict[str, Any] | N
     return out
 
 
+def _worst_step(steps: list[dict[str, Any]], key: str) -> float | None:
+    vals = [(st.get("load") or {}).get(key) for st in steps]
+    vals = [v for v in vals if v is not None]
+    return max(vals) if vals else None
+
+
 def _operation_stats(metrics: list[dict[str, Any]]) -> dict[str, Any]:
     """Per operator action (rolling_restart, scale_out, ...) of the method: spreads over the runs of what the
     action measured (took, serving/healthy after) and of what the load saw (no commit, failed, tx/s ratio);
@@ -144,12 +150,13 @@ def _operation_stats(metrics: list[dict[str, Any]]) -> dict[str, Any]:
                  "serving_s": spread([op.get("serving_s") for op in ops]),
                  "healthy_s": spread([op.get("healthy_s") for op in ops]),
                  "no_commit_s": spread([x.get("no_commit_s") for x in load]),
+                 "disturbed_s": spread([x.get("disturbed_s") for x in load]),
                  "failed": spread([x.get("failed") for x in load]),
                  "throughput_vs_baseline": spread([x.get("throughput_vs_baseline") for x in load])}
         steps = [op.get("steps") or [] for op in ops]
         if any(steps):
-            entry["worst_step_no_commit_s"] = spread([max(((st.get("load") or {}).get("no_commit_s") or 0.0)
-                                                          for st in ss) if ss else None for ss in steps])
+            entry["worst_step_no_commit_s"] = spread([_worst_step(ss, "no_commit_s") for ss in steps])
+            entry["worst_step_disturbed_s"] = spread([_worst_step(ss, "disturbed_s") for ss in steps])
             entry["step_serving_s"] = spread([st.get("serving_s") for ss in steps for st in ss])
             entry["step_healthy_s"] = spread([st.get("healthy_s") for ss in steps for st in ss])
         out[action] = entry
@@ -335,7 +342,8 @@ def _scenario_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]
 
 
 OPS_HEADER = ["scenario", "operation", "runs", "took s", "serving after s", "healthy after s", "no commit s",
-              "worst node step: no commit s", "failed tx", "tx/s vs baseline"]
+              "worst node step: no commit s", "disturbed s", "worst node step: disturbed s", "failed tx",
+              "tx/s vs baseline"]
 
 
 def _operation_rows(summary: dict[str, Any]) -> list[list[str]]:
@@ -346,7 +354,8 @@ def _operation_rows(summary: dict[str, Any]) -> list[list[str]]:
             rows.append([s["scenario"], action + (" (per node)" if o.get("step_serving_s") else ""), str(o["n"]),
                          _sp(o["took_s"]), _sp(serving), _sp(o["healthy_s"] or o.get("step_healthy_s")),
                          _sp(o["no_commit_s"]),
-                         _sp(o.get("worst_step_no_commit_s")), _sp(o["failed"], 0),
+                         _sp(o.get("worst_step_no_commit_s")), _sp(o.get("disturbed_s")),
+                         _sp(o.get("worst_step_disturbed_s")), _sp(o["failed"], 0),
                          _sp(o["throughput_vs_baseline"], 2)])
     return rows
 
@@ -379,7 +388,8 @@ def render_markdown(summary: dict[str, Any], images: dict[str, str]) -> str:
     if _operation_rows(summary):
         parts += ["\n## Operations under load\n\n", _md_table(OPS_HEADER, _operation_rows(summary)),
                   "\n*serving/healthy after*: measured by the action (for a rolling restart, per node); *no commit*, "
-                  "*failed tx* and *tx/s vs baseline*: what the load saw while the operation ran.\n"]
+                  "*disturbed* (seconds inside a disturbance of the recovery rule), *failed tx* and *tx/s vs "
+                  "baseline*: what the load saw while the operation ran.\n"]
     if summary["table_6_1"]:
         parts += ["\n## Comparison (thesis Table 6.1 style)\n\n", render_compare_markdown(summary["table_6_1"])]
     if "recovery" in images:
@@ -413,7 +423,8 @@ def render_html(summary: dict[str, Any], pngs: dict[str, Path]) -> str:
     if _operation_rows(summary):
         parts += ["<h2>Operations under load</h2>", _html_table(OPS_HEADER, _operation_rows(summary)),
                   "<p>serving/healthy after: measured by the action (for a rolling restart, per node); no commit, "
-                  "failed tx and tx/s vs baseline: what the load saw while the operation ran.</p>"]
+                  "disturbed (seconds inside a disturbance of the recovery rule), failed tx and tx/s vs baseline: "
+                  "what the load saw while the operation ran.</p>"]
     if summary["table_6_1"]:
         t = summary["table_6_1"]
         header = ["scenario", "runs", "μ ms", "σ ms", "p50 ms", "p95 ms", "p99 ms", "recovery s"]

@@ -83,7 +83,7 @@ TX_HEADER = ["transaction", "attempts", "baseline p50", "baseline p99", "impact 
 
 
 OPS_HEADER = ["operation", "node", "start (s)", "took (s)", "serving after (s)", "healthy after (s)", "attempts",
-              "failed", "p99 (ms)", "tx/s vs baseline", "no commit (s)"]
+              "failed", "p99 (ms)", "tx/s vs baseline", "no commit (s)", "disturbed (s)"]
 
 
 def _ops_rows(m: dict[str, Any]) -> list[list[str]]:
@@ -96,7 +96,8 @@ def _ops_rows(m: dict[str, Any]) -> list[list[str]]:
         return [label, _fmt(node), _fmt(start - zero if start is not None else None), _fmt(took),
                 _fmt(item.get("serving_s")), _fmt(item.get("healthy_s")), _fmt(load.get("attempts")),
                 _fmt(load.get("failed")), _fmt(load.get("p99_ms")),
-                _fmt(load.get("throughput_vs_baseline"), 2), _fmt(load.get("no_commit_s"))]
+                _fmt(load.get("throughput_vs_baseline"), 2), _fmt(load.get("no_commit_s")),
+                _fmt(load.get("disturbed_s"))]
 
     rows = []
     for op in m.get("operations") or []:
@@ -230,7 +231,8 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
                         end_ts=info.load.get("stop_ts"), pauses=info.load.get("pauses") or [], rule=rule)
     m["faults"] = faults
     m["operations"] = measure_operations(operations_from_journal(journal), data, info.load.get("pauses") or [],
-                                         (m.get("baseline") or {}).get("throughput_tps"))
+                                         (m.get("baseline") or {}).get("throughput_tps"),
+                                         (m.get("recovery") or {}).get("disturbances") or [], m.get("end_ts"))
     m["schema_version"] = SCHEMA_VERSION
     m["run"] = {"title": info.title, "status": info.status, "deviated": info.deviated, "journal": info.path,
                 "samples": [str(p) for p in data.sources], "chaoslib_version": info.chaoslib_version,

@@ -8,7 +8,8 @@ the reporter adds what the clients saw during it, from the load samples:
 * for the whole operation (the activity's start to end) and for each step of a rolling restart (one node:
   stop, start, serve, healthy) the transactions that *completed* in that window: attempts, failed ones,
   error rate, successes per second and their ratio to the baseline's, p99 of the successful ones, and the
-  longest span without a commit (``no_commit_s``; time the load was paused is not counted).
+  longest span without a commit (``no_commit_s``; time the load was paused is not counted), and the seconds
+  of the window inside a disturbance of the recovery rule (``disturbed_s``).
 
 Operations that failed are listed without load figures (their output says nothing about what happened).
 """
@@ -84,21 +85,44 @@ def _load_during(s: Samples, done_at: np.ndarray, start: float, end: float, paus
             "no_commit_s": unavailability(s, start, end, pauses) if end > start else 0.0}
 
 
+def _disturbed(disturbances: list[dict[str, Any]], start: float, end: float, run_end: float | None) -> float:
+    """Seconds of [start, end] inside a disturbance (one not recovered lasts until the run's end)."""
+    total = 0.0
+    for d in disturbances:
+        a = d.get("onset_ts")
+        b = d.get("end_ts") if d.get("end_ts") is not None else run_end
+        if a is not None and b is not None:
+            total += max(0.0, min(b, end) - max(a, start))
+    return round(total, 3)
+
+
 def measure_operations(ops: list[dict[str, Any]], s: Samples, pauses: list[dict[str, Any]] | None = None,
-                       baseline_tps: float | None = None) -> list[dict[str, Any]]:
-    """Add what the load saw (``load``) to each succeeded operation and to each step of a rolling restart."""
+                       baseline_tps: float | None = None, disturbances: list[dict[str, Any]] | None = None,
+                       run_end: float | None = None) -> list[dict[str, Any]]:
+    """Add what the load saw (``load``) to each succeeded operation and to each step of a rolling restart.
+
+    With the run's *disturbances* (the recovery rule's, ``metrics.json`` ``recovery.disturbances``), ``load``
+    also says how many seconds of the window were disturbed (``disturbed_s``): a rolling restart disturbs
+    the clients several times, and the first disturbance (``recovery.duration_s``) is rarely the primary's."""
     pauses = pauses or []
     done_at = s.ts + s.lat / 1000.0
+
+    def during(a: float, b: float) -> dict[str, Any]:
+        load = _load_during(s, done_at, a, b, pauses, baseline_tps)
+        if disturbances is not None:
+            load["disturbed_s"] = _disturbed(disturbances, a, b, run_end)
+        return load
+
     measured = []
     for op in ops:
         op = dict(op)
         if op["status"] == "succeeded" and op.get("start_ts") is not None and op.get("end_ts") is not None:
-            op["load"] = _load_during(s, done_at, op["start_ts"], op["end_ts"], pauses, baseline_tps)
+            op["load"] = during(op["start_ts"], op["end_ts"])
             steps = []
             for step in op.get("steps") or []:
                 step = dict(step)
                 if step.get("start_ts") is not None and step.get("end_ts") is not None:
-                    step["load"] = _load_during(s, done_at, step["start_ts"], step["end_ts"], pauses, baseline_tps)
+                    step["load"] = during(step["start_ts"], step["end_ts"])
                 steps.append(step)
             if "steps" in op:
                 op["steps"] = steps

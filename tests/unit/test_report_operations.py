@@ -136,6 +136,25 @@ def test_report_of_a_real_rolling_restart_journal(tmp_path):
     assert [s["node"] for s in steps] == out["order"]
     assert steps[-1]["load"]["no_commit_s"] == pytest.approx(1.5, abs=0.05)
     assert all(s["load"]["failed"] == 0 for s in steps[:-1]) and steps[-1]["load"]["failed"] == 150
+    # the 1.5 s of failures is the disturbance, and it falls in the primary's step only
+    assert steps[-1]["load"]["disturbed_s"] == pytest.approx(1.5, abs=0.1)
+    assert all(s["load"]["disturbed_s"] == 0 for s in steps[:-1])
     md = (tmp_path / "out" / "report.md").read_text()
     assert "## Operations under load" in md and f"restart after switchover to {primary['switchover_to']}" in md
     assert "Operations under load" in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_disturbed_seconds_are_attributed_to_the_node_step_they_fall_in():
+    s = _trace(outage=(0, 0))
+    dist = [{"onset_ts": T0 + 1, "end_ts": T0 + 1.5}, {"onset_ts": T0 + 17, "end_ts": T0 + 21},
+            {"onset_ts": T0 + 42, "end_ts": None}]  # the last one not recovered: until the run's end
+    ops = measure_operations(operations_from_journal(_journal()), s, baseline_tps=100.0, disturbances=dist,
+                             run_end=T0 + 50)
+    step1, step2 = ops[0]["steps"]
+    assert step1["load"]["disturbed_s"] == 0.5 and step2["load"]["disturbed_s"] == 4.0
+    assert ops[0]["load"]["disturbed_s"] == 4.5
+    assert ops[2]["load"]["disturbed_s"] == 1.0  # scale-in from +40 to +43, disturbed from +42 on
+    stats = _operation_stats([{"operations": ops}])
+    assert stats["rolling_restart"]["worst_step_disturbed_s"]["median"] == 4.0
+    without = _operation_stats([{"operations": measure_operations(operations_from_journal(_journal()), s)}])
+    assert without["rolling_restart"]["worst_step_disturbed_s"] is None  # not measured is not zero
