@@ -385,8 +385,9 @@ def render_markdown(summary: dict[str, Any], images: dict[str, str]) -> str:
              "Runs: " + ", ".join(f"{v} {k}" for k, v in sorted(summary["runs"].items())) + ".\n\n",
              "Cells are the median over runs with [min–max]; *hypothesis failed* and *manifested* are fractions "
              "of runs.\n\n", "## Scenarios\n\n", _md_table(*_scenario_rows(summary))]
-    if _operation_rows(summary):
-        parts += ["\n## Operations under load\n\n", _md_table(OPS_HEADER, _operation_rows(summary)),
+    ops = _operation_rows(summary)
+    if ops:
+        parts += ["\n## Operations under load\n\n", _md_table(OPS_HEADER, ops),
                   "\n*serving/healthy after*: measured by the action (for a rolling restart, per node); *no commit*, "
                   "*disturbed* (seconds inside a disturbance of the recovery rule), *failed tx* and *tx/s vs "
                   "baseline*: what the load saw while the operation ran.\n"]
@@ -420,8 +421,9 @@ def render_html(summary: dict[str, Any], pngs: dict[str, Path]) -> str:
              "<p>Cells are the median over runs with [min–max]. <em>hypothesis failed</em> and <em>manifested</em> "
              "are fractions of runs (the flakiness of a setting).</p>",
              "<h2>Scenarios</h2>", _html_table(*_scenario_rows(summary))]
-    if _operation_rows(summary):
-        parts += ["<h2>Operations under load</h2>", _html_table(OPS_HEADER, _operation_rows(summary)),
+    ops = _operation_rows(summary)
+    if ops:
+        parts += ["<h2>Operations under load</h2>", _html_table(OPS_HEADER, ops),
                   "<p>serving/healthy after: measured by the action (for a rolling restart, per node); no commit, "
                   "disturbed (seconds inside a disturbance of the recovery rule), failed tx and tx/s vs baseline: "
                   "what the load saw while the operation ran.</p>"]

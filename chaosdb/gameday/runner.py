@@ -230,7 +230,8 @@ class Runner:
         self._save()
         with open(run_dir / "chaos.out", "wb") as out:
             child = subprocess.Popen(argv, cwd=str(run_dir), stdin=subprocess.DEVNULL, stdout=out,
-                                     stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent(signal.SIGINT))
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     preexec_fn=die_with_parent(signal.SIGINT))
         self.interrupt.child = child
         entry["pid"] = child.pid
         self._save()

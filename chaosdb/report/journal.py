@@ -21,7 +21,7 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["Activity", "JournalInfo", "read_journal", "parse_ts", "secret_values_of"]
+__all__ = ["Activity", "JournalInfo", "read_journal", "parse_ts", "secret_values_of", "activities_of"]
 
 
 def parse_ts(value: Any) -> float | None:
@@ -48,6 +48,7 @@ class Activity:
     status: str
     rollback: bool = False
     background: bool = False
+    output: Any = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "type": self.kind, "start_ts": self.start, "end_ts": self.end,
@@ -90,8 +91,13 @@ def _activities(runs: list[dict[str, Any]], rollback: bool) -> list[Activity]:
         out.append(Activity(
             name=str(act.get("name", "?")), kind=str(act.get("type", "action")), start=parse_ts(r.get("start")),
             end=end, status=str(r.get("status", "")), rollback=rollback,
-            background=bool(act.get("background", False))))
+            background=bool(act.get("background", False)), output=output))
     return out
+
+
+def activities_of(journal: dict[str, Any]) -> list[Activity]:
+    """The method's activities, then the rollbacks' (marked ``rollback``), in order."""
+    return _activities(journal.get("run", []), False) + _activities(journal.get("rollbacks", []), True)
 
 
 def secret_values_of(journal: dict[str, Any]) -> list[str]:

@@ -68,7 +68,7 @@ import numpy as np
 from chaosdb.report.data import Samples
 
 __all__ = ["window_stats", "recovery", "disturbances", "calibrated_run_length", "max_healthy_gap", "compute_metrics", "windows",
-           "unavailability", "time_to_throughput"]
+           "unavailability", "time_to_throughput", "overlap_s", "pause_spans"]
 
 
 def _pct(sorted_vals: np.ndarray, p: float) -> float:
@@ -297,6 +297,15 @@ def disturbances(s: Samples, threshold_ms: float, faults: list[dict[str, Any]], 
     return out
 
 
+def overlap_s(start: float, end: float, spans: list[tuple[float, float]]) -> float:
+    """Seconds of [start, end] covered by the (non-overlapping) *spans*."""
+    return sum(max(0.0, min(float(b), end) - max(float(a), start)) for a, b in spans)
+
+
+def pause_spans(pauses: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    return [(float(p["start_ts"]), float(p["end_ts"])) for p in pauses]
+
+
 def _paused_within(a: np.ndarray, b: np.ndarray, pauses: list[dict[str, Any]]) -> np.ndarray:
     """Seconds of each interval [a, b] during which the load was paused (nobody asked the database)."""
     total = np.zeros(a.shape)
@@ -395,15 +404,14 @@ def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: fl
     # a transaction in flight when the first fault starts belongs to the impact, not to the baseline
     in_baseline = started & (s.ts < b_end) & ((done_at < b_end) if fault_start is not None else True)
     baseline = s.subset(in_baseline)
-    base_paused = sum(max(0.0, min(float(p["end_ts"]), b_end) - max(float(p["start_ts"]), b_start)) for p in pauses)
+    base_paused = overlap_s(b_start, b_end, pause_spans(pauses))
     result["baseline"] = window_stats(baseline, b_end - b_start - base_paused)
     impact = s.subset(started & (done_at >= fault_start)) if fault_start is not None else None
     if fault_start is None or baseline.ok.sum() < 2:
         why = "no fault in the journal" if fault_start is None else "the baseline has fewer than 2 successes"
         result.update(impact=None, recovery={"duration_s": None, "reason": why}, degradation=None)
     else:
-        impact_paused = sum(max(0.0, min(float(p["end_ts"]), end) - max(float(p["start_ts"]), fault_start))
-                            for p in pauses)
+        impact_paused = overlap_s(fault_start, end, pause_spans(pauses))
         result["impact"] = window_stats(impact, end - fault_start - impact_paused)
         mean, std = result["baseline"]["mean_ms"], result["baseline"]["std_ms"]
         measured = s.between(b_start, end + 1e-9)
