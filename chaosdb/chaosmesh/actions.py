@@ -7,18 +7,26 @@ the Chaos Mesh webhook's rules) before anything is sent; the spec of a chaos obj
 changing a fault means deleting and creating it again.
 """
 
-from __future__ import annotations
-
 import time
 from typing import Any, Dict, List
 
 from chaoslib.types import Configuration, Secrets
 
-from chaosdb.chaosmesh.objects import (GROUP, KINDS, MANAGED_BY, PAUSE_ANNOTATION, VERSION, build_object,
-                                       plural_of, summarise, target_selector)
+from chaosdb.chaosmesh.objects import (
+    GROUP,
+    KINDS,
+    MANAGED_BY,
+    PAUSE_ANNOTATION,
+    VERSION,
+    build_object,
+    plural_of,
+    summarise,
+    target_selector,
+)
+from chaosdb.core.arguments import check_arguments, choice
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.k8s import api, created
-from chaosdb.k8s.roles import resolve_target
+from chaosdb.k8s.roles import check_target, resolve_target
 
 __all__ = ["create_chaos", "wait_until_injected", "wait_until_recovered", "pause_chaos", "resume_chaos",
            "delete_chaos", "delete_all_chaos"]
@@ -219,3 +227,23 @@ def delete_all_chaos(namespace: str = "", kinds: List[str] = None, timeout_s: fl
             out.append(delete_chaos(kind, item["metadata"]["name"], namespace, True, timeout_s, configuration,
                                     secrets))
     return out
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+def _target(value: Any) -> None:
+    if value is not None:
+        check_target(value)
+
+
+def _kinds(value: Any) -> None:
+    unknown = [k for k in (value or []) if k not in KINDS]
+    if unknown:
+        raise ChaosDBError(f"unknown Chaos Mesh kind(s) {', '.join(map(str, unknown))}: one of {', '.join(KINDS)}")
+
+
+def _kind(value: Any) -> None:
+    if value:
+        choice("kind", *KINDS)(value)
+
+
+check_arguments(globals(), kind=_kind, kinds=_kinds, target=_target)

@@ -1,13 +1,19 @@
 """Chaos Mesh probes: the status of a chaos object as a plain record (read with a plain GET: the chaos kinds
 have no ``/status`` subresource)."""
 
-from __future__ import annotations
-
 from typing import Any, Dict, List
 
 from chaoslib.types import Configuration, Secrets
 
-from chaosdb.chaosmesh.objects import GROUP, KINDS, MANAGED_BY, VERSION, plural_of, summarise
+from chaosdb.chaosmesh.objects import (
+    GROUP,
+    KINDS,
+    MANAGED_BY,
+    VERSION,
+    plural_of,
+    summarise,
+)
+from chaosdb.core.arguments import check_arguments, choice
 from chaosdb.k8s import api
 
 __all__ = ["chaos_status", "chaos_is_injected", "chaos_is_recovered", "chaos_objects"]
@@ -53,3 +59,7 @@ def chaos_objects(namespace: str = "", managed_only: bool = True, configuration:
                            GROUP, VERSION, namespace, plural_of(kind), label_selector=selector)
         out += [summarise(item) for item in listing.get("items") or []]
     return out
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+check_arguments(globals(), kind=choice("kind", *KINDS))

@@ -19,7 +19,8 @@ from chaoslib.types import Configuration, Secrets
 
 from chaosdb.cockroach import channels, localproc, ranges
 from chaosdb.cockroach.records import parse_decommission_output
-from chaosdb.cockroach.targets import resolve_node
+from chaosdb.cockroach.targets import check_selector, resolve_node
+from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.core.commands import describe_argv, run_argv_full
 from chaosdb.core.errors import ChaosDBError, UnsafeFault
 from chaosdb.core.timeutil import parse_go_duration
@@ -340,3 +341,26 @@ def wait_until_healthy(timeout_s: float = 300, interval_s: float = 5.0, configur
         if time.monotonic() - t0 > timeout_s:
             raise ChaosDBError(f"the cluster is not healthy after {timeout_s:g} s: {'; '.join(problems)}")
         time.sleep(interval_s)
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+def _node_rule(args: Dict[str, Any]) -> None:
+    check_selector(args["node"], args.get("table"), args.get("row"))
+
+
+def _drain_wait(value: Any) -> None:
+    _duration(value, "drain_wait")
+
+
+def _node_id_list(value: Any) -> None:
+    ids = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    if not ids or not all((isinstance(i, int) and not isinstance(i, bool)) or str(i).strip().isdigit() for i in ids):
+        raise ChaosDBError(f"nodes must be node ids (a list or comma separated), got {value!r}")
+
+
+check_arguments(globals(), {name: _node_rule for name in ("drain_node", "quit_node", "kill_node", "delete_node_pod")},
+                {"decommission_nodes": {"wait": choice("wait", "all", "none")}},
+                drain_wait=_drain_wait, nodes=_node_id_list, signal=choice("signal", *kubectl.SIGNALS),
+                checks=choice("checks", "enabled", "strict", "skip"), pid=number("pid", 1, integer=True),
+                min_active_after=number("min_active_after", 1, integer=True),
+                grace_period_s=number("grace_period_s", 0, integer=True, hint=" (seconds)"))

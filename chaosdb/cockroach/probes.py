@@ -5,6 +5,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 from chaoslib.types import Configuration, Secrets
 
 from chaosdb.cockroach import channels, ranges
+from chaosdb.core.arguments import check_arguments, choice
 from chaosdb.core.errors import ChaosDBError
 
 __all__ = ["node_status", "cluster_health", "cluster_is_healthy", "node_is_ready", "leaseholder_of_row",
@@ -98,3 +99,7 @@ def ranges_per_node_over_time(duration_s: float = 300, interval_s: float = 10, k
     return ranges.sample_ranges_per_node(channels.settings(configuration, secrets), secrets, duration_s, interval_s,
                                          key, tolerance,
                                          stop_when_balanced)
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+check_arguments(globals(), key=choice("key", "ranges", "leaseholders", "leaders"))

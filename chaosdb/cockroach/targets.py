@@ -14,12 +14,13 @@ from typing import Any, Sequence
 from chaosdb.cockroach import channels, ranges
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["resolve_node", "SELECTORS"]
+__all__ = ["resolve_node", "SELECTORS", "check_selector"]
 
 SELECTORS = ("leaseholder", "not-leaseholder", "any", "random")
 
 
-def _check_selector(node: Any, table: Any, row: Any) -> None:
+def check_selector(node: Any, table: Any, row: Any) -> None:
+    """The ``node`` selector's grammar, before anything asks the cluster (see the module's documentation)."""
     if isinstance(node, bool) or node is None:
         raise ChaosDBError(f"node must be a node id or one of {', '.join(SELECTORS)}; got {node!r}")
     if isinstance(node, str) and not node.isdigit() and node not in SELECTORS:
@@ -32,7 +33,7 @@ def resolve_node(configuration: dict[str, Any], secrets: dict[str, Any] | None, 
                  table: str | Sequence[str] | None = None, row: Any = None, require_live: bool = True,
                  nodes: list[dict[str, Any]] | None = None, allow_decommissioned: bool = False) -> dict[str, Any]:
     """The node record (plus ``pod`` and, for leaseholder selectors, ``range``) an action targets."""
-    _check_selector(node, table, row)
+    check_selector(node, table, row)
     nodes = nodes if nodes is not None else channels.node_status(configuration, secrets)
     by_id = {n["id"]: n for n in nodes}
     chosen: dict[str, Any] | None

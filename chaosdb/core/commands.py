@@ -9,7 +9,7 @@ from typing import Callable
 
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["describe_argv", "run_argv", "run_argv_full", "die_with_parent"]
+__all__ = ["describe_argv", "run_argv", "run_argv_full", "die_with_parent", "restore_default_sigint"]
 
 
 def describe_argv(argv: list[str], words: int = 5) -> str:
@@ -43,15 +43,32 @@ def run_argv_full(argv: list[str], timeout: float | None = 30.0, input_text: str
 
 
 PR_SET_PDEATHSIG = 1
+SIGINT, SIG_DFL = 2, 0
+
+
+def restore_default_sigint() -> None:
+    """A ``preexec_fn``: give the child SIGINT's default disposition back.
+
+    A caller started with SIGINT ignored (``nohup cmd &``, cron, some CI runners) passes SIG_IGN on, and a
+    Python child then never installs its KeyboardInterrupt handler, so a Ctrl-C forwarded to it is lost.
+    Uses libc directly: ``signal.signal`` is refused outside the main thread, and Popen may run in any.
+    """
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).signal(SIGINT, SIG_DFL)
+    except OSError:
+        pass
 
 
 def die_with_parent(sig: int) -> Callable[[], None]:
     """A ``preexec_fn`` that makes the kernel send *sig* to the child when its parent dies
-    (``PR_SET_PDEATHSIG``), so that a killed caller never leaves its child running unattended."""
+    (``PR_SET_PDEATHSIG``), so that a killed caller never leaves its child running unattended. The child
+    also gets SIGINT's default disposition back (see :func:`restore_default_sigint`): a child we may
+    interrupt must not inherit an ignored SIGINT."""
     def preexec() -> None:  # runs in the child between fork and exec
         try:
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
         except OSError:
             pass
+        restore_default_sigint()
 
     return preexec

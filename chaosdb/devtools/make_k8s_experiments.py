@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from chaosdb.devtools.make_experiments import VERDICT_CONTROL
+
 __all__ = ["EXPERIMENTS", "main"]
 
 
@@ -63,7 +65,7 @@ def _experiment(title: str, description: str, tags: list[str], configuration: di
                 hypothesis: list[dict[str, Any]], method: list[dict[str, Any]],
                 rollbacks: list[dict[str, Any]]) -> dict[str, Any]:
     return {"version": "1.0.0", "title": title, "description": description, "tags": ["kubernetes", *tags],
-            "controls": [CONTROL],
+            "controls": [VERDICT_CONTROL, CONTROL],
             "configuration": {**BASE_CONFIG, **configuration},
             "steady-state-hypothesis": {"title": "the database is whole", "probes": hypothesis},
             "method": method, "rollbacks": rollbacks}

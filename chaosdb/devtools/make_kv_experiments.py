@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from chaosdb.devtools.make_experiments import action, load_probes, write_all
+from chaosdb.devtools.make_experiments import MAX_P99_RATIO, VERDICT_CONTROL, action, load_probes, write_all
 
 __all__ = ["EXPERIMENTS", "TIKV_EXPERIMENTS", "build", "build_tikv", "render", "render_tikv", "main"]
 
@@ -27,7 +27,7 @@ HYPOTHESIS = {
     "probes": [
         {"type": "probe", "name": "etcd-is-healthy", "tolerance": True,
          "provider": {"type": "python", "module": "chaosdb.etcd.probes", "func": "etcd_is_healthy"}},
-        *load_probes(250),
+        *load_probes(),
         {"type": "probe", "name": "acknowledged-puts-lost", "tolerance": 0,
          "provider": {"type": "python", "module": "chaosdb.load.integrity", "func": "kv_lost_acknowledged_writes"}},
     ],
@@ -77,6 +77,7 @@ def build(name: str, short: bool = False) -> dict[str, Any]:
     spec = EXPERIMENTS[name]
     fault_s, after_s, baseline = (10, 10, "8") if short else (20, 30, "30")
     controls: list[dict[str, Any]] = [
+        VERDICT_CONTROL,
         {"name": "embedded-cluster", "provider": {
             "type": "python", "module": "chaosdb.local.control",
             "arguments": {"nodes": 3, "etcd_ycsb_records": 2000, "down_after": True, "purge": False,
@@ -91,13 +92,13 @@ def build(name: str, short: bool = False) -> dict[str, Any]:
     ]
     rollbacks = [RESTART]
     if spec.get("faults"):
-        controls.insert(1, {"name": "local-faults", "provider": {"type": "python", "module": "chaosdb.faults.control"}})
+        controls.insert(2, {"name": "local-faults", "provider": {"type": "python", "module": "chaosdb.faults.control"}})
         rollbacks = [REVERT, RESTART]
     return copy.deepcopy({
         "version": "1.0.0",
         "title": spec["title"],
         "description": ("Hypothesis: with YCSB workload A from 8 clients on the embedded cluster's 3-member etcd, "
-                        "p99 latency stays under 250 ms, fewer than 1 % of operations fail, every member is "
+                        f"p99 latency stays within {MAX_P99_RATIO} times the baseline's, fewer than 1 % of operations fail, every member is "
                         "healthy and no acknowledged put is lost. " + spec["story"]),
         "tags": ["etcd", "key-value", "ycsb", "tikv-study", name.split("-")[0], name.split("-")[1]],
         "configuration": {
@@ -183,6 +184,7 @@ def build_tikv(name: str) -> dict[str, Any]:
             "tikv_mode": {"type": "env", "key": "TIKV_MODE", "default": "raw"},
             "k8s_namespace": {"type": "env", "key": "K8S_NAMESPACE", "default": ""},
         },
+        "controls": [VERDICT_CONTROL],
         "steady-state-hypothesis": TIKV_HYPOTHESIS,
         "method": _tikv_method(kind, role, value),
         "rollbacks": rollbacks,

@@ -4,6 +4,7 @@ from typing import Any, List
 
 from chaoslib.types import Configuration
 
+from chaosdb.core.arguments import check_arguments
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.postgres.endpoints import etcd_client
 
@@ -37,3 +38,7 @@ def etcd_is_healthy(configuration: Configuration = None) -> bool:
     """True when every configured etcd endpoint answers /health with true and a leader exists."""
     client = etcd_client(configuration)
     return all(client.health(u) for u in client.urls) and client.leader_id() is not None
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+check_arguments(globals())

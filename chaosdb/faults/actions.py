@@ -37,11 +37,21 @@ from typing import Any, Dict, List
 
 from chaoslib.types import Configuration
 
+from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.faults import engine
+from chaosdb.faults.classify import DIRECTIONS, SCOPES
 from chaosdb.faults.host import netem_available
 from chaosdb.faults.records import FaultRecord
-from chaosdb.faults.targets import choose_nodes, identities, matching_processes, node_ports, process_groups
+from chaosdb.faults.targets import (
+    COMPONENTS,
+    choose_nodes,
+    identities,
+    matching_processes,
+    node_ports,
+    process_groups,
+)
+from chaosdb.local.nodes import check_target, is_node_name
 
 __all__ = [
     "limit_cpu",
@@ -219,3 +229,36 @@ def cleanup_faults(configuration: Configuration = None) -> Dict[str, Any]:
     (tagged iptables chains and rules, cgroups, the tc qdisc, proxies, reverters). The same as
     ``chaosdb local cleanup``; ``clean`` is true when nothing is left."""
     return engine.cleanup()
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+def _components(value: Any) -> None:
+    unknown = [c for c in (value or []) if c not in COMPONENTS]
+    if unknown:
+        raise ChaosDBError(f"unknown component(s) {', '.join(map(str, unknown))}: use {', '.join(COMPONENTS)}")
+
+
+def _kinds(value: Any) -> None:
+    unknown = [k for k in (value or []) if k not in engine.FAULT_KINDS]
+    if unknown:
+        raise ChaosDBError(f"unknown fault kind(s) {', '.join(map(str, unknown))}: use {', '.join(engine.FAULT_KINDS)}")
+
+
+def _one_node_or_none(value: Any) -> None:
+    if value and not (isinstance(value, str) and is_node_name(value)):
+        raise ChaosDBError(f"target must be one node name (node1, node2, ...), got {value!r}")
+
+
+def _delay_rule(args: Dict[str, Any]) -> None:
+    if float(args["jitter_ms"]) > float(args["delay_ms"]):
+        raise ChaosDBError(f"jitter_ms must be between 0 and delay_ms ({args['delay_ms']}), got {args['jitter_ms']}")
+
+
+check_arguments(globals(), {"delay_traffic": _delay_rule}, {"revert_faults": {"target": _one_node_or_none}},
+                target=check_target, components=_components, kinds=_kinds,
+                scope=choice("scope", *SCOPES), direction=choice("direction", *DIRECTIONS),
+                quota_s=number("quota_s", 0.001, hint=" (seconds)"),
+                period_s=number("period_s", 0.001, maximum=1.0, hint=" (seconds, the kernel's range)"),
+                limit_mb=number("limit_mb", 8, hint=" (MiB)"), rate_kbit=number("rate_kbit", 8),
+                mean_burst_packets=number("mean_burst_packets", 1), delay_ms=number("delay_ms", above=0),
+                jitter_ms=number("jitter_ms", 0), existing_connections=choice("existing_connections", "reset", "keep"))

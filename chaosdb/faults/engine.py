@@ -22,16 +22,32 @@ from typing import Any, Callable, Iterable
 from chaosdb.core.detach import spawn_detached
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.faults import cgroups, netfilter, traffic
-from chaosdb.faults.classify import NodeIdentity, check_identities, label_rules, packet_matches
+from chaosdb.faults.classify import (
+    NodeIdentity,
+    check_identities,
+    label_rules,
+    packet_matches,
+)
 from chaosdb.faults.host import cgroup_host, netem_available, require_root, require_tool
-from chaosdb.faults.records import FaultRecord, faults_dir, load_record, load_records, new_record
+from chaosdb.faults.records import (
+    FaultRecord,
+    faults_dir,
+    load_record,
+    load_records,
+    new_record,
+)
 from chaosdb.local.processes import cmdline
 from chaosdb.local.processes import start_time as process_start_time
 
 __all__ = [
     "ProcessGroup", "inject_cpu_quota", "inject_memory_limit", "inject_network", "inject_proxy_delay",
-    "revert", "revert_id", "revert_all", "cleanup", "residue", "PROXY_MARK", "fault_stats",
+    "revert", "revert_id", "revert_all", "cleanup", "residue", "PROXY_MARK", "fault_stats", "FAULT_KINDS",
+    "NETWORK_KINDS",
 ]
+
+#: the kinds of fault records: cgroup faults, then network faults
+NETWORK_KINDS = ("partition", "loss", "bursty-loss", "bandwidth", "delay")
+FAULT_KINDS = ("cpu", "memory", *NETWORK_KINDS)
 
 PROXY_MARK = 0x10000000
 _OUR_MODULES = ("chaosdb.faults.netproxy", "chaosdb.faults.reverter")
@@ -264,9 +280,8 @@ def inject_network(kind: str, targets: list[NodeIdentity], nodes: list[NodeIdent
                    loss_percent: float = 0.0, burst_packets: float = 0.0, rate_kbit: int = 0,
                    delay_ms: float = 0.0, jitter_ms: float = 0.0) -> FaultRecord:
     """``partition``, ``loss``, ``bursty-loss``, ``bandwidth`` or ``delay`` (netem hosts only) on *targets*."""
-    kinds = ("partition", "loss", "bursty-loss", "bandwidth", "delay")
-    if kind not in kinds:
-        raise ChaosDBError(f"unknown network fault {kind!r} (one of {', '.join(kinds)})")
+    if kind not in NETWORK_KINDS:
+        raise ChaosDBError(f"unknown network fault {kind!r} (one of {', '.join(NETWORK_KINDS)})")
     duration_s = _validate_duration(duration_s)
     matches = {t.name: packet_matches(t, nodes, scope, direction) for t in targets}  # validates scope/direction
     params: dict[str, Any] = {"scope": scope, "direction": direction}

@@ -4,6 +4,7 @@ from typing import Any, Dict, List
 
 from chaoslib.types import Configuration
 
+from chaosdb.core.arguments import check_arguments
 from chaosdb.faults import engine
 from chaosdb.faults.records import load_records
 
@@ -29,3 +30,7 @@ def fault_residue(configuration: Configuration = None) -> Dict[str, Any]:
 def no_fault_residue(configuration: Configuration = None) -> bool:
     """True when the fault engine has nothing on the host (use after rollbacks: tolerance true)."""
     return bool(engine.residue()["clean"])
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+check_arguments(globals())

@@ -7,17 +7,16 @@ Unlike ``chaosk8s.pod.actions.exec_in_pods`` (which skips every pod unless a con
 exec here always names the container and fails if it is not in the pod.
 """
 
-from __future__ import annotations
-
 import time
 from typing import Any, Callable, Dict
 
 from chaoslib.types import Configuration, Secrets
 
+from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.k8s import api
 from chaosdb.k8s.kubectl import SIGNALS, pod_summary
-from chaosdb.k8s.roles import resolve_target
+from chaosdb.k8s.roles import check_target, resolve_target
 
 __all__ = ["delete_pods", "kill_container_process", "scale_statefulset", "restart_statefulset",
            "wait_for_statefulset_ready"]
@@ -226,3 +225,10 @@ def restart_statefulset(name: str, namespace: str = "", image: str = "", contain
     out.update({"duration_s": round(time.monotonic() - started, 3), "max_not_ready_together": max_down,
                 "pods_seen_not_ready": sorted(not_ready)})
     return out
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+check_arguments(globals(), {}, {"scale_statefulset": {"replicas": number("replicas", 1, integer=True)}},
+                target=check_target, signal=choice("signal", *SIGNALS), pid=number("pid", 1, integer=True),
+                grace_period_s=number("grace_period_s", 0, integer=True, hint=" (seconds)"),
+                replicas=number("replicas", 0, integer=True))

@@ -1,11 +1,10 @@
 """Kubernetes probes: StatefulSet and pod readiness through the official client."""
 
-from __future__ import annotations
-
 from typing import Any, Dict, List
 
 from chaoslib.types import Configuration, Secrets
 
+from chaosdb.core.arguments import check_arguments
 from chaosdb.k8s import api
 from chaosdb.k8s.kubectl import pod_summary
 
@@ -42,3 +41,7 @@ def pods_of_statefulset(name: str, namespace: str = "", configuration: Configura
     core = api.core_v1(configuration, secrets)
     pods = api.call_json(f"listing pods of {ns}/{name}", core.list_namespaced_pod, ns, label_selector=selector)
     return sorted((pod_summary(p) for p in pods.get("items") or []), key=lambda p: p["name"] or "")
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+check_arguments(globals())

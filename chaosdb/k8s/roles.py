@@ -21,7 +21,7 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["ROLES", "resolve_target"]
+__all__ = ["ROLES", "resolve_target", "check_target"]
 
 ROLES = ("cockroach-leaseholder", "cockroach-not-leaseholder", "cockroach-node", "tikv-leader", "tikv-follower",
          "tikv-store", "patroni-primary", "patroni-replica")
@@ -76,23 +76,33 @@ def _patroni(cfg: dict[str, Any], secrets: dict[str, Any] | None, role: str):
     return [str(mapping.get(m.name, m.name))], {"member": m.name, "patroni_role": m.role}
 
 
-def resolve_target(target: Any, configuration: dict[str, Any] | None = None,
-                   secrets: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``{"namespace", "pods", "role", "detail"}`` for a target description (see the module docstring)."""
-    cfg = dict(configuration or {})
+def check_target(target: Any) -> None:
+    """The target description's grammar, before anything asks the cluster (see the module docstring)."""
     if isinstance(target, str):
         target = {"pod": target}
     if not isinstance(target, dict) or not target:
         raise ChaosDBError(f"target must be a pod name or a mapping with pod, pods or role; got {target!r}")
-    namespace = str(target.get("namespace") or cfg.get("k8s_namespace") or "default")
     role = target.get("role")
     if role is None:
         pods = [target["pod"]] if target.get("pod") else list(target.get("pods") or [])
         if not pods or not all(isinstance(p, str) and p for p in pods):
             raise ChaosDBError(f"target names no pod: {target!r}")
-        return {"namespace": namespace, "pods": pods, "role": "named", "detail": {}}
-    if role not in ROLES:
+    elif role not in ROLES:
         raise ChaosDBError(f"unknown target role {role!r}; one of {', '.join(ROLES)}")
+
+
+def resolve_target(target: Any, configuration: dict[str, Any] | None = None,
+                   secrets: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``{"namespace", "pods", "role", "detail"}`` for a target description (see the module docstring)."""
+    cfg = dict(configuration or {})
+    check_target(target)
+    if isinstance(target, str):
+        target = {"pod": target}
+    namespace = str(target.get("namespace") or cfg.get("k8s_namespace") or "default")
+    role = target.get("role")
+    if role is None:
+        pods = [target["pod"]] if target.get("pod") else list(target.get("pods") or [])
+        return {"namespace": namespace, "pods": pods, "role": "named", "detail": {}}
     if role.startswith("cockroach-"):
         pods, detail = _cockroach(cfg, secrets, role, target)
     elif role.startswith("tikv-"):

@@ -3,7 +3,8 @@
 ``kubectl rollout restart`` (or ``kubectl set image``) starts the rollout; ``kubectl rollout status``
 waits for it while the pods are polled every ``poll_s``: a pod is *down* from the first poll that sees
 it not Ready (or gone, or terminating) until the first poll that sees it Ready again, so each down time
-is accurate to one poll interval (reported as ``resolution_s``).
+is accurate to the time between two polls: ``resolution_s`` is the longest such gap measured (``poll_s``
+plus the time each poll took, which a busy machine stretches), each end of a down span within it.
 """
 
 from __future__ import annotations
@@ -29,9 +30,14 @@ class DowntimeTracker:
         self.intervals: dict[str, list[list[float]]] = {p: [] for p in expected}
         self.max_down_together = 0
         self.polls = 0
+        self.last_t: float | None = None
+        self.max_gap_s = 0.0  # the real resolution: the longest time between two observations
 
     def observe(self, t: float, ready: dict[str, bool]) -> None:
         self.polls += 1
+        if self.last_t is not None:
+            self.max_gap_s = max(self.max_gap_s, t - self.last_t)
+        self.last_t = t
         down_now = 0
         for name in self.expected:
             ok = ready.get(name, False)
@@ -54,7 +60,8 @@ class DowntimeTracker:
                 "down": [[round(a - t0, 3), round(b - t0, 3)] for a, b in spans],
                 "down_at_end": still,
             }
-        return {"pods": pods, "max_down_together": self.max_down_together, "polls": self.polls}
+        return {"pods": pods, "max_down_together": self.max_down_together, "polls": self.polls,
+                "resolution_s": round(self.max_gap_s, 3)}
 
 
 def _ready_map(configuration: dict[str, Any], selector: str) -> tuple[dict[str, bool], dict[str, dict]]:
@@ -117,7 +124,7 @@ def rolling_restart(configuration: dict[str, Any], statefulset: str, selector: s
         rec["image_after"] = after.get(name, {}).get("images")
     result.update({
         "statefulset": statefulset, "started_at": iso_from_epoch(t0), "duration_s": round(t_end - t0, 3),
-        "resolution_s": poll_s, "completed": proc.returncode == 0, "kubectl": started.strip(),
+        "poll_s": poll_s, "completed": proc.returncode == 0, "kubectl": started.strip(),
         "rollout_status": (out or "").strip().splitlines()[-1:] or [], "poll_errors": poll_errors,
         "total_down_s": round(sum(p["down_s"] for p in result["pods"].values()), 3),
     })

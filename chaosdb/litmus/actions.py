@@ -6,13 +6,12 @@ templates); the engine is refused before creation when they do not, instead of t
 ``ChaosExperiment Not Found`` later.
 """
 
-from __future__ import annotations
-
 import time
 from typing import Any, Dict
 
 from chaoslib.types import Configuration, Secrets
 
+from chaosdb.core.arguments import check_arguments
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.k8s import api, created
 from chaosdb.litmus.results import GROUP, VERSION, result_name, summarise_result
@@ -139,3 +138,7 @@ def delete_chaos_engine(engine: str, namespace: str = "", stop_first: bool = Tru
         raise
     created.forget("ChaosEngine", engine, ns)
     return {"engine": engine, "namespace": ns, "deleted": True, "existed": True}
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+check_arguments(globals())

@@ -1,11 +1,10 @@
 """LitmusChaos probes: the ChaosResult of an engine's experiment."""
 
-from __future__ import annotations
-
 from typing import Any, Dict
 
 from chaoslib.types import Configuration, Secrets
 
+from chaosdb.core.arguments import check_arguments
 from chaosdb.k8s import api
 from chaosdb.litmus.results import GROUP, VERSION, result_name, summarise_result
 
@@ -29,3 +28,7 @@ def probe_success_percentage(engine: str, experiment: str, namespace: str = "",
     """``probeSuccessPercentage`` as a number (-1 while the verdict is still Awaited)."""
     pct = chaos_result(engine, experiment, namespace, configuration, secrets)["probe_success_percentage"]
     return -1.0 if pct is None else float(pct)
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+check_arguments(globals())

@@ -4,6 +4,7 @@ from typing import Any, Dict
 
 from chaoslib.types import Configuration, Secrets
 
+from chaosdb.core.arguments import check_arguments, number
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.load.control import _resolve_dsn
 
@@ -23,3 +24,8 @@ def load_tpcc_data(warehouses: int = 1, scale_down: int = 1, workers: int = 2, d
     except ValueError as exc:
         raise ChaosDBError(str(exc)) from None
     return loader.load(_resolve_dsn(dsn, configuration, secrets), scale, workers=workers, drop=drop)
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+check_arguments(globals(), warehouses=number("warehouses", 1, integer=True),
+                scale_down=number("scale_down", 1, integer=True), workers=number("workers", 1, integer=True))

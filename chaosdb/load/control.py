@@ -311,6 +311,9 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
                               secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
     from chaoslib.exceptions import InterruptExecution
 
+    from chaosdb.experiment.checks import refuse_bad_arguments
+
+    refuse_bad_arguments(context, configuration, secrets)  # nothing starts on bad input
     args = {k: v for k, v in kwargs.items() if k in start_load.__code__.co_varnames}
     try:
         start_load(configuration=configuration, secrets=secrets, **args)

@@ -26,6 +26,7 @@ from typing import Any, Dict, Iterator, List
 
 from chaoslib.types import Configuration, Secrets
 
+from chaosdb.core.arguments import check_arguments
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.redact import redact
 from chaosdb.core.timeutil import iso_from_epoch
@@ -223,3 +224,12 @@ def replicas_converged(timeout_s: float = 60.0, pause_load: bool = True, dsn: st
     if not result["ok"]:
         logging.getLogger("chaostoolkit").warning("chaosdb: replicas have not converged: %s", result)
     return bool(result["ok"])
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+def _conditions(value: Any) -> None:
+    if value and not set(value) <= set(consistency.CONDITION_QUERIES):
+        raise ChaosDBError(f"conditions must be among {sorted(consistency.CONDITION_QUERIES)}")
+
+
+check_arguments(globals(), conditions=_conditions)

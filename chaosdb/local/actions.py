@@ -35,11 +35,12 @@ from typing import Any, Dict, List
 
 from chaoslib.types import Configuration
 
+from chaosdb.core.arguments import check_arguments, choice, number, one_of_or_names
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.targets import Target
 from chaosdb.core.timeutil import Stopwatch
 from chaosdb.local import cluster as _cluster
-from chaosdb.local.nodes import choose, open_cluster
+from chaosdb.local.nodes import check_target, choose, is_node_name, open_cluster
 from chaosdb.local.processes import node_processes, signal_pids, wait_gone
 from chaosdb.local.revert import schedule_revert
 from chaosdb.local.state import ClusterLayout
@@ -353,3 +354,17 @@ def scale_in(node: str = "", keep_nodes: int = 3, cluster: str = "", cluster_dir
     result = scale.remove_node(layout, node)
     _cluster.wait_healthy(layout, timeout=120.0)
     return {"action": "scale_in", "cluster": layout.name, **result}
+
+
+def _rolling_restart_rule(args: Dict[str, Any]) -> None:
+    if float(args["wait_healthy_s"]) <= 0:
+        raise ChaosDBError("wait_healthy_s must be > 0 and pause_s >= 0")
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+check_arguments(globals(), {"rolling_restart": _rolling_restart_rule},
+                {"cluster_up": {"nodes": number("nodes", 1, integer=True)}},
+                target=check_target, method=choice("method", "switchover", "shutdown"),
+                nodes=one_of_or_names("nodes", ("all",), is_node_name, "node1, node2, ..."),
+                node=one_of_or_names("node", ("",), is_node_name, "node1, node2, ..."),
+                keep_nodes=number("keep_nodes", 1, integer=True))

@@ -27,14 +27,16 @@ logger = logging.getLogger("chaostoolkit")
 def before_experiment_control(context: dict[str, Any], configuration: dict[str, Any] | None = None,
                               nodes: int = 3, tpcc_warehouses: int = 0, tpcc_scale_down: int = 10,
                               ycsb_records: int = 0, etcd_ycsb_records: int = 0, timeout_s: float = 180.0,
-                              address_base: str = "127.0.0.11",
+                              address_base: str = "127.0.0.11", secrets: dict[str, Any] | None = None,
                               **kwargs: Any) -> None:
     from chaoslib.exceptions import InterruptExecution
 
     from chaosdb.core.errors import ChaosDBError
+    from chaosdb.experiment.checks import refuse_bad_arguments
     from chaosdb.local import cluster
     from chaosdb.local.state import load_layout, resolve_cluster_dir
 
+    refuse_bad_arguments(context, configuration, secrets)  # nothing starts on bad input
     directory = resolve_cluster_dir("", "", configuration)
     try:
         result = cluster.up(directory, directory.name, nodes=int(nodes), timeout=float(timeout_s),

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from chaosdb.core.targets import Target, check_quorum, select_targets
+from chaosdb.core.arguments import one_of_or_names
+from chaosdb.core.targets import ROLE_SELECTORS, Target, check_quorum, select_targets
 from chaosdb.local import cluster as _cluster
 from chaosdb.local.state import ClusterLayout, load_layout, resolve_cluster_dir
 
-__all__ = ["open_cluster", "targets_of", "status_of", "choose"]
+__all__ = ["open_cluster", "targets_of", "status_of", "choose", "is_node_name", "check_target"]
+
+
+def is_node_name(name: str) -> bool:
+    """The embedded cluster names its nodes ``node1``, ``node2``, ... (``scale_out`` continues the series)."""
+    return re.fullmatch(r"node[1-9][0-9]*", name) is not None
+
+
+#: the ``target`` argument of the embedded cluster's actions, checked before anything runs
+check_target = one_of_or_names("target", ROLE_SELECTORS, is_node_name, "node1, node2, ...")
 
 
 def open_cluster(cluster: str = "", cluster_dir: str = "",

@@ -8,8 +8,9 @@ from typing import Any, Dict, List
 
 from chaoslib.types import Configuration
 
+from chaosdb.core.arguments import check_arguments, choice, one_of_or_names
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.local.nodes import open_cluster, status_of, targets_of
+from chaosdb.local.nodes import is_node_name, open_cluster, status_of, targets_of
 
 __all__ = ["cluster_status", "cluster_is_healthy", "nodes_with_role", "node_process_count"]
 
@@ -50,3 +51,9 @@ def node_process_count(node: str = "all", cluster: str = "", cluster_dir: str = 
     layout = open_cluster(cluster, cluster_dir, configuration)
     names = [n.name for n in layout.nodes] if node == "all" else [layout.node(node).name]
     return sum(len(node_processes(layout.node(n).path, layout.node(n).data_dir)) for n in names)
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+check_arguments(globals(), role=choice("role", "leader", "primary", "replica", "follower", "etcd-leader",
+                                       "etcd-follower"),
+                node=one_of_or_names("node", ("all",), is_node_name, "node1, node2, ..."))

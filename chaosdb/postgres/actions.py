@@ -5,6 +5,7 @@ from typing import Any, Dict
 
 from chaoslib.types import Configuration, Secrets
 
+from chaosdb.core.arguments import check_arguments, number
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.timeutil import Stopwatch
 from chaosdb.postgres.endpoints import patroni_client
@@ -33,7 +34,7 @@ def switchover(candidate: str = "", timeout_s: float = 60.0, configuration: Conf
                            f"({', '.join(sync)}), not to {candidate}")
     watch = Stopwatch()
     message = client.switchover(leader.name, candidate or None)
-    new = client.wait_for_leader(timeout_s, not_named=leader.name)
+    new = client.wait_for_leader(timeout_s, not_named=leader.name, newer_than_timeline=leader.timeline)
     return {"action": "switchover", "from": leader.name, "to": new.name, "message": message,
             "new_timeline": new.timeline, **watch.stop().as_dict()}
 
@@ -56,10 +57,12 @@ def failover(candidate: str = "", timeout_s: float = 60.0, configuration: Config
     watch = Stopwatch()
     message = client.failover(candidate)
     deadline = time.monotonic() + timeout_s
-    new = client.wait_for_leader(timeout_s, not_named=leader.name if leader and leader.name != candidate else None)
+    old_timeline = leader.timeline if leader else None
+    new = client.wait_for_leader(timeout_s, not_named=leader.name if leader and leader.name != candidate else None,
+                                 newer_than_timeline=old_timeline)
     while new.name != candidate and time.monotonic() < deadline:
         time.sleep(0.5)
-        new = client.wait_for_leader(max(1.0, deadline - time.monotonic()))
+        new = client.wait_for_leader(max(1.0, deadline - time.monotonic()), newer_than_timeline=old_timeline)
     return {"action": "failover", "from": leader.name if leader else None, "to": new.name, "message": message,
             "new_timeline": new.timeline, **watch.stop().as_dict()}
 
@@ -90,3 +93,8 @@ def wait_until_healthy(timeout_s: float = 60.0, max_lag_bytes: int = 1048576, ex
         if time.monotonic() >= deadline:
             raise ChaosDBError(f"cluster not healthy after {timeout_s:.0f}s: {last}")
         time.sleep(0.5)
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+check_arguments(globals(), max_lag_bytes=number("max_lag_bytes", 0, integer=True),
+                expected_members=number("expected_members", 0, integer=True))

@@ -8,7 +8,7 @@ to the leader with HTTP basic auth when the REST API requires it.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
@@ -146,17 +146,26 @@ class PatroniClient:
     def failover(self, candidate: str) -> str:
         return self._post_to_leader("/failover", {"candidate": candidate})
 
-    def wait_for_leader(self, timeout: float, not_named: str | None = None, poll: float = 0.5) -> Member:
-        """Wait until a leader that is running (and not *not_named*) exists."""
+    def wait_for_leader(self, timeout: float, not_named: str | None = None, poll: float = 0.5,
+                        newer_than_timeline: int | None = None) -> Member:
+        """Wait until a leader that is running (and not *not_named*) exists; with
+        *newer_than_timeline*, until that leader also reports (on its own ``GET /patroni``) a timeline
+        above it, i.e. its promotion has finished. The returned member carries that live timeline."""
         deadline = time.monotonic() + timeout
         last = "no answer yet"
         while True:
             try:
                 leader = self.leader()
                 if leader and leader.state == "running" and leader.name != not_named:
-                    return leader
-                last = f"leader={leader.name if leader else None} state={leader.state if leader else None}"
-            except ChaosDBError as exc:
+                    if newer_than_timeline is None:
+                        return leader
+                    live = self.node_status(leader.api_url).get("timeline") if leader.api_url else None
+                    if isinstance(live, int) and live > newer_than_timeline:
+                        return replace(leader, timeline=live)
+                    last = f"leader={leader.name} on timeline {live}, waiting for > {newer_than_timeline}"
+                else:
+                    last = f"leader={leader.name if leader else None} state={leader.state if leader else None}"
+            except (ChaosDBError, HttpError) as exc:
                 last = str(exc)
             if time.monotonic() >= deadline:
                 raise ChaosDBError(f"no running leader{' other than ' + not_named if not_named else ''} "

@@ -9,6 +9,7 @@ from typing import Any, Dict, List
 
 from chaoslib.types import Configuration, Secrets
 
+from chaosdb.core.arguments import check_arguments
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.postgres.endpoints import patroni_client, postgres_dsn, secret_values
 from chaosdb.postgres.patroni import HEALTHY_REPLICA_STATES
@@ -129,3 +130,7 @@ def current_timeline(configuration: Configuration = None,
     if timeline is None:
         raise ChaosDBError(f"leader {leader.name} reports no timeline")
     return int(timeline)
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+check_arguments(globals())

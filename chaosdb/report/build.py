@@ -18,6 +18,7 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.redact import redact, redact_dsn
+from chaosdb.experiment.verdict import verdict_of
 from chaosdb.report.data import Samples, load_samples
 from chaosdb.report.journal import JournalInfo, read_journal
 from chaosdb.report.metrics import compute_metrics
@@ -138,9 +139,40 @@ def _recovery_lines(m: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _hypothesis_cell(row: dict[str, Any] | None) -> str:
+    if row is None:
+        return "not checked"
+    if row.get("error"):
+        return f"✗ failed: {row['error']}"
+    value = row.get("output")
+    shown = f"{value:,.3f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+    return ("✓ " if row.get("met") else "✗ ") + shown
+
+
+def _hypothesis_rows(v: dict[str, Any]) -> list[list[str]]:
+    """probe, tolerance, before, after: every hypothesis result of the run."""
+    before = {r["name"]: r for r in (v.get("hypothesis") or {}).get("before") or []}
+    after = {r["name"]: r for r in (v.get("hypothesis") or {}).get("after") or []}
+    rows = []
+    for name in dict.fromkeys([*before, *after]):
+        tol = (before.get(name) or after.get(name) or {}).get("tolerance")
+        rows.append([name, json.dumps(tol) if not isinstance(tol, str) else tol,
+                     _hypothesis_cell(before.get(name)), _hypothesis_cell(after.get(name))])
+    return rows
+
+
+HYPOTHESIS_HEADER = ["probe", "tolerance", "before the method", "after the method"]
+
+
 def render_markdown(title: str, info: JournalInfo, m: dict[str, Any], images: dict[str, str]) -> str:
-    out = [f"# {title}", "", f"Journal: `{Path(info.path).name}` · status **{info.status}**"
+    v = m.get("verdict") or {}
+    out = [f"# {title}", "", f"**Verdict: {v.get('sentence', '')}**", "",
+           f"Journal: `{Path(info.path).name}` · status **{v.get('status', info.status)}**"
            + (" · **deviated**" if info.deviated else "") + f" · {m['samples']:,} transactions", ""]
+    rows = _hypothesis_rows(v)
+    if rows:
+        out += ["| " + " | ".join(HYPOTHESIS_HEADER) + " |", "|" + " --- |" * len(HYPOTHESIS_HEADER)]
+        out += [f"| {' | '.join(r)} |" for r in rows] + [""]
     out += [f"- {line}" for line in _recovery_lines(m)] + [""]
     out += ["## Baseline and impact", "", "| | baseline | impact | change |", "| --- | ---: | ---: | ---: |"]
     out += [f"| {' | '.join(r)} |" for r in _summary_rows(m)] + [""]
@@ -183,7 +215,10 @@ def render_html(title: str, info: JournalInfo, m: dict[str, Any], png: dict[str,
         data = base64.b64encode(png[key].read_bytes()).decode()
         return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 
-    status_class = "ok" if info.status == "completed" and not info.deviated else "bad"
+    v = m.get("verdict") or {}
+    status = str(v.get("status", info.status))
+    status_class = "ok" if v.get("ok", status == "completed" and not info.deviated) else "bad"
+    rows = _hypothesis_rows(v)
     kpis = [("recovery", f"{r['duration_s']:.1f} s" if r.get("duration_s") is not None else "–"),
             ("no commit for", f"{r['unavailability_s']:.1f} s" if r.get("unavailability_s") is not None else "–"),
             ("throughput drop", f"{d['throughput_pct']:.1f} %" if d.get("throughput_pct") is not None else "–"),
@@ -197,8 +232,10 @@ def render_html(title: str, info: JournalInfo, m: dict[str, Any], png: dict[str,
         "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">",
         f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
-        f"<p>Status <b class={status_class}>{html.escape(info.status)}{' · deviated' if info.deviated else ''}</b>"
+        f"<p class={status_class}><b>Verdict: {html.escape(str(v.get('sentence', '')))}</b></p>",
+        f"<p>Status <b class={status_class}>{html.escape(status)}{' · deviated' if info.deviated else ''}</b>"
         f" · {m['samples']:,} transactions · journal <code>{html.escape(Path(info.path).name)}</code></p>",
+        _table(HYPOTHESIS_HEADER, rows) if rows else "",
         "<div class=kpi>" + "".join(f"<div>{html.escape(k)}<b>{html.escape(v)}</b></div>" for k, v in kpis) + "</div>",
         "<ul>" + "".join(f"<li>{html.escape(line.replace('**', ''))}</li>" for line in _recovery_lines(m)) + "</ul>",
         "<h2>Baseline and impact</h2>", _table(["", "baseline", "impact", "change"], _summary_rows(m)),
@@ -227,20 +264,23 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
     out = Path(out_dir) if out_dir else Path(journal_path).parent / "report"
     out.mkdir(parents=True, exist_ok=True)
     faults = [a.as_dict() for a in info.faults] + [a.as_dict() for a in info.rollbacks if a.kind == "action"]
-    m = compute_metrics(data, faults, baseline_start=info.load.get("warmup_end_ts"),
+    # an action that failed injected nothing (or nothing it could vouch for): listed, never drawn or measured
+    injected = [f for f in faults if f["status"] != "failed"]
+    m = compute_metrics(data, injected, baseline_start=info.load.get("warmup_end_ts"),
                         end_ts=info.load.get("stop_ts"), pauses=info.load.get("pauses") or [], rule=rule)
     m["faults"] = faults
     m["operations"] = measure_operations(operations_from_journal(journal), data, info.load.get("pauses") or [],
                                          (m.get("baseline") or {}).get("throughput_tps"),
                                          (m.get("recovery") or {}).get("disturbances") or [], m.get("end_ts"))
+    m["verdict"] = verdict_of(journal).as_dict()
     m["schema_version"] = SCHEMA_VERSION
-    m["run"] = {"title": info.title, "status": info.status, "deviated": info.deviated, "journal": info.path,
+    m["run"] = {"title": info.title, "status": m["verdict"]["status"], "deviated": info.deviated, "journal": info.path,
                 "samples": [str(p) for p in data.sources], "chaoslib_version": info.chaoslib_version,
                 "load_settings": info.load.get("settings", {})}
     m = _scrub(m, info.secrets)
     title = _scrub(info.title, info.secrets)
     pngs = {"timeline": out / "timeline.png", "ecdf": out / "latency_ecdf.png"}
-    timeline_png(m, faults, pngs["timeline"], title)
+    timeline_png(m, injected, pngs["timeline"], title)
     b_end = m["first_fault_ts"] or m["end_ts"]
     impact = data.between(m["first_fault_ts"], m["end_ts"] + 1e-9) if m["first_fault_ts"] else None
     ecdf_png(data.between(m["baseline_start_ts"], b_end), impact, pngs["ecdf"], "latency ECDF: baseline vs impact")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,22 +26,27 @@ def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | No
                              out_dir: str = "", rule: str = "runs", **kwargs: Any) -> None:
     if state is None:
         return
+    from chaosdb.core.redact import redact
     from chaosdb.load.control import stop_load
     from chaosdb.report.build import build_report
+    from chaosdb.report.journal import secret_values_of
 
     record = stop_load()  # idempotent: normally the load control already stopped it
     if record and "chaosdb_load" not in state:
         state["chaosdb_load"] = {k: v for k, v in record.items() if k != "running"}
     target = Path(out_dir or Path((state.get("chaosdb_load") or {}).get("samples_dir", ".")).parent / "report")
-    with tempfile.TemporaryDirectory() as tmp:
-        journal_path = Path(tmp) / "journal.json"
-        journal_path.write_text(json.dumps(state, default=str))
-        try:
-            result = build_report(journal_path, out_dir=target, rule=rule)
-        except Exception as exc:  # a report must never break the experiment
-            logger.error("chaosdb report: could not build the report: %s", exc)
-            state["chaosdb_report"] = {"error": str(exc)}
-            return
+    # the journal as it is now, beside the report, so that `chaosdb report` can rebuild it from the folder
+    # (chaos writes its own --journal-path after the controls, with chaosdb_report added)
+    target.mkdir(parents=True, exist_ok=True)
+    journal_path = target / "journal.json"
+    copy = json.loads(json.dumps(state, default=str))
+    journal_path.write_text(json.dumps(redact(copy, secret_values_of(copy)), indent=2) + "\n")
+    try:
+        result = build_report(journal_path, out_dir=target, rule=rule)
+    except Exception as exc:  # a report must never break the experiment
+        logger.error("chaosdb report: could not build the report: %s", exc)
+        state["chaosdb_report"] = {"error": str(exc)}
+        return
     m = result["metrics"]
     _log_summary(m, target)
     state["chaosdb_report"] = {"out_dir": str(target), "html": str(target / "report.html"),

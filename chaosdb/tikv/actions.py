@@ -10,8 +10,11 @@ from typing import Any, Dict, Optional, Union
 
 from chaoslib.types import Configuration, Secrets
 
+from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.k8s import kubectl
 from chaosdb.tikv import cluster
+from chaosdb.tikv.keys import MODES
 from chaosdb.tikv.pd import pd_client
 
 __all__ = ["transfer_region_leader", "evict_leaders", "remove_leader_eviction", "set_store_state",
@@ -196,3 +199,34 @@ def kill_store(store: Union[int, str] = "leader", key: Optional[str] = None, sig
     for pid in pids:
         _os.kill(pid, getattr(_signal, "SIG" + sig))
     return {**base, "where": "local", "pids": pids}
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+def _store_rule(args: Dict[str, Any]) -> None:
+    cluster.check_store_selector(args["store"], args.get("key"))
+
+
+def _transfer_rule(args: Dict[str, Any]) -> None:
+    if (args.get("key") is None) == (args.get("region_id") is None):
+        raise ChaosDBError("give exactly one of key and region_id")
+    to_store = args.get("to_store")
+    if not (to_store == "follower" or (isinstance(to_store, int) and not isinstance(to_store, bool))
+            or (isinstance(to_store, str) and to_store.isdigit())):
+        raise ChaosDBError(f"to_store must be a store id or 'follower', got {to_store!r}")
+
+
+def _store_id(value: Any) -> None:
+    if value is not None and not ((isinstance(value, int) and not isinstance(value, bool))
+                                  or (isinstance(value, str) and value.isdigit())):
+        raise ChaosDBError("store must be a store id")
+
+
+check_arguments(globals(), {"transfer_region_leader": _transfer_rule, "evict_leaders": _store_rule,
+                            "limit_store_cpu": _store_rule, "limit_store_memory": _store_rule,
+                            "kill_store": _store_rule},
+                {"remove_leader_eviction": {"store": _store_id}, "set_store_state": {"store": _store_id}},
+                state=choice("state", "Up", "Offline"), mode=choice("mode", *MODES),
+                key_format=choice("key_format", "utf8", "hex"), api_version=choice("api_version", 1, 2),
+                signal=choice("signal", *kubectl.SIGNALS), quota_s=number("quota_s", 0.001, hint=" (seconds)"),
+                period_s=number("period_s", 0.001, maximum=1.0, hint=" (seconds, the kernel's range)"),
+                limit_mb=number("limit_mb", 8, hint=" (MiB)"), keyspace_id=number("keyspace_id", 0, integer=True))

@@ -9,9 +9,15 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.k8s.kubectl import statefulset_pod
 from chaosdb.tikv.keys import encode_key
 from chaosdb.tikv.pd import PDError, pd_client
-from chaosdb.tikv.records import normalise_health, normalise_member, normalise_region, normalise_store, normalise_stores
+from chaosdb.tikv.records import (
+    normalise_health,
+    normalise_member,
+    normalise_region,
+    normalise_store,
+    normalise_stores,
+)
 
-__all__ = ["stores", "store", "region_for_key", "region_by_id", "members", "health", "region_problems",
+__all__ = ["check_store_selector", "stores", "store", "region_for_key", "region_by_id", "members", "health", "region_problems",
            "cluster_health", "resolve_store", "pod_of", "STORE_SELECTORS"]
 
 STORE_SELECTORS = ("leader", "follower")
@@ -95,18 +101,28 @@ def pod_of(address: str | None) -> str | None:
     return statefulset_pod(address)
 
 
+def check_store_selector(store_sel: Any, key: Any) -> None:
+    """The ``store`` selector's grammar, before anything asks PD: a store id, or ``leader`` / ``follower`` of
+    the region holding ``key``."""
+    if isinstance(store_sel, bool) or store_sel is None:
+        raise ChaosDBError(f"store must be a store id, leader or follower; got {store_sel!r}")
+    if isinstance(store_sel, int) or (isinstance(store_sel, str) and store_sel.isdigit()):
+        return
+    if store_sel not in STORE_SELECTORS:
+        raise ChaosDBError(f"store must be a store id, leader or follower; got {store_sel!r}")
+    if key is None:
+        raise ChaosDBError(f"store {store_sel!r} needs the key whose region decides it")
+
+
 def resolve_store(cfg: dict[str, Any], store_sel: Any = "leader", key: str | None = None, mode: str = "raw",
                   api_version: int = 1, keyspace_id: int = 0, key_format: str = "utf8") -> dict[str, Any]:
     """A store by id, or the ``leader`` / a ``follower`` of the region holding ``key``; with ``region``
     (for key selectors) and ``pod``."""
     region = None
-    if isinstance(store_sel, bool) or store_sel is None:
-        raise ChaosDBError(f"store must be a store id, leader or follower; got {store_sel!r}")
+    check_store_selector(store_sel, key)
     if isinstance(store_sel, int) or (isinstance(store_sel, str) and store_sel.isdigit()):
         chosen = store(cfg, int(store_sel))
     elif store_sel in STORE_SELECTORS:
-        if key is None:
-            raise ChaosDBError(f"store {store_sel!r} needs the key whose region decides it")
         region = region_for_key(cfg, key, mode, api_version, keyspace_id, key_format)
         by_id = {s["id"]: s for s in stores(cfg)}
         if store_sel == "leader":

@@ -10,7 +10,9 @@ from typing import Any, Dict, List
 
 from chaoslib.types import Configuration, Secrets
 
+from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.tikv import cluster
+from chaosdb.tikv.keys import MODES
 
 __all__ = ["stores", "region_for_key", "leader_store_of_key", "leader_distribution", "pd_members", "pd_health",
            "cluster_health", "cluster_is_healthy"]
@@ -69,3 +71,8 @@ def cluster_health(configuration: Configuration = None, secrets: Secrets = None)
 def cluster_is_healthy(configuration: Configuration = None, secrets: Secrets = None) -> bool:
     """True when :func:`cluster_health` finds nothing wrong (steady state; safety gate)."""
     return bool(cluster.cluster_health(configuration or {})["healthy"])
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+check_arguments(globals(), mode=choice("mode", *MODES), key_format=choice("key_format", "utf8", "hex"),
+                api_version=choice("api_version", 1, 2), keyspace_id=number("keyspace_id", 0, integer=True))

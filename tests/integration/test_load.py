@@ -5,7 +5,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import pytest
 from chaosdb.load import integrity, probes
 from chaosdb.local.processes import pid_alive
 from chaosdb.workloads.samples import read_samples
+from tests.chaosrun import ChaosRun
 
 pytestmark = pytest.mark.integration
 
@@ -210,17 +210,13 @@ def test_interrupted_chaos_run_still_stops_the_load(tpcc_db, tmp_path, healthy):
     exp = _experiment(tmp_path, tpcc_db.dir, method, {"users": 2, "warmup_s": 1, "baseline_s": 0,
                                                             "samples_dir": str(samples)},
                       hypothesis=False)
-    proc = subprocess.Popen([CHAOS, "--no-log-file", "run", str(exp), "--journal-path",
-                             str(tmp_path / "journal.json")], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (samples / "load.json").exists():
-        if any(True for _ in read_samples(samples)):
-            break
-        time.sleep(0.5)
-    time.sleep(4)
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
+    run = ChaosRun(["--no-log-file", "run", str(exp), "--journal-path", str(tmp_path / "journal.json")],
+                   cwd=tmp_path)
+    try:  # the phase under test: the load runs and the method sleeps in its pause
+        assert run.wait_for("Pausing after activity"), run.output[-2000:]
+    finally:
+        run.interrupt()
+    out = run.output
     journal = json.loads((tmp_path / "journal.json").read_text())
     assert journal["status"] == "interrupted", out[-2000:]
     load = journal["chaosdb_load"]

@@ -311,7 +311,9 @@ def test_rolling_restart_reports_each_pods_down_time(kube):
                                                                "cockroachdb-2": 3}
     for name, p in res["pods"].items():
         assert p["restarted"] and not p["down_at_end"], name
-        assert 0.6 <= p["down_s"] <= 1.3, (name, p)  # 0.8 s in the simulation, ± one poll each side
+        # 0.8 s in the simulation; each end of the span is seen within one gap between polls, which a busy
+        # machine stretches far beyond poll_s: the tracker reports the longest gap it had
+        assert abs(p["down_s"] - 0.8) <= 2 * res["resolution_s"], (name, p, res["resolution_s"])
     # highest ordinal first, as the StatefulSet controller does
     firsts = {n: p["down"][0][0] for n, p in res["pods"].items()}
     assert firsts["cockroachdb-2"] < firsts["cockroachdb-1"] < firsts["cockroachdb-0"]

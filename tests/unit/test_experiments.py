@@ -26,13 +26,13 @@ def test_each_experiment_states_its_hypothesis_and_restores_the_cluster(name):
     controls = {c["name"] for c in exp["controls"]}
     if "chaosdb.faults.actions" in modules:
         # local faults: timed, reverted by rollback and by the control whatever happens
-        assert controls == {"embedded-cluster", "local-faults", "tpcc-load", "report"}
+        assert controls == {"verdict", "embedded-cluster", "local-faults", "tpcc-load", "report"}
         assert rollbacks == ["revert_faults", "resume_nodes", "restart_nodes"]
         assert all(a["provider"]["arguments"]["duration_s"] > 0 for a in exp["method"]
                    if a["provider"]["module"] == "chaosdb.faults.actions")
         assert funcs & {"limit_cpu", "limit_memory", "partition_node", "lose_packets", "lose_packets_in_bursts"}
     else:
-        assert controls == {"embedded-cluster", "tpcc-load", "report"}
+        assert controls == {"verdict", "embedded-cluster", "tpcc-load", "report"}
         # scale-out's own rollback comes first: the added node goes before the cluster is checked whole
         assert rollbacks == (["scale_in"] if "scale_out" in funcs else []) + ["resume_nodes", "restart_nodes"]
         if name == "upb-no-failure":  # UPB's T[K][0]: nothing injected, the whole run is the baseline
@@ -42,6 +42,20 @@ def test_each_experiment_states_its_hypothesis_and_restores_the_cluster(name):
                             "rolling_restart", "scale_out"}
     # secrets never inline: every configuration value is read from the environment
     assert all(v.get("type") == "env" for v in exp["configuration"].values())
+
+
+def test_every_shipped_experiment_declares_the_verdict_control_first():
+    """Bad input is refused before any other control starts something, and the run ends with the truth."""
+    for path in sorted(EXP_DIR.rglob("*.json")):
+        exp = json.loads(path.read_text())
+        assert exp["controls"][0]["provider"]["module"] == "chaosdb.experiment.control", path
+
+
+def test_no_absolute_latency_limit_in_a_shipped_hypothesis():
+    """A p99 limit in milliseconds holds on one machine and not on a busier one: compare with the baseline."""
+    for path in sorted(EXP_DIR.rglob("*.json")):
+        probes = (json.loads(path.read_text()).get("steady-state-hypothesis") or {}).get("probes") or []
+        assert not [p for p in probes if p["provider"].get("func") == "latency_percentile"], path
 
 
 def test_no_stray_experiment_files():

@@ -121,8 +121,8 @@ def test_bad_suite_file_level_errors(tmp_path):
 
 def test_apply_parameters_reaches_hypothesis_probes_and_configuration():
     exp = json.loads((EXPERIMENTS / "thesis-3-node-kill.json").read_text())
-    out = apply_parameters(exp, {"activity:p99-latency-last-10s-ms.window_s": 5, "configuration:baseline_s": 9})
-    probe = next(p for p in out["steady-state-hypothesis"]["probes"] if p["name"] == "p99-latency-last-10s-ms")
+    out = apply_parameters(exp, {"activity:p99-vs-baseline-last-10s.window_s": 5, "configuration:baseline_s": 9})
+    probe = next(p for p in out["steady-state-hypothesis"]["probes"] if p["name"] == "p99-vs-baseline-last-10s")
     assert probe["provider"]["arguments"]["window_s"] == 5 and out["configuration"]["baseline_s"] == 9
 
 

@@ -24,6 +24,7 @@ from chaosdb.litmus import actions as litmus
 from chaosdb.litmus import probes as litmus_probes
 from chaosdb.manifests.templates import render
 from chaosdb.manifests.validate import validate_object
+from tests.chaosrun import ChaosRun
 from tests.unit.k8s_api_standin import KubeStandin
 from tests.unit.pd_standin import PDStandin
 from tests.unit.test_cockroach_actions import crdb  # noqa: F401 - the simulated CockroachDB cluster fixture
@@ -342,32 +343,21 @@ def test_committed_kubernetes_experiments_are_what_the_generator_writes():
 
 
 def test_an_interrupted_run_leaves_no_chaos_object_behind(kube, tmp_path):
-    import signal
-
     experiment = ROOT / "experiments" / "kubernetes" / "chaosmesh-pod-failure-statefulset.json"
     journal = tmp_path / "journal.json"
     env = dict(os.environ, CHAOSDB_KUBECONFIG=kube.cfg["k8s_kubeconfig"], CHAOSDB_K8S_NAMESPACE="crdb",
                CHAOSDB_CHAOS_NAMESPACE="crdb", CHAOSDB_CHAOS_DURATION="600s")
-    proc = subprocess.Popen([sys.executable, "-m", "chaostoolkit", "--log-file", str(tmp_path / "chaos.log"), "run",
-                             "--journal-path", str(journal), str(experiment)], env=env, cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        key = ("chaos-mesh.org", "podchaos", "crdb", "chaosdb-pod-failure")
-        while time.monotonic() < deadline:
-            obj = kube.objects.get(key)
-            if obj and (obj.get("status") or {}).get("experiment", {}).get("containerRecords"):
-                if obj["status"]["experiment"]["containerRecords"][0]["phase"] == "Injected":
-                    break
-            time.sleep(0.2)
-        else:
-            pytest.fail("the PodChaos was never injected")
-        time.sleep(1.0)                       # inside wait-until-recovered now
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=120)
+    run = ChaosRun(["--log-file", str(tmp_path / "chaos.log"), "run", "--journal-path", str(journal),
+                    str(experiment)], env=env, cwd=tmp_path)
+    key = ("chaos-mesh.org", "podchaos", "crdb", "chaosdb-pod-failure")
+    try:  # the phase under test: the fault is injected and the method waits for its recovery
+        assert run.wait_for("Action: wait-until-recovered"), run.output[-2000:]
+        obj = kube.objects.get(key) or {}
+        records = (obj.get("status") or {}).get("experiment", {}).get("containerRecords") or [{}]
+        assert records[0].get("phase") == "Injected", obj
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        run.interrupt()
+        run.kill()
     assert json.loads(journal.read_text())["status"] == "interrupted"
     assert key not in kube.objects            # the control deleted it; the rollbacks were skipped
     assert "deleted PodChaos crdb/chaosdb-pod-failure that the experiment left behind" in \

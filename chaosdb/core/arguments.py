@@ -1,0 +1,229 @@
+"""Checking an activity's argument values before anything runs.
+
+Chaos Toolkit validates an experiment (``chaos validate``, and ``chaos run`` before it starts) by binding
+each Python activity's arguments to the function's signature: that finds missing and unknown arguments,
+never a negative count or a misspelt role. Every activity module of this package therefore ends with::
+
+    check_arguments(globals(), target=check_selector, method=choice("switchover", "shutdown"))
+
+which gives each function named in the module's ``__all__`` a :class:`CheckedSignature`. Its ``bind``
+also checks the values, with the rules below, and raises :class:`chaoslib.exceptions.InvalidActivity`
+listing every problem: so ``chaos validate`` and the validation at the start of ``chaos run`` refuse bad
+input before any control or activity runs. A value still holding a ``${variable}`` is checked once it is
+known, by :mod:`chaosdb.experiment.control` before anything starts (see :func:`problems_in_call`).
+
+Rules, by argument name, for every activity (a module adds or overrides its own):
+
+* ``count``: a positive integer or ``"all"`` (the targets' rule);
+* a name ending in ``_s`` (seconds) with a numeric type: a number >= 0; ``timeout_s``, ``window_s``,
+  ``interval_s``, ``poll_s``, ``period_s``, ``quota_s`` and ``grace_s`` must be > 0;
+* ``percentile`` in (0, 100]; ``loss_percent`` in (0, 100); other numbers by their own rules below.
+
+A check is a function of one value that raises :class:`ChaosDBError` with the message the action itself
+would give; a *combination* check receives every argument (after defaults) as a dict.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from typing import Any, Callable, Iterable, Mapping
+
+from chaoslib.exceptions import InvalidActivity
+
+from chaosdb.core.errors import ChaosDBError
+
+__all__ = ["Check", "CheckedSignature", "check_arguments", "choice", "number", "one_of_or_names",
+           "problems_in_call", "is_unresolved", "GENERIC_CHECKS"]
+
+Check = Callable[[Any], None]
+Combination = Callable[[dict[str, Any]], None]
+
+
+def is_unresolved(value: Any) -> bool:
+    """A value that still holds a ``${variable}`` (known only once the configuration is loaded)."""
+    if isinstance(value, str):
+        return "${" in value
+    if isinstance(value, Mapping):
+        return any(is_unresolved(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(is_unresolved(v) for v in value)
+    return False
+
+
+def _as_number(name: str, value: Any, integer: bool) -> float:
+    if isinstance(value, bool) or value is None:
+        raise ChaosDBError(f"{name} must be a number, got {value!r}")
+    try:
+        n = float(value)
+    except (TypeError, ValueError):
+        raise ChaosDBError(f"{name} must be a number, got {value!r}") from None
+    if integer and n != int(n):
+        raise ChaosDBError(f"{name} must be a whole number, got {value!r}")
+    return n
+
+
+def number(name: str, minimum: float | None = None, *, above: float | None = None, maximum: float | None = None,
+           below: float | None = None, integer: bool = False, hint: str = "") -> Check:
+    """A number (or its string: configuration values arrive as strings) within the given bounds."""
+    def check(value: Any) -> None:
+        n = _as_number(name, value, integer)
+        bounds = []
+        if minimum is not None:
+            bounds.append((n >= minimum, f">= {minimum:g}"))
+        if above is not None:
+            bounds.append((n > above, f"> {above:g}"))
+        if maximum is not None:
+            bounds.append((n <= maximum, f"<= {maximum:g}"))
+        if below is not None:
+            bounds.append((n < below, f"< {below:g}"))
+        failed = [text for ok, text in bounds if not ok]
+        if failed:
+            wanted = " and ".join(text for _, text in bounds)
+            raise ChaosDBError(f"{name} must be {wanted}{hint}, got {value!r}")
+
+    return check
+
+
+def _did_you_mean(word: str, options: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word.strip().lower(), list(options), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def choice(name: str, *values: str) -> Check:
+    """One of *values* (a string)."""
+    def check(value: Any) -> None:
+        if value not in values:
+            raise ChaosDBError(f"{name} must be one of {', '.join(values)}, got {value!r}"
+                               f"{_did_you_mean(str(value), values)}")
+
+    return check
+
+
+def one_of_or_names(name: str, selectors: Iterable[str], name_rule: Callable[[str], bool],
+                    names_hint: str) -> Check:
+    """A selector word (``leader``, ...) or node names accepted by *name_rule* (a comma separated string or a
+    list), e.g. the local cluster's ``target``."""
+    words = tuple(selectors)
+
+    def check(value: Any) -> None:
+        if isinstance(value, (list, tuple)):
+            parts = [str(v).strip() for v in value]
+        elif isinstance(value, str):
+            if value.strip().lower() in words:
+                return
+            parts = [p.strip() for p in value.split(",")]
+        else:
+            raise ChaosDBError(f"{name} must be a role ({', '.join(words)}) or node names, got {value!r}")
+        parts = [p for p in parts if p]
+        if not parts:
+            raise ChaosDBError(f"{name} is empty: give a role ({', '.join(words)}) or node names")
+        bad = [p for p in parts if not name_rule(p)]
+        if bad:
+            raise ChaosDBError(f"unknown {name} {', '.join(bad)}: selectors are {', '.join(words)} or node "
+                               f"names ({names_hint}){_did_you_mean(bad[0], words)}")
+
+    return check
+
+
+def _count(value: Any) -> None:
+    from chaosdb.core.targets import parse_count
+
+    parse_count(value)
+
+
+#: argument name -> check, for every activity (a module's own checks take precedence)
+GENERIC_CHECKS: dict[str, Check] = {
+    "count": _count,
+    "percentile": number("percentile", above=0, maximum=100),
+    "loss_percent": number("loss_percent", above=0, below=100),
+}
+#: durations (seconds) that must be > 0; every other ``*_s`` number must be >= 0
+POSITIVE_DURATIONS = frozenset({"timeout_s", "window_s", "interval_s", "poll_s", "period_s", "quota_s",
+                                "grace_s"})
+_NUMERIC = (int, float, "int", "float")
+
+
+def _generic_check(param: inspect.Parameter) -> Check | None:
+    if param.name in GENERIC_CHECKS:
+        return GENERIC_CHECKS[param.name]
+    if param.name.endswith("_s") and param.annotation in _NUMERIC:
+        if param.name in POSITIVE_DURATIONS:
+            return number(param.name, above=0, hint=" (seconds)")
+        return number(param.name, 0, hint=" (seconds)")
+    return None
+
+
+class CheckedSignature(inspect.Signature):
+    """A signature whose ``bind`` also checks argument values (see the module's documentation)."""
+
+    checks: dict[str, Check]
+    combination: Combination | None
+    where: str
+
+    def problems(self, arguments: Mapping[str, Any]) -> list[str]:
+        """Every problem with these arguments' values (a value holding ``${...}`` is skipped)."""
+        found = []
+        given = {k: v for k, v in arguments.items() if k not in ("configuration", "secrets")}
+        for name, value in given.items():
+            check = getattr(self, "checks", {}).get(name)
+            if check is None or is_unresolved(value):
+                continue
+            if value is None and self.parameters.get(name) is not None \
+                    and self.parameters[name].default is None:
+                continue  # an optional argument left out explicitly
+            try:
+                check(value)
+            except ChaosDBError as exc:
+                found.append(str(exc))
+        combination = getattr(self, "combination", None)
+        if combination is not None and not found and not is_unresolved(given):
+            values = {name: p.default for name, p in self.parameters.items()
+                      if p.default is not inspect.Parameter.empty}
+            values.update(given)
+            try:
+                combination(values)
+            except ChaosDBError as exc:
+                found.append(str(exc))
+        return found
+
+    def bind(self, *args: Any, **kwargs: Any) -> inspect.BoundArguments:
+        bound = super().bind(*args, **kwargs)
+        found = self.problems(bound.arguments)
+        if found:
+            raise InvalidActivity(f"{getattr(self, 'where', 'activity')}: " + "; ".join(found))
+        return bound
+
+
+def check_arguments(namespace: dict[str, Any], combinations: Mapping[str, Combination] | None = None,
+                    functions: Mapping[str, Mapping[str, Check]] | None = None, **checks: Check) -> None:
+    """Give every function in the module's ``__all__`` a :class:`CheckedSignature`: the generic rules,
+    overridden by *checks* (argument name -> check) where a function has that argument, overridden in turn
+    by *functions* (function name -> {argument name -> check}); and the function's entry of *combinations*
+    (function name -> check of all its arguments)."""
+    module = namespace.get("__name__", "")
+    for fname in namespace.get("__all__", []):
+        func = namespace.get(fname)
+        if not inspect.isfunction(func):
+            continue
+        plain = inspect.signature(func)
+        sig = CheckedSignature(list(plain.parameters.values()), return_annotation=plain.return_annotation)
+        rules: dict[str, Check] = {}
+        own = (functions or {}).get(fname, {})
+        for param in plain.parameters.values():
+            rule = own.get(param.name) or checks.get(param.name) or _generic_check(param)
+            if rule is not None:
+                rules[param.name] = rule
+        sig.checks = rules
+        sig.combination = (combinations or {}).get(fname)
+        sig.where = f"{module}.{fname}"
+        func.__signature__ = sig  # type: ignore[attr-defined]
+
+
+def problems_in_call(func: Callable[..., Any], arguments: Mapping[str, Any]) -> list[str]:
+    """The problems :class:`CheckedSignature` finds in *arguments* for *func* (none for other functions);
+    missing or unknown arguments are chaoslib's to report."""
+    sig = inspect.signature(func)
+    if not isinstance(sig, CheckedSignature):
+        return []
+    return sig.problems(arguments)

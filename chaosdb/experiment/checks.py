@@ -1,0 +1,60 @@
+"""Every activity of an experiment checked against its function's argument rules, values substituted.
+
+``chaos validate`` and the validation ``chaos run`` does first already check the literal values (see
+:mod:`chaosdb.core.arguments`); values that come from the configuration or secrets (``${name}``) are known
+only once the run has loaded them. :func:`refuse_bad_arguments` checks every activity of the hypothesis,
+the method and the rollbacks with those values, and is called before anything starts by the experiment
+control and by the controls that start something (the embedded cluster, the load).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from chaoslib import substitute
+from chaoslib.exceptions import InterruptExecution
+
+from chaosdb.core.arguments import problems_in_call
+
+__all__ = ["experiment_problems", "refuse_bad_arguments"]
+
+_checked: dict[int, list[str]] = {}
+
+
+def _activities(experiment: dict[str, Any]) -> list[dict[str, Any]]:
+    found = list((experiment.get("steady-state-hypothesis") or {}).get("probes") or [])
+    found += list(experiment.get("method") or []) + list(experiment.get("rollbacks") or [])
+    by_name = {a.get("name"): a for a in found if isinstance(a, dict) and "name" in a}
+    return [by_name.get(a["ref"], a) if isinstance(a, dict) and "ref" in a else a for a in found]
+
+
+def experiment_problems(experiment: dict[str, Any], configuration: dict[str, Any] | None = None,
+                        secrets: dict[str, Any] | None = None) -> list[str]:
+    """``"activity 'name': problem"`` for every problem with an activity's argument values."""
+    problems = []
+    for activity in _activities(experiment):
+        provider = activity.get("provider") or {}
+        if provider.get("type") != "python":
+            continue
+        try:
+            func = getattr(importlib.import_module(provider.get("module", "")), provider.get("func", ""))
+        except (ImportError, AttributeError):
+            continue  # chaoslib's own validation reports a missing module or function
+        arguments = substitute(provider.get("arguments") or {}, configuration or {}, secrets or {})
+        for problem in problems_in_call(func, arguments):
+            problems.append(f"activity '{activity.get('name', '?')}': {problem}")
+    return problems
+
+
+def refuse_bad_arguments(experiment: dict[str, Any], configuration: dict[str, Any] | None = None,
+                         secrets: dict[str, Any] | None = None) -> None:
+    """Raise :class:`InterruptExecution` naming every problem, before anything is started (checked once per
+    experiment object)."""
+    key = id(experiment)
+    if key not in _checked:
+        _checked.clear()
+        _checked[key] = experiment_problems(experiment, configuration, secrets)
+    if _checked[key]:
+        raise InterruptExecution("the experiment's arguments are wrong, nothing was started: "
+                                 + "; ".join(_checked[key]))

@@ -1,0 +1,111 @@
+"""Chaos Toolkit control: bad input refused before anything starts, the method stopped at the first failed
+action, and every run ended with a verdict that tells the truth. Declare it **first** among the controls::
+
+    {"name": "verdict", "provider": {"type": "python", "module": "chaosdb.experiment.control"}}
+
+* before the experiment: every activity's argument values, with configuration and secrets substituted,
+  are checked (:mod:`chaosdb.experiment.checks`); a problem interrupts the run before any other control
+  starts a cluster or a load, naming every problem.
+* during the method: when an action fails, the method stops there (Chaos Toolkit would go on with the next
+  activity); the after-method hypothesis is skipped and the rollbacks still run.
+* after the experiment: the verdict (:mod:`chaosdb.experiment.verdict`) goes into the journal as
+  ``chaosdb_verdict``; a hypothesis that failed before the method, or a failed action, ends the run with
+  status ``failed`` (so ``chaos run`` exits 1); the verdict's sentence is the last line of the run's log.
+
+Stopping the method needs the journal while the method runs, which Chaos Toolkit hands only to run event
+handlers: the control registers one when it is configured, and only uses it to read the journal.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from chaoslib.exceptions import InterruptExecution
+from chaoslib.run import RunEventHandler
+
+from chaosdb.experiment.checks import refuse_bad_arguments
+from chaosdb.experiment.verdict import verdict_of
+
+__all__ = ["configure_control", "before_experiment_control", "before_method_control", "after_method_control",
+           "after_activity_control", "after_experiment_control", "cleanup_control"]
+
+logger = logging.getLogger("chaostoolkit")
+
+
+class _Run:
+    """What this control knows of the run in progress."""
+
+    def __init__(self) -> None:
+        self.journal: dict[str, Any] | None = None
+        self.in_method = False
+        self.stopped_at = ""
+        self.refused = ""
+        self.sentence = ""
+        self.ok = True
+
+
+_run = _Run()
+
+
+class _JournalHandle(RunEventHandler):
+    def running(self, experiment: Any, journal: Any, configuration: Any, secrets: Any, schedule: Any,
+                settings: Any) -> None:
+        _run.journal = journal
+
+
+def configure_control(experiment: dict[str, Any] | None = None, event_registry: Any = None, **kwargs: Any) -> None:
+    global _run
+    _run = _Run()
+    if event_registry is not None:
+        event_registry.register(_JournalHandle())
+
+
+def before_experiment_control(context: dict[str, Any], configuration: dict[str, Any] | None = None,
+                              secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    try:
+        refuse_bad_arguments(context, configuration, secrets)
+    except InterruptExecution as exc:
+        _run.refused = str(exc)
+        raise
+
+
+def before_method_control(context: dict[str, Any], **kwargs: Any) -> None:
+    _run.in_method = True
+
+
+def after_method_control(context: dict[str, Any], **kwargs: Any) -> None:
+    _run.in_method = False
+
+
+def after_activity_control(context: dict[str, Any], state: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    if not (_run.in_method and isinstance(context, dict) and context.get("type") == "action"):
+        return
+    if not isinstance(state, dict) or state.get("status") != "failed" or context.get("background"):
+        return
+    _run.stopped_at = str(context.get("name", "?"))
+    if _run.journal is None:
+        logger.error("chaosdb: action '%s' failed; this Chaos Toolkit does not let the control stop the method",
+                     _run.stopped_at)
+        return
+    # chaoslib leaves the method at an aborted status, skips the after-method hypothesis, plays the rollbacks
+    _run.journal["status"] = "aborted"
+    logger.error("chaosdb: action '%s' failed: the method stops here; the rollbacks will run", _run.stopped_at)
+
+
+def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    if not isinstance(state, dict):
+        return
+    if _run.refused:
+        state["chaosdb_refused"] = _run.refused
+    verdict = verdict_of(state)
+    state["status"] = verdict.status
+    state["chaosdb_verdict"] = {**verdict.as_dict(), "method_stopped_at": _run.stopped_at or None}
+    _run.sentence, _run.ok = verdict.sentence, verdict.ok
+    (logger.info if verdict.ok else logger.error)("chaosdb verdict: %s", verdict.sentence)
+
+
+def cleanup_control() -> None:
+    """Runs after every other control's after-experiment hook: the verdict is the run's last word."""
+    if _run.sentence:
+        (logger.info if _run.ok else logger.error)("chaosdb verdict: %s", _run.sentence)
