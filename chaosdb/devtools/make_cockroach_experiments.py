@@ -189,7 +189,7 @@ def _build(name: str) -> dict[str, Any]:
     where = ("a local CockroachDB cluster ('chaosdb cluster up --kind cockroach')" if local
              else "a CockroachDB StatefulSet on Kubernetes")
     config = {**(LOCAL_CONFIG if local else K8S_CONFIG), **spec.get("config", {}),
-              "report_dir": {"type": "env", "key": "CHAOSDB_REPORT_DIR", "default": f"reports/cockroachdb-{name}"},
+              "report_dir": {"type": "env", "key": "CHAOSDB_REPORT_DIR", "default": f"runs/cockroachdb-{name}"},
               "baseline_s": {"type": "env", "key": "CHAOSDB_BASELINE_S", "default": "60"}}
     return {
         "version": "1.0.0",

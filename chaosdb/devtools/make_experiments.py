@@ -336,7 +336,7 @@ def build(name: str) -> dict[str, Any]:
         "tags": ["postgresql", "patroni", *spec["tags"]],
         "configuration": {
             "chaosdb_cluster": {"type": "env", "key": "CHAOSDB_CLUSTER", "default": spec["cluster"]},
-            "report_dir": {"type": "env", "key": "CHAOSDB_REPORT_DIR", "default": f"reports/{name}"},
+            "report_dir": {"type": "env", "key": "CHAOSDB_REPORT_DIR", "default": f"runs/{name}"},
             "baseline_s": {"type": "env", "key": "CHAOSDB_BASELINE_S", "default": "30"},
             "address_base": {"type": "env", "key": "CHAOSDB_ADDRESS_BASE", "default": "127.0.0.11"},
         },

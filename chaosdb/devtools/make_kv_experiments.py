@@ -103,7 +103,7 @@ def build(name: str, short: bool = False) -> dict[str, Any]:
         "tags": ["etcd", "key-value", "ycsb", "tikv-study", name.split("-")[0], name.split("-")[1]],
         "configuration": {
             "chaosdb_cluster": {"type": "env", "key": "CHAOSDB_CLUSTER", "default": "kv-experiments"},
-            "report_dir": {"type": "env", "key": "CHAOSDB_REPORT_DIR", "default": f"reports/etcd-{name}"},
+            "report_dir": {"type": "env", "key": "CHAOSDB_REPORT_DIR", "default": f"runs/etcd-{name}"},
             "baseline_s": {"type": "env", "key": "CHAOSDB_BASELINE_S", "default": baseline},
             "address_base": {"type": "env", "key": "CHAOSDB_ADDRESS_BASE", "default": "127.0.0.41"},
         },

@@ -37,6 +37,9 @@ def test_quickstart_experiment_end_to_end():
         assert run.returncode == 0, out[-4000:]
         journal = json.loads((home / "journal.json").read_text())
         assert journal["status"] == "completed" and not journal["deviated"]
+        assert journal["chaosdb_verdict"]["ok"], journal["chaosdb_verdict"]
+        # the verdict is the run's last word
+        assert out.rstrip().splitlines()[-1].endswith(journal["chaosdb_verdict"]["sentence"])
         assert [p["tolerance_met"] for p in journal["steady_states"]["after"]["probes"]] == [True] * 5
         assert journal["chaosdb_report"]["recovery_s"] is not None
         m = json.loads((report / "metrics.json").read_text())

@@ -172,3 +172,10 @@ def test_tikv_experiment_is_generated_and_targets_by_key(name):
         assert fault["arguments"]["duration_s"] > 0 and exp["rollbacks"][0]["provider"]["func"] == "revert_faults"
     if fault["func"] == "evict_leaders":
         assert exp["rollbacks"][-1]["provider"]["func"] == "remove_leader_eviction"
+
+
+def test_every_experiment_file_passes_chaos_validate(capsys):
+    """Every shipped experiment, subfolders included, through the real ``chaos validate`` (argument values too)."""
+    from chaosdb.devtools.validate_experiments import main
+
+    assert main([str(EXP_DIR)]) == 0, capsys.readouterr().out[-3000:]
