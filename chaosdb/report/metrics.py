@@ -192,7 +192,7 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
     if rule not in ("runs", "literal"):
         raise ValueError("rule must be 'runs' or 'literal'")
     base = {"rule": rule, "run_length": run_length, "quiet_s": quiet_s, "threshold_ms": round(threshold_ms, 3),
-            "order": "completion"}
+            "order": "completion", "clock": "start"}
     # transactions in the order they were *observed* (completed): a stall holds back every client's
     # transaction and releases them together, which start order would interleave with older ones
     done = s.ts + s.lat / 1000.0
@@ -264,12 +264,31 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
     elif float(start_o[ok_idx[k]]) - hi > margin:  # nothing started (and succeeded) for a while: a silence
         last_done = float(done_o[ok_idx[k]])
         base["end_by"] = "first healthy completion after a silence"
-    if end_ts - last_done < quiet_s:
-        return {**base, "duration_s": None, "onset_ts": onset_ts, "end_ts": None,
-                "lower_bound_s": round(last_done - onset_ts, 3),
+    # One clock for onset and end: start times, as OLTP-Bench stamps the thesis's transactions. The disturbance
+    # began with the first disturbed transaction's start and ends where transactions start being served well
+    # again: the start of the first healthy transaction that started after the last disturbed one (and after
+    # a silence that belongs to the disturbance). Completion times give the client-visible span apart.
+    # the last disturbed start is the end of the last run of disturbed transactions in *start* order: a lone
+    # outlier that started while the failing requests were still coming back is noise, not the disturbance
+    window = np.flatnonzero((start_o >= lo) & (start_o <= hi))
+    by_start = window[np.argsort(start_o[window], kind="stable")]
+    _, s_ends = _runs(outside[by_start], run_length if rule == "runs" else 1)
+    last_start = float(start_o[by_start[s_ends[-1]]]) if s_ends.size else float(start_o[overlapping].max())
+    ok_starts = np.sort(start_o[~outside])
+    j = int(np.searchsorted(ok_starts, last_start, side="right"))
+    end_start = float(ok_starts[j]) if j < ok_starts.size else None
+    if end_start is not None and base.get("end_by") == "first healthy completion after a silence":
+        end_start = max(end_start, float(start_o[ok_idx[k]]) if k < ok_idx.size else end_start)
+    if end_ts - last_done < quiet_s or end_start is None:
+        return {**base, "duration_s": None, "onset_ts": onset_ts, "end_ts": None, "client_end_ts": None,
+                "lower_bound_s": round(max(last_start, onset_ts) - onset_ts, 3),
                 "reason": f"not recovered: the run ended {max(0.0, end_ts - last_done):.1f} s after the last disturbed "
                           f"transaction, before {quiet_s:g} s of quiet"}
-    return {**base, "duration_s": round(last_done - onset_ts, 3), "onset_ts": onset_ts, "end_ts": last_done,
+    # the true end lies between the last disturbed start and end_start: when clients are held (slow or failing
+    # requests) no transaction starts in between, and that gap is the measurement's resolution
+    return {**base, "duration_s": round(end_start - onset_ts, 3), "onset_ts": onset_ts, "end_ts": end_start,
+            "end_resolution_s": round(end_start - max(last_start, onset_ts), 3),
+            "client_visible_s": round(last_done - onset_ts, 3), "client_end_ts": last_done,
             "disturbed_transactions": int(members.size), "reason": None}
 
 
@@ -293,7 +312,7 @@ def disturbances(s: Samples, threshold_ms: float, faults: list[dict[str, Any]], 
                     "after_fault": cause[-1] if cause else None, "reason": r.get("reason")})
         if r.get("end_ts") is None:
             break
-        t = r["end_ts"] + 1e-6
+        t = r["client_end_ts"] + 1e-6  # after the last disturbed transaction was seen to complete
     return out
 
 

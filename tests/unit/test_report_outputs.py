@@ -188,3 +188,27 @@ def test_samples_reader_fast_path_and_tolerant_fallback_agree(tmp_path):
     assert len(a) == len(b) == 3000
     assert (a.ts == b.ts).all() and (a.lat == b.lat).all() and (a.ok == b.ok).all()
     assert sorted(a.names) == ["x", "y"] and int((~a.ok).sum()) == 300
+
+
+def test_a_failed_action_is_listed_never_drawn_and_the_verdict_leads_the_report(real_journal, tmp_path):
+    """The issue's report showed a throughput drop and a fault band for a kill that never happened."""
+    journal, samples, fault = _journal_with_samples(real_journal, tmp_path)
+    data = json.loads(journal.read_text())
+    for run in data["run"]:
+        if run["activity"]["type"] == "action":
+            run["status"] = "failed"
+            run["exception"] = ["Traceback ...", "chaoslib.exceptions.ActivityFailed: unknown target priamry\n"]
+    data["status"], data["deviated"] = "failed", False
+    journal.write_text(json.dumps(data))
+    out = tmp_path / "out"
+    assert cli(["report", str(journal), "--samples", str(samples), "-o", str(out)]) == 0
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["first_fault_ts"] is None and m["impact"] is None  # nothing was injected: nothing to measure
+    assert m["verdict"]["ok"] is False and m["run"]["status"] == "failed"
+    failed_name = next(r["activity"]["name"] for r in data["run"] if r["activity"]["type"] == "action")
+    assert any(f["name"] == failed_name and f["status"] == "failed" for f in m["faults"])  # still listed
+    md = (out / "report.md").read_text()
+    first = md.splitlines()[2]
+    assert first.startswith(f"**Verdict: Action '{failed_name}' failed, so no fault was injected: unknown target")
+    if data["steady_states"].get("before"):
+        assert "| probe | tolerance | before the method | after the method |" in md
