@@ -173,11 +173,12 @@ def fault_window_tps(m: dict[str, Any]) -> float | None:
     lo = float(actions[0]["end_ts"])
     later = [float(f["start_ts"]) for f in actions[1:] if float(f["start_ts"]) >= lo]
     hi = min(later) if later else float(m.get("end_ts") or lo)
-    inside = [w for w in m.get("windows") or [] if w["start_ts"] >= lo and w["start_ts"] + w["seconds"] <= hi]
-    seconds = sum(w["seconds"] for w in inside)
+    inside = [w for w in m.get("windows") or [] if w["start_ts"] >= lo and w["start_ts"] + w["seconds"] <= hi
+              and w.get("tps") is not None]  # a window the load was paused throughout has no rate
+    seconds = sum(w["seconds"] - w.get("paused_s", 0.0) for w in inside)
     if not seconds:
         return _get(m, ("impact", "throughput_tps"))
-    return round(sum(w["tps"] * w["seconds"] for w in inside) / seconds, 3)
+    return round(sum(w["tps"] * (w["seconds"] - w.get("paused_s", 0.0)) for w in inside) / seconds, 3)
 
 
 def _upb(results: Path, entries: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -6,6 +6,9 @@
 * Fault windows: every *action* of the method (start -> end), in order; probes of
   the method are not faults. A timed local fault (output ``reverts_at``) ends when
   its detached revert is due. Actions of the rollbacks are kept apart and marked.
+* Restoring actions: an action of the method that brings the system back (``restart_nodes``, ``revert_faults``,
+  ... in :data:`RESTORING`) is marked ``restores``: reports draw it as a marker, like a rollback, never as a
+  fault window, though a later disturbance may still be attributed to it.
 * Statuses: completed, failed, aborted, interrupted, plus ``deviated``.
 * ``chaosdb_load`` (written by :mod:`chaosdb.load.control`) gives the samples
   location, warm-up end, stop time and pause windows.
@@ -21,7 +24,15 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["Activity", "JournalInfo", "read_journal", "parse_ts", "secret_values_of", "activities_of"]
+__all__ = ["Activity", "JournalInfo", "read_journal", "parse_ts", "secret_values_of", "activities_of", "RESTORING"]
+
+#: activities of this pack that restore rather than inject (by function name)
+RESTORING = frozenset({
+    "restart_nodes", "resume_nodes", "scale_in", "revert_faults", "cleanup_faults", "wait_until_healthy",
+    "restart_node", "restart_killed_nodes", "recommission_nodes", "wait_for_node", "remove_leader_eviction",
+    "wait_until_recovered", "delete_chaos", "delete_all_chaos", "resume_chaos", "stop_chaos_engine",
+    "delete_chaos_engine", "wait_for_statefulset_ready",
+})
 
 
 def parse_ts(value: Any) -> float | None:
@@ -49,10 +60,15 @@ class Activity:
     rollback: bool = False
     background: bool = False
     output: Any = None
+    func: str = ""
+
+    @property
+    def restores(self) -> bool:
+        return self.rollback or self.func in RESTORING
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "type": self.kind, "start_ts": self.start, "end_ts": self.end,
-                "status": self.status, "rollback": self.rollback}
+                "status": self.status, "rollback": self.rollback, "restores": self.restores}
 
 
 @dataclass
@@ -91,7 +107,8 @@ def _activities(runs: list[dict[str, Any]], rollback: bool) -> list[Activity]:
         out.append(Activity(
             name=str(act.get("name", "?")), kind=str(act.get("type", "action")), start=parse_ts(r.get("start")),
             end=end, status=str(r.get("status", "")), rollback=rollback,
-            background=bool(act.get("background", False)), output=output))
+            background=bool(act.get("background", False)), output=output,
+            func=str((act.get("provider") or {}).get("func", ""))))
     return out
 
 

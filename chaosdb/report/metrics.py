@@ -61,14 +61,16 @@ whose throughput is >= 95 % of the baseline's (0 when no window fell below).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from chaosdb.report.data import Samples
 
-__all__ = ["window_stats", "recovery", "disturbances", "calibrated_run_length", "max_healthy_gap", "compute_metrics", "windows",
-           "unavailability", "time_to_throughput", "overlap_s", "pause_spans"]
+__all__ = ["SampleSets", "sample_sets", "window_stats", "recovery", "disturbances", "calibrated_run_length",
+           "max_healthy_gap", "compute_metrics", "windows", "unavailability", "time_to_throughput", "overlap_s",
+           "pause_spans"]
 
 
 def _pct(sorted_vals: np.ndarray, p: float) -> float:
@@ -366,15 +368,22 @@ def time_to_throughput(s: Samples, fault_start: float, end: float, baseline_tps:
     return round(float(starts[worst + back[0]] - fault_start), 3)
 
 
-def windows(s: Samples, start: float, end: float, width: float = 5.0) -> list[dict[str, Any]]:
+def windows(s: Samples, start: float, end: float, width: float = 5.0,
+            pauses: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Per window: attempts, committed tx/s over the time the load ran in it (a pause of the load is not a
+    throughput dip: a window paused throughout has no rate), errors and percentiles."""
     out = []
+    spans = pause_spans(pauses or [])
     t = start
     while t < end:
         w = s.between(t, t + width)
         ok = np.sort(w.lat[w.ok])
         covered = min(width, end - t)  # the last window is partial: its rate is over the time it covers
+        paused = overlap_s(t, t + covered, spans)
+        running = covered - paused
         out.append({"start_ts": round(t, 3), "seconds": round(covered, 3), "count": int(len(w)),
-                    "tps": round(ok.size / covered, 3) if covered > 0 else 0.0,
+                    "paused_s": round(paused, 3),
+                    "tps": round(ok.size / running, 3) if running > 0.05 * covered else None,
                     "errors": int((~w.ok).sum()),
                     "p50_ms": round(_pct(ok, 50), 3) if ok.size else None,
                     "p95_ms": round(_pct(ok, 95), 3) if ok.size else None,
@@ -403,29 +412,53 @@ def _without_pauses(s: Samples, pauses: list[dict[str, Any]]) -> Samples:
     return adjusted.subset(keep[order])
 
 
-def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: float | None = None,
-                    end_ts: float | None = None, pauses: list[dict[str, Any]] | None = None,
-                    rule: str = "runs", window_s: float = 5.0) -> dict[str, Any]:
-    pauses = pauses or []
+@dataclass
+class SampleSets:
+    """The samples every table and figure of a run is drawn from: pauses of the load taken out, the baseline
+    (steady load before the first fault) and the impact (from the first fault to the end)."""
+
+    samples: Samples
+    baseline: Samples
+    impact: Samples | None
+    baseline_start: float
+    baseline_end: float
+    end: float
+    fault_start: float | None
+
+
+def sample_sets(s: Samples, faults: list[dict[str, Any]], baseline_start: float | None = None,
+                end_ts: float | None = None, pauses: list[dict[str, Any]] | None = None) -> SampleSets:
     if pauses:
         s = _without_pauses(s, pauses)
     first_ts, last_ts = float(s.ts[0]), float(s.ts[-1])
     b_start = max(baseline_start or first_ts, first_ts)
     end = min(end_ts or last_ts, last_ts) if end_ts else last_ts
-    fault_starts = [f["start_ts"] for f in faults if f.get("start_ts") is not None and not f.get("rollback")]
+    # restoring actions (a restart, a revert) are not faults: they never start the impact
+    fault_starts = [f["start_ts"] for f in faults if f.get("start_ts") is not None and not f.get("rollback")
+                    and not f.get("restores")]
     fault_start = min(fault_starts) if fault_starts else None
-    result: dict[str, Any] = {"samples": int(len(s)), "first_ts": first_ts, "last_ts": last_ts,
-                              "baseline_start_ts": b_start, "first_fault_ts": fault_start, "end_ts": end,
-                              "excluded_pauses": pauses}
     b_end = fault_start if fault_start is not None else end
     done_at = s.ts + s.lat / 1000.0
     started = (s.ts >= b_start) & (s.ts <= end)
     # a transaction in flight when the first fault starts belongs to the impact, not to the baseline
     in_baseline = started & (s.ts < b_end) & ((done_at < b_end) if fault_start is not None else True)
-    baseline = s.subset(in_baseline)
+    impact = s.subset(started & (done_at >= fault_start)) if fault_start is not None else None
+    return SampleSets(s, s.subset(in_baseline), impact, b_start, b_end, end, fault_start)
+
+
+def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: float | None = None,
+                    end_ts: float | None = None, pauses: list[dict[str, Any]] | None = None,
+                    rule: str = "runs", window_s: float = 5.0) -> dict[str, Any]:
+    pauses = pauses or []
+    sets = sample_sets(s, faults, baseline_start, end_ts, pauses)
+    s, baseline, impact = sets.samples, sets.baseline, sets.impact
+    b_start, b_end, end, fault_start = sets.baseline_start, sets.baseline_end, sets.end, sets.fault_start
+    first_ts, last_ts = float(s.ts[0]), float(s.ts[-1])
+    result: dict[str, Any] = {"samples": int(len(s)), "first_ts": first_ts, "last_ts": last_ts,
+                              "baseline_start_ts": b_start, "first_fault_ts": fault_start, "end_ts": end,
+                              "excluded_pauses": pauses}
     base_paused = overlap_s(b_start, b_end, pause_spans(pauses))
     result["baseline"] = window_stats(baseline, b_end - b_start - base_paused)
-    impact = s.subset(started & (done_at >= fault_start)) if fault_start is not None else None
     if fault_start is None or baseline.ok.sum() < 2:
         why = "no fault in the journal" if fault_start is None else "the baseline has fewer than 2 successes"
         result.update(impact=None, recovery={"duration_s": None, "reason": why}, degradation=None)
@@ -471,5 +504,5 @@ def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: fl
         entry["outcomes"] = {s.outcomes[o]: int((sub.outcome == o).sum()) for o in np.unique(sub.outcome)}
         by_tx[name] = entry
     result["by_transaction"] = by_tx
-    result["windows"] = windows(s, np.floor(first_ts), last_ts + 1e-9, window_s)
+    result["windows"] = windows(s, np.floor(first_ts), last_ts + 1e-9, window_s, pauses)
     return result

@@ -21,9 +21,11 @@ def _plt():
     return plt
 
 
-def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Path, title: str) -> Path:
-    """Latency percentiles and throughput per window, fault windows shaded, rollbacks marked.
-    The x axis is seconds relative to the first fault (0 = injection)."""
+def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Path, title: str) -> dict[str, Any]:
+    """Latency percentiles and throughput per window; fault windows shaded, restoring actions and rollbacks
+    marked with a line, pauses of the load shaded grey (no throughput is drawn where the load was paused).
+    The x axis is seconds relative to the first fault (0 = injection). Returns what it drew, in seconds on
+    that axis, so that a test can hold it against the tables."""
     plt = _plt()
     zero = metrics.get("first_fault_ts") or metrics["first_ts"]
     wins = metrics["windows"]
@@ -40,7 +42,7 @@ def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Pa
     ax1.yaxis.set_minor_formatter(NullFormatter())
     ax1.set_ylabel("latency (ms, log)")
     ax1.grid(True, which="both", alpha=0.3)
-    tps = np.array([w["tps"] for w in wins])
+    tps = np.array([w["tps"] if w["tps"] is not None else np.nan for w in wins], dtype=float)
     errs = np.array([w["errors"] / max(w.get("seconds", 5.0), 1e-9) for w in wins])
     ax2.plot(x, tps, color="tab:green", label="committed tx/s")
     ax2.bar(x, errs, width=4.0, color="tab:red", alpha=0.5, label="failed attempts/s")
@@ -51,23 +53,34 @@ def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Pa
     if base.get("throughput_tps"):
         ax2.axhline(base["throughput_tps"], color="grey", linestyle=":", linewidth=1, label="baseline tx/s")
     rec = metrics.get("recovery") or {}
+    drawn: dict[str, Any] = {"faults": [], "markers": [], "pauses": [], "windows": len(wins)}
     for f in faults:
         if f.get("start_ts") is None:
             continue
         s, e = f["start_ts"] - zero, (f.get("end_ts") or f["start_ts"]) - zero
+        restores = f.get("rollback") or f.get("restores")
         for ax in (ax1, ax2):
-            if f.get("rollback"):
+            if restores:
                 ax.axvline(s, color="tab:purple", linestyle="-.", linewidth=1)
             else:
                 ax.axvspan(s, max(e, s + 0.5), color="tab:orange", alpha=0.25)
+        (drawn["markers"] if restores else drawn["faults"]).append({"name": f.get("name"), "start": s, "end": e})
+    for p in metrics.get("excluded_pauses") or []:
+        s, e = float(p["start_ts"]) - zero, float(p["end_ts"]) - zero
+        for ax in (ax1, ax2):
+            ax.axvspan(s, e, color="grey", alpha=0.18, hatch="//", linewidth=0)
+        drawn["pauses"].append({"start": s, "end": e})
     if rec.get("onset_ts") and rec.get("end_ts"):
         ax1.axvspan(rec["onset_ts"] - zero, rec["end_ts"] - zero, color="tab:red", alpha=0.08)
-    from matplotlib.patches import Patch
     from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     handles, labels = ax1.get_legend_handles_labels()
     handles += [Patch(color="tab:orange", alpha=0.25), Line2D([], [], color="tab:purple", linestyle="-.")]
-    labels += ["fault", "rollback"]
+    labels += ["fault", "restore / rollback"]
+    if drawn["pauses"]:
+        handles.append(Patch(color="grey", alpha=0.18, hatch="//"))
+        labels.append("load paused (integrity check)")
     if rec.get("onset_ts") and rec.get("end_ts"):
         handles.append(Patch(color="tab:red", alpha=0.08))
         labels.append(f"recovery {rec['duration_s']:.1f} s")
@@ -77,7 +90,7 @@ def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Pa
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    return path
+    return drawn
 
 
 def _ecdf_points(values: np.ndarray, points: int = 2000) -> tuple[np.ndarray, np.ndarray]:
@@ -89,13 +102,16 @@ def _ecdf_points(values: np.ndarray, points: int = 2000) -> tuple[np.ndarray, np
     return v[idx], (idx + 1) / v.size
 
 
-def ecdf_png(baseline: Samples, impact: Samples | None, path: Path, title: str) -> Path:
-    """Empirical CDF of successful latencies, baseline versus impact, log x axis."""
+def ecdf_png(baseline: Samples, impact: Samples | None, path: Path, title: str) -> dict[str, Any]:
+    """Empirical CDF of successful latencies, baseline versus impact, log x axis. Returns, per curve, how many
+    transactions it holds and its largest latency (to be held against the tables)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 4.5))
+    drawn: dict[str, Any] = {}
     for label, s, color in (("baseline", baseline, "tab:blue"), ("impact", impact, "tab:red")):
         if s is None or not s.ok.any():
             continue
+        drawn[label] = {"n": int(s.ok.sum()), "max_ms": float(s.lat[s.ok].max())}
         x, y = _ecdf_points(s.lat[s.ok])
         ax.step(x, y, where="post", label=f"{label} (n={int(s.ok.sum())})", color=color)
     ax.set_xscale("log")
@@ -110,4 +126,4 @@ def ecdf_png(baseline: Samples, impact: Samples | None, path: Path, title: str) 
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    return path
+    return drawn

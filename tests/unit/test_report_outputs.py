@@ -212,3 +212,57 @@ def test_a_failed_action_is_listed_never_drawn_and_the_verdict_leads_the_report(
     assert first.startswith(f"**Verdict: Action '{failed_name}' failed, so no fault was injected: unknown target")
     if data["steady_states"].get("before"):
         assert "| probe | tolerance | before the method | after the method |" in md
+
+
+def test_figures_and_tables_are_drawn_from_the_same_transactions(tmp_path):
+    """A quickstart-like run: baseline, a pause of the load for the replica check, a kill, a restart in the
+    method. The ECDF holds exactly the transactions the tables count, the pause is drawn as a pause (no
+    throughput), the restart as a marker, not a fault, and the journal the metrics name exists."""
+    from datetime import datetime, timezone
+
+    t0 = 1_800_000_000.0
+    iso = lambda t: datetime.fromtimestamp(t, timezone.utc).isoformat()  # noqa: E731
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    rng = np.random.default_rng(11)
+    lines = ["start_ts,latency_ms,name,outcome"]
+    pause = (t0 + 40.0, t0 + 48.0)
+    kill, restart = t0 + 60.0, t0 + 90.0
+    for t in np.arange(t0, t0 + 150.0, 0.01):
+        if pause[0] <= t < pause[1]:
+            continue  # the load is paused: nothing starts
+        lat = rng.normal(10, 1)
+        if pause[0] - 0.01 <= t < pause[0]:  # in flight when the load was paused
+            lat = (pause[1] - t) * 1000 + 10  # held across the pause: its latency includes the wait
+        failed = kill <= t < kill + 20.0
+        lines.append(f"{t:.6f},{1.0 if failed else lat:.3f},new_order,{'conn_error' if failed else 'committed'}")
+    (samples / "samples-1.csv").write_text("\n".join(lines) + "\n")
+    journal = {
+        "chaoslib-version": "1.44.0", "experiment": {"title": "consistency"}, "status": "completed",
+        "deviated": False, "start": iso(t0), "end": iso(t0 + 150),
+        "steady_states": {"before": {"steady_state_met": True, "probes": []}, "after": None},
+        "run": [{"activity": {"type": "action", "name": "kill", "provider": {"func": "kill_node"}},
+                 "start": iso(kill), "end": iso(kill + 0.2), "status": "succeeded"},
+                {"activity": {"type": "action", "name": "restart", "provider": {"func": "restart_nodes"}},
+                 "start": iso(restart), "end": iso(restart + 10), "status": "succeeded"}],
+        "rollbacks": [],
+        "chaosdb_load": {"samples_dir": str(samples), "warmup_end_ts": t0 + 10.0, "stop_ts": t0 + 150.0,
+                         "pauses": [{"start_ts": pause[0], "end_ts": pause[1]}]},
+    }
+    path = tmp_path / "journal.json"
+    path.write_text(json.dumps(journal))
+    result = build_report(path, out_dir=tmp_path / "out")
+    m, drawn = result["metrics"], result["drawn"]
+    base = m["baseline"]
+    assert drawn["ecdf"]["baseline"]["n"] == base["successes"]
+    assert drawn["ecdf"]["baseline"]["max_ms"] == pytest.approx(base["max_ms"], abs=1e-3)
+    assert base["max_ms"] < 100, "the wait across the pause stayed in a baseline latency"
+    assert drawn["ecdf"]["impact"]["n"] == m["impact"]["successes"]
+    assert [f["name"] for f in drawn["timeline"]["faults"]] == ["kill"]
+    assert [f["name"] for f in drawn["timeline"]["markers"]] == ["restart"]
+    assert drawn["timeline"]["pauses"] == [{"start": pause[0] - kill, "end": pause[1] - kill}]
+    paused_windows = [w for w in m["windows"] if w["paused_s"] >= w["seconds"] - 1e-6]
+    assert paused_windows and all(w["tps"] is None for w in paused_windows)
+    assert m["first_fault_ts"] == pytest.approx(kill)
+    assert Path(m["run"]["journal"]).exists()
+    assert m["recovery"]["duration_s"] == pytest.approx(20.0, abs=0.05)
