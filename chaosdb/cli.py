@@ -75,7 +75,7 @@ def cmd_cockroach(args: argparse.Namespace) -> int:
     elif args.cluster_command == "status":
         for n in res["nodes"]:
             print(f"n{n['id']:<3}{n['address'] or '-':<22}live={n['is_live']!s:<6}{n['membership'] or '-':<16}"
-                  f"ranges={_fmt(n['ranges'])} leases={_fmt(n['leaseholders'])}")
+                  f"replicas={_fmt(n['replicas'])} leases={_fmt(n['leaseholders'])}")
         if res["error"]:
             print(res["error"])
     else:

@@ -224,14 +224,15 @@ def http_health(url: str, timeout: float = 5.0) -> dict[str, Any]:
     return health_summary(status, text)
 
 
-#: what ``cockroach node status --all`` runs (pkg/cli/node.go), with the range sums of ``--ranges``
+#: what ``cockroach node status --all`` runs (pkg/cli/node.go), with the range sums of ``--ranges`` (its column
+#: ``ranges`` is the sum of the store metric ``replicas``), plus the store metric ``ranges`` the CLI does not print
 NODE_STATUS_SQL = """
 SELECT l.node_id AS id, n.address, n.sql_address, n.build_tag AS build, n.started_at::STRING AS started_at,
        l.updated_at::STRING AS updated_at, n.locality,
        CASE WHEN split_part(l.expiration, ',', 1)::DECIMAL > now()::DECIMAL THEN true ELSE false END AS is_available,
        ifnull(n.is_live, false) AS is_live, s.leaders AS replicas_leaders, s.leaseholders AS replicas_leaseholders,
        s.ranges, s.unavailable AS ranges_unavailable, s.underreplicated AS ranges_underreplicated,
-       l.decommissioning AS is_decommissioning, l.membership, l.draining AS is_draining
+       s.store_ranges, l.decommissioning AS is_decommissioning, l.membership, l.draining AS is_draining
 FROM crdb_internal.gossip_liveness l
 LEFT JOIN crdb_internal.gossip_nodes n USING (node_id)
 LEFT JOIN (SELECT node_id,
@@ -239,7 +240,8 @@ LEFT JOIN (SELECT node_id,
                   sum((metrics->>'replicas.leaseholders')::DECIMAL)::INT AS leaseholders,
                   sum((metrics->>'replicas')::DECIMAL)::INT AS ranges,
                   sum((metrics->>'ranges.unavailable')::DECIMAL)::INT AS unavailable,
-                  sum((metrics->>'ranges.underreplicated')::DECIMAL)::INT AS underreplicated
+                  sum((metrics->>'ranges.underreplicated')::DECIMAL)::INT AS underreplicated,
+                  sum((metrics->>'ranges')::DECIMAL)::INT AS store_ranges
            FROM crdb_internal.kv_store_status GROUP BY node_id) s USING (node_id)
 ORDER BY id
 """

@@ -16,8 +16,9 @@ def node_status(configuration: Configuration = None, secrets: Secrets = None) ->
     """Every node the cluster knows (dead and decommissioned ones included), through the channel the
     configuration picks (``cockroach_channel``: sql, http or cli), normalised to: id, address,
     sql_address, build, started_at, updated_at, locality, is_live, is_available, draining,
-    membership, decommissioning, ranges, ranges_unavailable, ranges_underreplicated, leaseholders,
-    leaders, replicas (null where the channel cannot know)."""
+    membership, decommissioning, replicas (replicas held), ranges (ranges the node counts for the cluster;
+    the CLI cannot tell), leaseholders, leaders, ranges_unavailable, ranges_underreplicated,
+    gossiped_replicas (null where the channel cannot know; the same meaning on every channel)."""
     return channels.node_status(channels.settings(configuration, secrets), secrets)
 
 
@@ -80,26 +81,30 @@ def table_leaseholders(table: Union[str, Sequence[str]], configuration: Configur
             "leases_by_node": dict(sorted(by_node.items(), key=lambda kv: int(kv[0])))}
 
 
+#: what ranges_per_node_over_time can balance on
+KEYS = ("replicas", "ranges", "leaseholders", "leaders")
+
+
 def ranges_per_node(configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
-    """Replica (``ranges``), leaseholder and Raft leader counts per node now (decommissioned nodes left
-    out), with a timestamp: sampled before and after a change to see the rebalancing."""
+    """Replica, range, leaseholder and Raft leader counts per node now (decommissioned nodes left out), with
+    a timestamp: sampled before and after a change to see the rebalancing."""
     return ranges.ranges_per_node(channels.node_status(channels.settings(configuration, secrets), secrets))
 
 
-def ranges_per_node_over_time(duration_s: float = 300, interval_s: float = 10, key: str = "ranges",
+def ranges_per_node_over_time(duration_s: float = 300, interval_s: float = 10, key: str = "replicas",
                               tolerance: float = 0.1, stop_when_balanced: bool = False,
                               configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
-    """Sample ranges per node every ``interval_s`` for ``duration_s`` (the Kubernetes evaluation's
-    rebalancing after a scale-out): every sample, each sample's ``spread`` (largest deviation of a live
+    """Sample replicas per node (``key``: replicas, ranges, leaseholders or leaders) every ``interval_s`` for
+    ``duration_s`` (the Kubernetes evaluation's rebalancing after a scale-out): every sample, each sample's ``spread`` (largest deviation of a live
     node from the mean of ``key``, as a fraction), whether the cluster ended ``balanced`` (within
     ``tolerance``) and ``balanced_after_s`` (from which sample on it stayed so). Read errors during
     the window (a node restarting) are listed, not fatal."""
-    if key not in ("ranges", "leaseholders", "leaders"):
-        raise ChaosDBError("key must be ranges, leaseholders or leaders")
+    if key not in KEYS:
+        raise ChaosDBError(f"key must be one of {', '.join(KEYS)}, got {key!r}")
     return ranges.sample_ranges_per_node(channels.settings(configuration, secrets), secrets, duration_s, interval_s,
                                          key, tolerance,
                                          stop_when_balanced)
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
-check_arguments(globals(), key=choice("key", "ranges", "leaseholders", "leaders"))
+check_arguments(globals(), key=choice("key", *KEYS))

@@ -123,7 +123,7 @@ def ranges_per_node(nodes: list[dict[str, Any]]) -> dict[str, Any]:
         for n in nodes if n.get("membership") != "decommissioned"}}
 
 
-def rebalance_summary(samples: list[dict[str, Any]], key: str = "ranges", tolerance: float = 0.1
+def rebalance_summary(samples: list[dict[str, Any]], key: str = "replicas", tolerance: float = 0.1
                       ) -> dict[str, Any]:
     """How balanced the live nodes are at each sample (max/min deviation from the mean of *key*), and
     the first sample from which every later one stays within ``tolerance`` (0.1 = ±10 %)."""
@@ -150,7 +150,7 @@ def rebalance_summary(samples: list[dict[str, Any]], key: str = "ranges", tolera
 
 
 def sample_ranges_per_node(configuration: dict[str, Any], secrets: dict[str, Any] | None, duration_s: float,
-                           interval_s: float, key: str = "ranges", tolerance: float = 0.1,
+                           interval_s: float, key: str = "replicas", tolerance: float = 0.1,
                            stop_when_balanced: bool = False) -> dict[str, Any]:
     if duration_s <= 0 or interval_s <= 0:
         raise ChaosDBError("duration_s and interval_s must be positive")

@@ -4,7 +4,19 @@ One record per node::
 
     id, address, sql_address, build, started_at, updated_at, locality,
     is_live, is_available, draining, membership, decommissioning,
-    ranges, ranges_unavailable, ranges_underreplicated, leaseholders, leaders, replicas
+    replicas, ranges, leaseholders, leaders, ranges_unavailable, ranges_underreplicated, gossiped_replicas
+
+One name, one meaning, on every channel (the store metrics of ``crdb_internal.kv_store_status`` and
+``/_status/vars``, summed over the node's stores):
+
+* ``replicas``: replicas the node holds (store metric ``replicas``). ``node status --ranges`` prints this sum
+  in a column it calls ``ranges``; it is read as ``replicas`` here.
+* ``ranges``: ranges this node counts for the cluster (store metric ``ranges``: one replica of each range
+  counts it, so the sum over nodes is the cluster's range count). The CLI prints no such column: null there;
+  the SQL channel adds it (``store_ranges``), the HTTP channel reads the series.
+* ``leaseholders``, ``leaders``: ``replicas.leaseholders``, ``replicas.leaders``.
+* ``ranges_unavailable``, ``ranges_underreplicated``: ``ranges.unavailable``, ``ranges.underreplicated``.
+* ``gossiped_replicas``: the CLI's ``--decommission`` column (replicas as gossiped; null elsewhere).
 
 Sources and their quirks (../shared/reference/cockroachdb/NOTES.md):
 
@@ -29,11 +41,13 @@ from chaosdb.cockroach.sql import parse_sql_table
 from chaosdb.core.errors import ChaosDBError
 
 __all__ = ["normalise_cli_rows", "parse_cli_output", "normalise_api_nodes", "parse_prometheus", "range_metrics",
-           "LIVENESS_STATUS", "health_summary", "FIELDS", "parse_decommission_output"]
+           "LIVENESS_STATUS", "health_summary", "FIELDS", "RANGE_FIELDS", "parse_decommission_output"]
 
 FIELDS = ("id", "address", "sql_address", "build", "started_at", "updated_at", "locality", "is_live",
-          "is_available", "draining", "membership", "decommissioning", "ranges", "ranges_unavailable",
-          "ranges_underreplicated", "leaseholders", "leaders", "replicas")
+          "is_available", "draining", "membership", "decommissioning", "replicas", "ranges", "leaseholders",
+          "leaders", "ranges_unavailable", "ranges_underreplicated", "gossiped_replicas")
+#: the range fields, the same on every channel
+RANGE_FIELDS = ("replicas", "ranges", "leaseholders", "leaders", "ranges_unavailable", "ranges_underreplicated")
 
 LIVENESS_STATUS = {0: "unknown", 1: "dead", 2: "unavailable", 3: "live", 4: "decommissioning",
                    5: "decommissioned", 6: "draining", 7: "starting"}
@@ -112,12 +126,14 @@ def normalise_cli_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             "draining": _bool(r.get("is_draining")),
             "membership": membership,
             "decommissioning": decommissioning,
-            "ranges": _int(r.get("ranges")),
-            "ranges_unavailable": _int(r.get("ranges_unavailable")),
-            "ranges_underreplicated": _int(r.get("ranges_underreplicated")),
+            # the CLI's "ranges" column is the sum of the store metric replicas
+            "replicas": _int(r.get("ranges")),
+            "ranges": _int(r.get("store_ranges")),  # only the SQL channel has it
             "leaseholders": _int(r.get("replicas_leaseholders")),
             "leaders": _int(r.get("replicas_leaders")),
-            "replicas": _int(r.get("gossiped_replicas")),
+            "ranges_unavailable": _int(r.get("ranges_unavailable")),
+            "ranges_underreplicated": _int(r.get("ranges_underreplicated")),
+            "gossiped_replicas": _int(r.get("gossiped_replicas")),
         })
     return sorted(out, key=lambda x: x["id"])
 
@@ -187,10 +203,10 @@ def normalise_api_nodes(body: dict[str, Any], metrics: dict[int, dict[str, float
                 status, "active" if status != "unknown" else None),
             "decommissioning": status in ("decommissioning", "decommissioned"),
             "liveness_status": status,
-            "ranges": _int(m.get("ranges")), "ranges_unavailable": _int(m.get("ranges_unavailable")),
-            "ranges_underreplicated": _int(m.get("ranges_underreplicated")),
+            "replicas": _int(m.get("replicas")), "ranges": _int(m.get("ranges")),
             "leaseholders": _int(m.get("replicas_leaseholders")), "leaders": _int(m.get("replicas_leaders")),
-            "replicas": _int(m.get("replicas")),
+            "ranges_unavailable": _int(m.get("ranges_unavailable")),
+            "ranges_underreplicated": _int(m.get("ranges_underreplicated")), "gossiped_replicas": None,
         })
     return sorted(out, key=lambda x: x["id"])
 

@@ -27,9 +27,12 @@ def test_csv_with_dead_and_decommissioned_nodes():
     n1, n3 = nodes[0], nodes[2]
     assert n1["address"] == "[fd00:1122:3344:101::3]:32221" and n1["build"] == "v22.1.22-29-g865aff1595"
     assert n1["is_live"] and n1["is_available"] and n1["membership"] == "active" and n1["draining"] is False
-    assert (n1["ranges"], n1["leaseholders"], n1["leaders"], n1["ranges_unavailable"]) == (210, 41, 41, 0)
+    # the CLI's "ranges" column is the sum of the store metric replicas (the same 210 as gossiped_replicas);
+    # the store metric ranges is not printed by the CLI
+    assert (n1["replicas"], n1["leaseholders"], n1["leaders"], n1["ranges_unavailable"]) == (210, 41, 41, 0)
+    assert n1["gossiped_replicas"] == 210 and n1["ranges"] is None
     assert n1["started_at"] == "2025-05-30T21:10:26.237011+00:00"
-    assert n3["address"] is None and n3["build"] is None and n3["ranges"] is None  # NULLs, not "NULL"
+    assert n3["address"] is None and n3["build"] is None and n3["replicas"] is None  # NULLs, not "NULL"
     assert not n3["is_live"] and n3["membership"] == "decommissioned" and n3["decommissioning"] is True
 
 
@@ -50,7 +53,7 @@ def _table(i: int) -> str:
 def test_table_format_with_draining_and_dead_nodes():
     draining = parse_cli_output(_table(1), "table")
     assert [n["draining"] for n in draining] == [True, False, False]
-    assert draining[0]["replicas"] == 73
+    assert draining[0]["gossiped_replicas"] == 73
     dead = parse_cli_output(_table(3), "table")
     assert dead[0]["is_live"] is False and dead[0]["membership"] == "active"
 
@@ -114,10 +117,11 @@ def test_missing_cli_is_explained(monkeypatch):
 def _vars_text() -> str:
     lines = ["# HELP ranges Number of ranges", "# TYPE ranges gauge"]
     for n in parse_cli_output(CSV_DECOM, "csv"):
-        if n["ranges"] is None:
+        if n["replicas"] is None:
             continue
+        n = dict(n, ranges=n["leaseholders"])  # each range is counted by one of its replicas (the leaseholder's)
         for store, share in ((1, 0.5), (2, 0.5)):  # two stores per node: the channel must sum them
-            for series, key in (("ranges", "ranges"), ("replicas_leaseholders", "leaseholders"),
+            for series, key in (("replicas", "replicas"), ("ranges", "ranges"), ("replicas_leaseholders", "leaseholders"),
                                 ("replicas_leaders", "leaders"), ("ranges_unavailable", "ranges_unavailable"),
                                 ("ranges_underreplicated", "ranges_underreplicated")):
                 lines.append(f'{series}{{store="{store}",node_id="{n["id"]}"}} {n[key] * share}')
@@ -189,8 +193,9 @@ def test_http_channel_logs_in_and_sums_store_metrics(http_standin):
     nodes = probes.node_status(cfg, {"cockroach_username": "root", "cockroach_password": "s3cret"})
     by_id = {n["id"]: n for n in nodes}
     assert sorted(by_id) == [1, 2, 3, 4, 6]
-    assert by_id[1]["ranges"] == 210 and by_id[1]["leaseholders"] == 41 and by_id[1]["is_live"]
-    assert by_id[3]["membership"] == "decommissioned" and not by_id[3]["is_live"] and by_id[3]["ranges"] is None
+    assert by_id[1]["replicas"] == 210 and by_id[1]["ranges"] == 41 and by_id[1]["leaseholders"] == 41
+    assert by_id[1]["is_live"]
+    assert by_id[3]["membership"] == "decommissioned" and not by_id[3]["is_live"] and by_id[3]["replicas"] is None
     assert probes.cluster_is_healthy(cfg, {"cockroach_username": "root", "cockroach_password": "s3cret"})
     with pytest.raises(ChaosDBError, match="cockroach_username and cockroach_password"):
         probes.node_status(cfg, {})

@@ -172,7 +172,7 @@ def test_decommission_wait_all_then_recommission(crdb):
                                                                                (5, 0, "decommissioning")]
     status = {n["id"]: n for n in probes.node_status(cfg)}
     assert status[4]["membership"] == "decommissioned"
-    assert sum(status[i]["ranges"] for i in (1, 2, 3)) == 300  # the replicas moved to the others
+    assert sum(status[i]["replicas"] for i in (1, 2, 3)) == 300  # the replicas moved to the others
     assert probes.cluster_is_healthy(configuration=cfg)  # decommissioned nodes do not count
     with pytest.raises(ChaosDBError, match="cannot be recommissioned"):
         actions.recommission_nodes([4], configuration=cfg)
@@ -358,7 +358,7 @@ def test_ranges_per_node_over_time_sees_rebalancing(crdb):
     t.join()
     assert res["spread"][0] == 1.0 and res["spread"][-1] == 0.0
     assert res["balanced"] and 0.3 <= res["balanced_after_s"] <= 1.2
-    assert res["final"]["4"]["ranges"] == 45
+    assert res["final"]["4"]["replicas"] == 45
     with pytest.raises(ChaosDBError, match="between 0 and 1"):
         probes.ranges_per_node_over_time(1, 1, tolerance=5, configuration=cfg)
 
