@@ -262,8 +262,9 @@ def render_html(title: str, info: JournalInfo, m: dict[str, Any], png: dict[str,
 
 
 def build_report(journal_path: Path | str, samples: Path | str | None = None, out_dir: Path | str | None = None,
-                 rule: str = "runs") -> dict[str, Any]:
-    """Compute the metrics of one run and write metrics.json, report.md, report.html and PNGs."""
+                 rule: str = "runs", journal_name: str | None = None) -> dict[str, Any]:
+    """Compute the metrics of one run and write metrics.json, report.md, report.html and PNGs. The metrics
+    name the journal as *journal_name* when given (the copy a person can open), else *journal_path*."""
     info, journal = read_journal(journal_path)
     location = samples or info.load.get("samples_dir")
     if not location:
@@ -285,7 +286,8 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
                                          (m.get("recovery") or {}).get("disturbances") or [], m.get("end_ts"))
     m["verdict"] = verdict_of(journal).as_dict()
     m["schema_version"] = SCHEMA_VERSION
-    m["run"] = {"title": info.title, "status": m["verdict"]["status"], "deviated": info.deviated, "journal": info.path,
+    m["run"] = {"title": info.title, "status": m["verdict"]["status"], "deviated": info.deviated,
+                "journal": journal_name or info.path,
                 "samples": [str(p) for p in data.sources], "chaoslib_version": info.chaoslib_version,
                 "load_settings": info.load.get("settings", {})}
     m = _scrub(m, info.secrets)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -35,18 +36,21 @@ def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | No
     if record and "chaosdb_load" not in state:
         state["chaosdb_load"] = {k: v for k, v in record.items() if k != "running"}
     target = Path(out_dir or Path((state.get("chaosdb_load") or {}).get("samples_dir", ".")).parent / "report")
-    # the journal as it is now, beside the report, so that `chaosdb report` can rebuild it from the folder
-    # (chaos writes its own --journal-path after the controls, with chaosdb_report added)
+    # the journal as it is now, beside the report (secret values masked), so that `chaosdb report` can rebuild
+    # the report from the folder; the report itself is built from the unmasked state (paths in the
+    # configuration may look like secrets to the masking)
     target.mkdir(parents=True, exist_ok=True)
-    journal_path = target / "journal.json"
     copy = json.loads(json.dumps(state, default=str))
-    journal_path.write_text(json.dumps(redact(copy, secret_values_of(copy)), indent=2) + "\n")
-    try:
-        result = build_report(journal_path, out_dir=target, rule=rule)
-    except Exception as exc:  # a report must never break the experiment
-        logger.error("chaosdb report: could not build the report: %s", exc)
-        state["chaosdb_report"] = {"error": str(exc)}
-        return
+    (target / "journal.json").write_text(json.dumps(redact(copy, secret_values_of(copy)), indent=2) + "\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        journal_path = Path(tmp) / "journal.json"
+        journal_path.write_text(json.dumps(state, default=str))
+        try:
+            result = build_report(journal_path, out_dir=target, rule=rule, journal_name="journal.json")
+        except Exception as exc:  # a report must never break the experiment
+            logger.error("chaosdb report: could not build the report: %s", exc)
+            state["chaosdb_report"] = {"error": str(exc)}
+            return
     m = result["metrics"]
     _log_summary(m, target)
     state["chaosdb_report"] = {"out_dir": str(target), "html": str(target / "report.html"),

@@ -60,18 +60,29 @@ def test_loader_is_idempotent_and_resumable(tpcc_db):
     assert integrity.tpcc_is_consistent(dsn=tpcc_db.dsn())
 
 
-def test_locust_headless_60s_mix_samples_and_live_probes(tpcc_db, tmp_path, healthy):
+def _consistent_with(count: int, n: int, p: float, sigmas: float = 4.0) -> bool:
+    """Is *count* out of *n* consistent with a probability *p* (normal approximation of the binomial, with a
+    continuity margin of one)? The tolerance follows from how many transactions the run managed, so a busy
+    machine's shorter sample widens it instead of failing the test."""
+    mean, sd = n * p, (n * p * (1 - p)) ** 0.5
+    return abs(count - mean) <= sigmas * sd + 1
+
+
+def test_locust_headless_30s_mix_samples_and_live_probes(tpcc_db, tmp_path, healthy):
     samples = tmp_path / "samples"
     env = dict(os.environ, CHAOSDB_LOAD_DSN=tpcc_db.dsn())
     proc = subprocess.Popen(
         [sys.executable, "-m", "locust", "-f", str(Path(__file__).parents[2] / "load" / "tpcc.py"), "--headless",
-         "-u", "8", "-r", "8", "-t", "60s", "--csv", str(tmp_path / "locust"), "--only-summary",
+         "-u", "8", "-r", "8", "-t", "30s", "--csv", str(tmp_path / "locust"), "--only-summary",
          "--json-file", str(tmp_path / "locust"),
          "--chaosdb-samples-dir", str(samples)],
         env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        time.sleep(40)
         config = {"chaosdb_samples_dir": str(samples)}
+        deadline = time.monotonic() + 60  # Locust starts its users, then 10 s of samples for the probes
+        while time.monotonic() < deadline and not any(True for _ in read_samples(samples)):
+            time.sleep(0.5)
+        time.sleep(14)
         p99 = probes.latency_percentile(99, window_s=10, configuration=config)
         p50 = probes.latency_percentile(50, window_s=10, configuration=config)
         assert 0 < p50 <= p99
@@ -90,14 +101,14 @@ def test_locust_headless_60s_mix_samples_and_live_probes(tpcc_db, tmp_path, heal
     assert set(mix) == {"new_order", "payment", "order_status", "delivery", "stock_level"}
     for name, target in {"new_order": 45, "payment": 43, "order_status": 4, "delivery": 4,
                          "stock_level": 4}.items():
-        assert abs(100 * mix[name] / len(rows) - target) <= 2, (name, mix)
+        assert _consistent_with(mix[name], len(rows), target / 100), (name, mix)
     # every transaction Locust counted is a sample row, and every sample is complete (Locust's final
     # stats CSV is written before the last requests are counted; its JSON report is complete)
     locust_counts = {e["name"]: e["num_requests"] for e in json.loads((tmp_path / "locust.json").read_text())}
     assert dict(mix) == locust_counts
     assert all(s.start_ts > 1e9 and s.latency_ms > 0 and s.outcome in ("committed", "rollback") for s in rows)
-    rollbacks = sum(1 for s in rows if s.outcome == "rollback") / mix["new_order"]
-    assert 0.002 < rollbacks < 0.03, "about 1 % of New-Orders roll back"
+    rollbacks = sum(1 for s in rows if s.outcome == "rollback")
+    assert _consistent_with(rollbacks, mix["new_order"], 0.01), f"{rollbacks} of {mix['new_order']}: not about 1 %"
     assert all(s.key.count(":") == 2 for s in rows if s.name == "new_order" and s.outcome == "committed")
     assert integrity.tpcc_is_consistent(dsn=tpcc_db.dsn())
     time.sleep(8)  # the load has stopped: a 5 s window ending 2 s ago is empty now

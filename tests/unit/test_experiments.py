@@ -174,8 +174,17 @@ def test_tikv_experiment_is_generated_and_targets_by_key(name):
         assert exp["rollbacks"][-1]["provider"]["func"] == "remove_leader_eviction"
 
 
-def test_every_experiment_file_passes_chaos_validate(capsys):
-    """Every shipped experiment, subfolders included, through the real ``chaos validate`` (argument values too)."""
-    from chaosdb.devtools.validate_experiments import main
+def test_every_experiment_file_passes_chaos_toolkits_validation(monkeypatch):
+    """Every shipped experiment, subfolders included, through chaoslib's own validation (what ``chaos validate``
+    runs; argument values included), in this process: one ``chaos validate`` per file cost a minute."""
+    from chaoslib.experiment import ensure_experiment_is_valid
+    from chaoslib.loader import load_experiment
 
-    assert main([str(EXP_DIR)]) == 0, capsys.readouterr().out[-3000:]
+    from chaosdb.devtools.validate_experiments import _secret_env_placeholders
+
+    files = sorted(EXP_DIR.rglob("*.json"))
+    assert len(files) >= 50
+    for path in files:
+        for key, value in _secret_env_placeholders(path).items():
+            monkeypatch.setenv(key, value)
+        ensure_experiment_is_valid(load_experiment(str(path)))

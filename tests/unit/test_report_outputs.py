@@ -266,3 +266,31 @@ def test_figures_and_tables_are_drawn_from_the_same_transactions(tmp_path):
     assert m["first_fault_ts"] == pytest.approx(kill)
     assert Path(m["run"]["journal"]).exists()
     assert m["recovery"]["duration_s"] == pytest.approx(20.0, abs=0.05)
+
+
+def test_the_report_control_builds_from_the_journal_and_writes_a_masked_copy_beside_it(tmp_path):
+    """Inline configuration values (a report folder, a password) are masked in the journal copy, never in the
+    paths the reporter reads (CI once lost every etcd report to that)."""
+    from chaosdb.report import control
+
+    out = tmp_path / "report-dir"
+    samples = out / "samples"
+    samples.mkdir(parents=True)
+    t0 = 1_800_000_000.0
+    write_samples(samples / "samples-1.csv", t0, t0 + 60, (t0 + 30.5, t0 + 35.5))
+    from datetime import datetime, timezone
+
+    iso = lambda t: datetime.fromtimestamp(t, timezone.utc).isoformat()  # noqa: E731
+    state = {"experiment": {"title": "masked", "configuration": {"report_dir": str(out), "pw": "hunter2-secret"}},
+             "status": "completed", "deviated": False, "start": iso(t0), "end": iso(t0 + 60),
+             "steady_states": {"before": None, "after": None},
+             "run": [{"activity": {"type": "action", "name": "kill"}, "start": iso(t0 + 30), "end": iso(t0 + 30.2),
+                      "status": "succeeded", "output": {"note": "hunter2-secret"}}], "rollbacks": [],
+             "chaosdb_load": {"samples_dir": str(samples), "warmup_end_ts": t0 + 5, "stop_ts": t0 + 60, "pauses": []}}
+    control.after_experiment_control({}, state=state, out_dir=str(out))
+    assert "error" not in state["chaosdb_report"], state["chaosdb_report"]
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["recovery"]["duration_s"] == pytest.approx(5.0, abs=0.05)
+    assert m["run"]["journal"] == "journal.json" and (out / "journal.json").exists()  # beside metrics.json
+    copy = (out / "journal.json").read_text()
+    assert "hunter2-secret" not in copy and "***" in copy
