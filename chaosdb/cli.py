@@ -47,6 +47,44 @@ def _print_status(st: dict[str, Any]) -> None:
     print(f"DSN: {st['dsn']}")
 
 
+def _is_pd(args: argparse.Namespace) -> bool:
+    from chaosdb.tikv.localpd import STATE_FILE
+
+    return getattr(args, "kind", None) == "pd" or (_cluster_dir(args) / STATE_FILE).exists()
+
+
+def cmd_pd(args: argparse.Namespace) -> int:
+    from chaosdb.tikv import localpd
+
+    d = _cluster_dir(args)
+    if args.cluster_command == "up":
+        res = localpd.up(d, args.name, members=args.pd_members, stores=args.stores, regions=args.regions,
+                         address_base=("127.0.40.1" if args.address_base == "127.0.0.11" else args.address_base),
+                         bin_dir=args.bin_dir, timeout=args.timeout)
+    elif args.cluster_command == "status":
+        res = localpd.status(d)
+    else:
+        res = localpd.down(d, purge=args.purge, timeout=args.timeout)
+    if args.json:
+        _print_json(res)
+    elif args.cluster_command == "up":
+        print(f"PD cluster {res['cluster']}: {res['members']} PD member(s), {res['stores']} simulated stores, "
+              f"{res['regions']} regions, every region leader known"
+              + (f", in {res['seconds']}s" if res.get("seconds") else f" ({res.get('note', '')})"))
+        print(f"  PD URL (configuration pd_url): {res['pd_url']}")
+        print(f"  simulator status: {res['simulator_status']}   data: {res['dir']}")
+    elif args.cluster_command == "status":
+        print(f"PD cluster {res['cluster']}: {'ready' if res['ready'] else 'not ready (' + res['why'] + ')'}, "
+              f"{'healthy' if res['healthy'] else 'unhealthy'}; stores "
+              + ", ".join(f"{k}={v}" for k, v in res["store_states"].items()))
+        for problem in res["problems"]:
+            print(f"  {problem}")
+    else:
+        print(f"PD cluster {res['cluster']} stopped ({res['stopped']} processes)"
+              + ("; data removed" if res["purged"] else f"; data kept in {res['dir']}"))
+    return 1 if args.cluster_command == "status" and getattr(args, "check", False) and not res["healthy"] else 0
+
+
 def _is_cockroach(args: argparse.Namespace) -> bool:
     from chaosdb.cockroach.localcluster import STATE_FILE
 
@@ -87,6 +125,8 @@ def cmd_cockroach(args: argparse.Namespace) -> int:
 def cmd_cluster_up(args: argparse.Namespace) -> int:
     from chaosdb.local import cluster
 
+    if _is_pd(args):
+        return cmd_pd(args)
     if _is_cockroach(args):
         return cmd_cockroach(args)
 
@@ -114,6 +154,8 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
     from chaosdb.local import cluster
     from chaosdb.local.state import load_layout
 
+    if _is_pd(args):
+        return cmd_pd(args)
     if _is_cockroach(args):
         return cmd_cockroach(args)
 
@@ -130,6 +172,8 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
     from chaosdb.local.state import STATE_FILE, load_layout
 
     d = _cluster_dir(args)
+    if _is_pd(args):
+        return cmd_pd(args)
     if _is_cockroach(args):
         return cmd_cockroach(args)
     if not (d / STATE_FILE).exists():
@@ -317,10 +361,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = csub.add_parser("up", help="start a cluster (create it on first use); a no-op when it runs")
     _add_cluster_target(p)
-    p.add_argument("--kind", default="postgres-ha", choices=["postgres-ha", "cockroach"],
-                   help="postgres-ha (embedded, default) or cockroach (needs a cockroach binary; default addresses "
-                        "127.0.30.x)")
+    p.add_argument("--kind", default="postgres-ha", choices=["postgres-ha", "cockroach", "pd"],
+                   help="postgres-ha (embedded, default), cockroach (needs a cockroach binary; default addresses "
+                        "127.0.30.x) or pd (PD members + pd-simulator stores; default addresses 127.0.40.x)")
     p.add_argument("--cockroach-bin", default=None, help="the cockroach binary for --kind cockroach")
+    p.add_argument("--bin-dir", default=None, help="where pd-server and pd-simulator are for --kind pd (else "
+                                                   "CHAOSDB_BIN_DIR, ~/.cache/chaosdb/bin, PATH)")
+    p.add_argument("--pd-members", type=int, default=1, help="--kind pd: 1 or 3 PD members")
+    p.add_argument("--stores", type=int, default=5, help="--kind pd: simulated TiKV stores")
+    p.add_argument("--regions", type=int, default=60, help="--kind pd: regions")
     p.add_argument("--nodes", type=int, default=3, help="number of nodes (default: 3)")
     p.add_argument("--address-base", default="127.0.0.11", help="loopback address of node1; node i gets +i-1")
     p.add_argument("--single-address", action="store_true",

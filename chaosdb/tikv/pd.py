@@ -1,8 +1,10 @@
 """PD's HTTP API (``/pd/api/v1``): one client over one or more PD endpoints.
 
 Configuration: ``pd_url`` (``http://pd:2379``) or ``pd_urls`` (a list, or comma-separated); the next
-endpoint is tried when one cannot be reached (any PD member answers, followers forward to the leader).
-PD's error bodies (JSON strings) are passed on in the error message.
+endpoint is tried when one cannot be reached, or answers 5xx (a follower whose leader is gone answers
+``500 [PD:apiutil:ErrRedirect]redirect failed`` until a new leader is elected: measured on PD v8.5.7 with its
+leader SIGKILLed); any PD member answers, followers forward to the leader. PD's error bodies (JSON strings) are
+passed on in the error message; 4xx answers (a wrong request) are final.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class PDClient:
     def _call(self, method: str, path: str, payload: Any = None, query: list[tuple[str, str]] | None = None) -> Any:
         qs = ("?" + urllib.parse.urlencode(query)) if query else ""
         errors = []
+        last_status: int | None = None
         for base in self.urls:
             try:
                 resp = request_json(method, f"{base}{API}{path}{qs}", payload, timeout=self.timeout)
@@ -54,11 +57,15 @@ class PDClient:
                 if exc.status is None:  # unreachable: try the next PD
                     errors.append(str(exc))
                     continue
-                raise PDError(f"PD {method} {path}: HTTP {exc.status}: {pd_error_text(exc.body)}", exc.status) \
-                    from None
+                text = f"PD {method} {path}: HTTP {exc.status}: {pd_error_text(exc.body)}"
+                if exc.status >= 500:  # this member cannot serve now (no leader to forward to): try the next
+                    errors.append(f"{base}: {text}")
+                    last_status = exc.status
+                    continue
+                raise PDError(text, exc.status) from None
             data = resp.json()
             return data if data is not None or not resp.body else resp.body
-        raise PDError(f"no PD endpoint answered: {'; '.join(errors)}")
+        raise PDError(f"no PD endpoint answered: {'; '.join(errors)}", last_status)
 
     def get(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
         return self._call("GET", path, query=query)

@@ -87,6 +87,10 @@ def normalise_store(item: dict[str, Any], now: float | None = None, down_after_s
         state = STORE_STATES.get(int(st.get("state", 0)), "Unknown")
         if state == "Up" and age is not None:
             state = "Down" if age > down_after_s else "Disconnected" if age > DISCONNECTED_S else "Up"
+    started = _ts(status.get("start_ts")) or (st.get("start_timestamp") or None)
+    # a store that never reported its start (pd-simulator's mock stores) shows the epoch, and an uptime
+    # counted from 1970: unknown, not 56 years
+    known_start = bool(started) and float(started) > 0
     return {
         "id": int(st["id"]), "address": st.get("address"), "peer_address": st.get("peer_address"),
         "status_address": st.get("status_address"), "version": st.get("version"),
@@ -101,9 +105,9 @@ def normalise_store(item: dict[str, Any], now: float | None = None, down_after_s
         "slow_score": status.get("slow_score"), "is_busy": bool(status.get("is_busy", False)),
         "capacity_bytes": parse_size(status.get("capacity")), "available_bytes": parse_size(status.get("available")),
         "used_bytes": parse_size(status.get("used_size")),
-        "started_at": _iso(_ts(status.get("start_ts")) or (st.get("start_timestamp") or None)),
+        "started_at": _iso(started) if known_start else None,
         "last_heartbeat": _iso(heartbeat), "heartbeat_age_s": None if age is None else round(age, 3),
-        "uptime_s": parse_go_duration(status.get("uptime")),
+        "uptime_s": parse_go_duration(status.get("uptime")) if known_start else None,
     }
 
 

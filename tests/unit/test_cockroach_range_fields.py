@@ -17,8 +17,13 @@ import re
 from pathlib import Path
 
 from chaosdb.cockroach.channels import NODE_STATUS_SQL
-from chaosdb.cockroach.records import RANGE_FIELDS, normalise_api_nodes, normalise_cli_rows, parse_cli_output, \
-    range_metrics
+from chaosdb.cockroach.records import (
+    RANGE_FIELDS,
+    normalise_api_nodes,
+    normalise_cli_rows,
+    parse_cli_output,
+    range_metrics,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cockroach"
 RECORDED = (DATA / "node_status_all_csv_v22.1_with_decommissioned.csv").read_text()

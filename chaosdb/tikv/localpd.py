@@ -1,0 +1,208 @@
+"""A local PD cluster with simulated TiKV stores (``chaosdb cluster up --kind pd``).
+
+Real PD members (``pd-server``, 1 or 3) and ``pd-simulator``, which registers N mock stores and M regions and
+heartbeats them to PD as TiKV stores do; PD schedules them and the simulator carries out PD's operators
+(transfer leader, evict leaders, store state changes). Every TiKV probe and action of this pack works against
+it as against a real cluster; what it cannot do is serve data (no TiKV, so no load and no process to kill per
+store: ``kill_store`` and the local CPU/memory limits need real ``tikv-server`` processes).
+
+Member *i* listens on ``127.0.40.<i>`` (client ``:2379``, peer ``:2380``); the simulator's status address is
+``127.0.40.100:20180`` (``/event?event=down-node&node-id=N`` takes a store away). Binaries are found by
+:mod:`chaosdb.core.binaries`. State is ``pd.json`` in the cluster directory; every process runs with its working
+directory inside it, which is how ``down`` finds them (also after a crash of this program).
+
+A simulator cannot rejoin the PD data it registered before ("server is not clean"), so ``up`` on a stopped
+cluster starts it afresh (the data directory is wiped first).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from chaosdb.core.binaries import find_binary
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.local.processes import node_processes, signal_pids, wait_gone
+from chaosdb.tikv import cluster as pd_cluster
+
+__all__ = ["STATE_FILE", "plan", "simulator_config", "up", "status", "down", "configuration_of", "sim_event"]
+
+STATE_FILE = "pd.json"
+PD_VERSION_FOR_STORES = "8.5.7"  # PD refuses stores without a dotted version
+
+
+def plan(directory: Path, name: str = "pd", members: int = 1, stores: int = 5, regions: int = 60,
+         address_base: str = "127.0.40.1") -> dict[str, Any]:
+    if members not in (1, 3):
+        raise ChaosDBError(f"--pd-members must be 1 or 3, got {members}")
+    if not 1 <= stores <= 50:
+        raise ChaosDBError(f"--stores must be between 1 and 50, got {stores}")
+    if not 1 <= regions <= 100_000:
+        raise ChaosDBError(f"--regions must be between 1 and 100000, got {regions}")
+    octets = [int(x) for x in address_base.split(".")] if address_base.count(".") == 3 else []
+    if len(octets) != 4 or octets[0] != 127 or octets[3] + members > 99:
+        raise ChaosDBError(f"--address-base must be a 127.x.y.z address with room for {members} members, "
+                           f"got {address_base!r}")
+    hosts = [".".join(map(str, octets[:3] + [octets[3] + i])) for i in range(members)]
+    members_plan = [{"name": f"pd{i + 1}", "client_url": f"http://{h}:2379", "peer_url": f"http://{h}:2380",
+                     "dir": str(directory / f"pd{i + 1}")} for i, h in enumerate(hosts)]
+    return {"kind": "pd", "cluster": name, "dir": str(directory), "members": members_plan,
+            "stores": stores, "regions": regions,
+            "simulator": {"dir": str(directory / "simulator"),
+                          "status_addr": ".".join(map(str, octets[:3] + [100])) + ":20180"}}
+
+
+def simulator_config(layout: dict[str, Any]) -> str:
+    """pd-simulator's TOML: the ``stable`` case (never ends), heartbeats fast enough that PD knows every region
+    leader within seconds."""
+    return (f'case-name = "stable"\ntotal-store = {layout["stores"]}\ntotal-region = {layout["regions"]}\n'
+            f'sim-tick-interval = "100ms"\nstore-version = "{PD_VERSION_FOR_STORES}"\n'
+            '[raftstore]\npd-heartbeat-tick-interval = "2s"\npd-store-heartbeat-tick-interval = "1s"\n')
+
+
+def configuration_of(layout: dict[str, Any]) -> dict[str, Any]:
+    urls = [m["client_url"] for m in layout["members"]]
+    return {"pd_url": urls[0], "pd_urls": urls}
+
+
+def _spawn(argv: list[str], cwd: str, log: Path) -> int:
+    Path(cwd).mkdir(parents=True, exist_ok=True)
+    out = open(log, "ab")
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                            start_new_session=True, cwd=cwd)
+    out.close()
+    threading.Thread(target=proc.wait, daemon=True).start()  # reap it if it dies while we run
+    return proc.pid
+
+
+def _save(layout: dict[str, Any]) -> None:
+    (Path(layout["dir"]) / STATE_FILE).write_text(json.dumps(layout, indent=1) + "\n")
+
+
+def _layout(directory: Path) -> dict[str, Any]:
+    path = directory / STATE_FILE
+    if not path.exists():
+        raise ChaosDBError(f"no PD cluster at {directory} (start one with 'chaosdb cluster up --kind pd')")
+    return json.loads(path.read_text())
+
+
+def _ready(cfg: dict[str, Any], layout: dict[str, Any]) -> tuple[bool, str]:
+    """Every member healthy with a leader, every store Up, every region known with a leader."""
+    try:
+        health = pd_cluster.health(cfg)
+        if len(health) < len(layout["members"]) or not all(m["healthy"] for m in health):
+            return False, f"PD members healthy: {sum(m['healthy'] for m in health)} of {len(layout['members'])}"
+        stores = pd_cluster.stores(cfg)
+        up = [s for s in stores if s["state"] == "Up"]
+        if len(up) < layout["stores"]:
+            return False, f"{len(up)} of {layout['stores']} stores Up"
+        leaders = sum(s["leader_count"] for s in up)
+        if leaders < layout["regions"]:
+            return False, f"{leaders} of {layout['regions']} region leaders known"
+        return True, "ready"
+    except ChaosDBError as exc:
+        return False, str(exc)
+
+
+def up(directory: Path, name: str = "pd", members: int = 1, stores: int = 5, regions: int = 60,
+       address_base: str = "127.0.40.1", bin_dir: str | None = None, timeout: float = 120.0) -> dict[str, Any]:
+    """Start (or create) the cluster and wait until PD knows every store and region leader."""
+    pd_bin, sim_bin = find_binary("pd-server", bin_dir), find_binary("pd-simulator", bin_dir)
+    directory = Path(directory)
+    state = directory / STATE_FILE
+    created = not state.exists()
+    layout = plan(directory, name, members, stores, regions, address_base) if created else _layout(directory)
+    if node_processes(directory):
+        ok, why = _ready(configuration_of(layout), layout)
+        if ok:
+            return {**_summary(layout, created=False, started=[], seconds=0.0), "note": "already running"}
+        down(directory)
+    # PD's data is not kept across runs: a simulator cannot rejoin the stores it registered before
+    for m in layout["members"]:
+        shutil.rmtree(Path(m["dir"]) / "data", ignore_errors=True)
+    directory.mkdir(parents=True, exist_ok=True)
+    _save(layout)
+    t0 = time.monotonic()
+    initial = ",".join(f"{m['name']}={m['peer_url']}" for m in layout["members"])
+    for m in layout["members"]:
+        _spawn([pd_bin, "--name", m["name"], "--data-dir", str(Path(m["dir"]) / "data"),
+                "--client-urls", m["client_url"], "--peer-urls", m["peer_url"], "--initial-cluster", initial,
+                "--log-file", str(Path(m["dir"]) / "pd.log")], m["dir"], Path(m["dir"]) / "stdout.log")
+    cfg = configuration_of(layout)
+    deadline = t0 + timeout
+    while True:
+        try:
+            if pd_cluster.members(cfg).get("leader"):
+                break
+        except ChaosDBError:
+            pass
+        if time.monotonic() > deadline:
+            down(directory)
+            raise ChaosDBError(f"PD elected no leader within {timeout:g} s; logs: {layout['members'][0]['dir']}/pd.log")
+        time.sleep(0.3)
+    sim = layout["simulator"]
+    Path(sim["dir"]).mkdir(parents=True, exist_ok=True)
+    (Path(sim["dir"]) / "simconfig.toml").write_text(simulator_config(layout))
+    _spawn([sim_bin, f"--pd-endpoints={','.join(m['client_url'] for m in layout['members'])}",
+            f"--config={Path(sim['dir']) / 'simconfig.toml'}", "--case=stable", f"--status-addr={sim['status_addr']}",
+            f"--log-file={Path(sim['dir']) / 'simulator.log'}"], sim["dir"], Path(sim["dir"]) / "stdout.log")
+    while True:
+        ok, why = _ready(cfg, layout)
+        if ok:
+            break
+        if time.monotonic() > deadline:
+            down(directory)
+            raise ChaosDBError(f"the PD cluster was not ready within {timeout:g} s ({why}); logs in {directory}")
+        time.sleep(0.5)
+    return _summary(layout, created=created, started=[m["name"] for m in layout["members"]] + ["simulator"],
+                    seconds=round(time.monotonic() - t0, 1))
+
+
+def _summary(layout: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"cluster": layout["cluster"], "kind": "pd", "dir": layout["dir"], "members": len(layout["members"]),
+            "stores": layout["stores"], "regions": layout["regions"], "pd_url": layout["members"][0]["client_url"],
+            "simulator_status": f"http://{layout['simulator']['status_addr']}",
+            "configuration": configuration_of(layout), **extra}
+
+
+def status(directory: Path) -> dict[str, Any]:
+    layout = _layout(Path(directory))
+    cfg = configuration_of(layout)
+    ok, why = _ready(cfg, layout)
+    try:
+        health = pd_cluster.cluster_health(cfg)
+    except ChaosDBError as exc:
+        health = {"healthy": False, "problems": [str(exc)], "stores": []}
+    return {**_summary(layout), "ready": ok, "why": why, "healthy": health["healthy"],
+            "problems": health["problems"], "store_states": {s["id"]: s["state"] for s in health["stores"]},
+            "processes": len(node_processes(Path(directory)))}
+
+
+def sim_event(layout_or_dir: dict[str, Any] | Path, event: str, node_id: int) -> str:
+    """Send the simulator an event (``down-node``, ``add-node``) through its status address."""
+    from chaosdb.core.http import request_json
+
+    layout = layout_or_dir if isinstance(layout_or_dir, dict) else _layout(Path(layout_or_dir))
+    url = f"http://{layout['simulator']['status_addr']}/event?event={event}&node-id={int(node_id)}"
+    return request_json("GET", url, timeout=5.0).body
+
+
+def down(directory: Path, purge: bool = False, timeout: float = 20.0) -> dict[str, Any]:
+    directory = Path(directory)
+    layout = _layout(directory)
+    pids = [p.pid for p in node_processes(directory)]
+    signal_pids(pids, signal.SIGTERM)
+    left = wait_gone(pids, timeout)
+    if left:
+        signal_pids(left, signal.SIGKILL)
+        wait_gone(left, 5)
+    if purge:
+        shutil.rmtree(directory, ignore_errors=True)
+    return {"cluster": layout["cluster"], "kind": "pd", "stopped": len(pids), "killed": len(left), "purged": purge,
+            "dir": str(directory)}
