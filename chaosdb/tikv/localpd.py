@@ -136,32 +136,37 @@ def up(directory: Path, name: str = "pd", members: int = 1, stores: int = 5, reg
                 "--log-file", str(Path(m["dir"]) / "pd.log")], m["dir"], Path(m["dir"]) / "stdout.log")
     cfg = configuration_of(layout)
     deadline = t0 + timeout
-    while True:
+
+    def leader_elected() -> tuple[bool, str]:
         try:
-            if pd_cluster.members(cfg).get("leader"):
-                break
-        except ChaosDBError:
-            pass
-        if time.monotonic() > deadline:
-            down(directory)
-            raise ChaosDBError(f"PD elected no leader within {timeout:g} s; logs: {layout['members'][0]['dir']}/pd.log")
-        time.sleep(0.3)
+            return bool(pd_cluster.members(cfg).get("leader")), "no PD leader yet"
+        except ChaosDBError as exc:
+            return False, str(exc)
+
+    _wait(directory, leader_elected, deadline, f"PD elected no leader within {timeout:g} s; logs: "
+                                               f"{layout['members'][0]['dir']}/pd.log")
     sim = layout["simulator"]
     Path(sim["dir"]).mkdir(parents=True, exist_ok=True)
     (Path(sim["dir"]) / "simconfig.toml").write_text(simulator_config(layout))
     _spawn([sim_bin, f"--pd-endpoints={','.join(m['client_url'] for m in layout['members'])}",
             f"--config={Path(sim['dir']) / 'simconfig.toml'}", "--case=stable", f"--status-addr={sim['status_addr']}",
             f"--log-file={Path(sim['dir']) / 'simulator.log'}"], sim["dir"], Path(sim["dir"]) / "stdout.log")
-    while True:
-        ok, why = _ready(cfg, layout)
-        if ok:
-            break
-        if time.monotonic() > deadline:
-            down(directory)
-            raise ChaosDBError(f"the PD cluster was not ready within {timeout:g} s ({why}); logs in {directory}")
-        time.sleep(0.5)
+    _wait(directory, lambda: _ready(cfg, layout), deadline,
+          f"the PD cluster was not ready within {timeout:g} s; logs in {directory}")
     return _summary(layout, created=created, started=[m["name"] for m in layout["members"]] + ["simulator"],
                     seconds=round(time.monotonic() - t0, 1))
+
+
+def _wait(directory: Path, check: Any, deadline: float, failure: str) -> None:
+    """Poll *check* (-> ok, why) until ok; at *deadline* stop what was started and fail with *failure* (why)."""
+    while True:
+        ok, why = check()
+        if ok:
+            return
+        if time.monotonic() > deadline:
+            down(directory)
+            raise ChaosDBError(f"{failure} ({why})")
+        time.sleep(0.3)
 
 
 def _summary(layout: dict[str, Any], **extra: Any) -> dict[str, Any]:

@@ -139,49 +139,8 @@ def _experiment(tmp_path: Path, cluster_dir: str, method: list, control_args: di
     return path
 
 
-def test_chaos_run_with_load_control_kill_primary_then_integrity(tpcc_db, tmp_path, healthy):
-    samples = tmp_path / "samples"
-    method = [
-        {"type": "action", "name": "kill-primary", "provider": {"type": "python", "module": "chaosdb.local.actions",
-                                                               "func": "kill_node", "arguments": {"target": "leader"}},
-         "pauses": {"after": 28}},
-        {"type": "action", "name": "restart", "provider": {"type": "python", "module": "chaosdb.local.actions",
-                                                          "func": "restart_nodes", "arguments": {}},
-         "pauses": {"after": 15}},  # enough quiet after the recovery to see it end, even on a busy machine
-    ]
-    exp = _experiment(tmp_path, tpcc_db.dir, method, {"users": 6, "warmup_s": 5, "baseline_s": 15,
-                                                            "samples_dir": str(samples)})
-    run = subprocess.run([CHAOS, "--no-log-file", "run", str(exp), "--journal-path", str(tmp_path / "journal.json")],
-                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    journal = json.loads((tmp_path / "journal.json").read_text())
-    assert journal["status"] == "completed", run.stderr[-3000:]
-    load = journal["chaosdb_load"]
-    assert load["samples_dir"] == str(samples) and load["warmup_end_ts"] > load["start_ts"]
-    assert load["stop_ts"] > load["warmup_end_ts"] and not pid_alive(load["pid"])
-    assert "passfile=" in load["settings"]["dsn"]
-    outcomes = load["by_outcome"]
-    assert outcomes.get("committed", 0) > 100
-    assert sum(v for k, v in outcomes.items() if k not in ("committed", "rollback")) > 0, \
-        "killing the primary under load must show failed attempts"
-    config = {"chaosdb_cluster_dir": tpcc_db.dir}
-    assert integrity.tpcc_consistency(configuration=config)["ok"]
-    ledger = integrity.acknowledged_writes(samples=str(samples), configuration=config)
-    assert ledger["acknowledged"] > 50 and ledger["missing"] == 0, ledger
-    assert integrity.lost_acknowledged_writes(samples=str(samples), configuration=config) == 0
-    convergence = integrity.replica_convergence(configuration=config)
-    assert convergence["ok"] and convergence["replicas"] == 2, convergence
-    # the reporter reads the real journal of this run
-    from chaosdb.report.build import build_report
-
-    report = build_report(tmp_path / "journal.json", out_dir=tmp_path / "report")
-    m = report["metrics"]
-    assert {"metrics.json", "report.md", "report.html", "timeline.png", "latency_ecdf.png"} <= set(report["files"])
-    assert m["baseline"]["seconds"] >= 14 and m["baseline"]["error_rate"] == 0
-    assert m["impact"]["error_rate"] > 0 and m["degradation"]["availability"] < 1
-    # a whole-node kill of the primary: no commit for about Patroni's ttl (20 s)
-    assert 10 < m["recovery"]["unavailability_s"] < 40, m["recovery"]
-    assert m["recovery"]["duration_s"] is not None and m["recovery"]["duration_s"] >= 10, json.dumps(m["recovery"])
-    assert [f["name"] for f in m["faults"] if not f["rollback"]] == ["kill-primary", "restart"]
+# A chaos run with the load control that kills the primary, then the integrity checks and the reporter on its
+# real journal: tests/integration/test_quickstart.py (the quickstart experiment does exactly that).
 
 
 def test_integrity_checks_detect_damage(tpcc_db, tmp_path):

@@ -9,10 +9,12 @@ processes; they stay tested against recorded outputs). Binaries: see tests/reals
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -45,15 +47,22 @@ def bin_dir(tmp_path_factory):
     return real_binaries(tmp_path_factory, ["pd-server", "pd-simulator"])
 
 
-@pytest.fixture(scope="module")
-def pd(bin_dir, tmp_path_factory):
-    d = tmp_path_factory.mktemp("pd-cluster")
-    res = localpd.up(d, "pytest-pd", members=1, stores=5, regions=60, address_base="127.0.40.1", bin_dir=bin_dir)
+@contextmanager
+def _pd_cluster(tmp_path_factory, bin_dir: str, members: int, stores: int, regions: int, address_base: str):
+    d = tmp_path_factory.mktemp(f"pd{members}-cluster")
+    res = localpd.up(d, f"pytest-pd{members}", members=members, stores=stores, regions=regions,
+                     address_base=address_base, bin_dir=bin_dir)
     try:
         yield {"dir": d, "up": res, "cfg": res["configuration"]}
     finally:
         localpd.down(d, purge=True)
         assert not node_processes(d), "PD or simulator processes left behind"
+
+
+@pytest.fixture(scope="module")
+def pd(bin_dir, tmp_path_factory):
+    with _pd_cluster(tmp_path_factory, bin_dir, 1, 5, 60, "127.0.40.1") as cluster:
+        yield cluster
 
 
 def test_up_is_ready_with_every_store_up_and_every_region_leader_known(pd):
@@ -126,8 +135,6 @@ def test_the_tikv_evict_leader_experiment_runs_end_to_end(pd, tmp_path):
     path = tmp_path / "evict-leader.json"
     path.write_text(json.dumps(exp))
     env_cfg = {"PD_URL": pd["cfg"]["pd_url"], "TIKV_KEY": "usertable:user2000", "TIKV_MODE": "raw"}
-    import os
-
     run = subprocess.run([CHAOS, "--no-log-file", "run", "--journal-path", str(tmp_path / "journal.json"), str(path)],
                          capture_output=True, text=True, timeout=600, cwd=tmp_path, env={**os.environ, **env_cfg})
     journal = json.loads((tmp_path / "journal.json").read_text())
@@ -152,13 +159,8 @@ def test_a_store_the_simulator_takes_away_loses_its_leaders_and_is_reported(pd):
 
 @pytest.fixture(scope="module")
 def pd3(bin_dir, tmp_path_factory):
-    d = tmp_path_factory.mktemp("pd3-cluster")
-    res = localpd.up(d, "pytest-pd3", members=3, stores=3, regions=30, address_base="127.0.40.11", bin_dir=bin_dir)
-    try:
-        yield {"dir": d, "up": res, "cfg": res["configuration"]}
-    finally:
-        localpd.down(d, purge=True)
-        assert not node_processes(d)
+    with _pd_cluster(tmp_path_factory, bin_dir, 3, 3, 30, "127.0.40.11") as cluster:
+        yield cluster
 
 
 def test_a_killed_pd_member_is_survived_by_the_client_through_another_endpoint(pd3):
@@ -170,8 +172,6 @@ def test_a_killed_pd_member_is_survived_by_the_client_through_another_endpoint(p
     victims = [p.pid for p in node_processes(first)]
     assert victims
     for pid in victims:
-        import os
-
         os.kill(pid, signal.SIGKILL)
     # pd_url is dead now; until PD elects a new leader (about 10 s after a SIGKILL) the other members answer
     # 500 "redirect failed": the client tries them all, and answers once one can
