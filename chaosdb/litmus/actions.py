@@ -93,6 +93,9 @@ def wait_for_verdict(engine: str, experiment: str, namespace: str = "", timeout_
                 raise
             record = None
         if record and record["final"]:
+            # the engine as it is now, after the verdict (the read above came before the result)
+            eng = api.call_json(f"reading ChaosEngine {ns}/{engine}", custom.get_namespaced_custom_object, GROUP,
+                                VERSION, ns, "chaosengines", engine)
             record["engine_status"] = (eng.get("status") or {}).get("engineStatus")
             record["waited_s"] = round(time.monotonic() - started, 3)
             if fail_on_verdict and record["verdict"] != "Pass":
