@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable, Mapping
 from chaoslib.exceptions import InvalidActivity
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.targets import parse_count
 
 __all__ = ["Check", "CheckedSignature", "check_arguments", "choice", "number", "one_of_or_names",
            "problems_in_call", "is_unresolved", "GENERIC_CHECKS"]
@@ -127,8 +128,6 @@ def one_of_or_names(name: str, selectors: Iterable[str], name_rule: Callable[[st
 
 
 def _count(value: Any) -> None:
-    from chaosdb.core.targets import parse_count
-
     parse_count(value)
 
 

@@ -278,8 +278,11 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
     faults = [a.as_dict() for a in info.faults] + [a.as_dict() for a in info.rollbacks if a.kind == "action"]
     # an action that failed injected nothing (or nothing it could vouch for): listed, never drawn or measured
     injected = [f for f in faults if f["status"] != "failed"]
+    # one split of the samples (pauses of the load taken out) for the tables and both figures
+    sets = sample_sets(data, injected, info.load.get("warmup_end_ts"), info.load.get("stop_ts"),
+                       info.load.get("pauses") or [])
     m = compute_metrics(data, injected, baseline_start=info.load.get("warmup_end_ts"),
-                        end_ts=info.load.get("stop_ts"), pauses=info.load.get("pauses") or [], rule=rule)
+                        end_ts=info.load.get("stop_ts"), pauses=info.load.get("pauses") or [], rule=rule, sets=sets)
     m["faults"] = faults
     m["operations"] = measure_operations(operations_from_journal(journal), data, info.load.get("pauses") or [],
                                          (m.get("baseline") or {}).get("throughput_tps"),
@@ -294,9 +297,7 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
     title = _scrub(info.title, info.secrets)
     pngs = {"timeline": out / "timeline.png", "ecdf": out / "latency_ecdf.png"}
     drawn = {"timeline": timeline_png(m, injected, pngs["timeline"], title)}
-    # the ECDF holds exactly the transactions the tables count (pauses of the load taken out)
-    sets = sample_sets(data, injected, info.load.get("warmup_end_ts"), info.load.get("stop_ts"),
-                       info.load.get("pauses") or [])
+    # the ECDF holds exactly the transactions the tables count
     drawn["ecdf"] = ecdf_png(sets.baseline, sets.impact, pngs["ecdf"], "latency ECDF: baseline vs impact")
     (out / "metrics.json").write_text(json.dumps(m, indent=2) + "\n")
     md = render_markdown(title, info, m, {k: p.name for k, p in pngs.items()})

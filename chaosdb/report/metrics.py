@@ -448,9 +448,10 @@ def sample_sets(s: Samples, faults: list[dict[str, Any]], baseline_start: float 
 
 def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: float | None = None,
                     end_ts: float | None = None, pauses: list[dict[str, Any]] | None = None,
-                    rule: str = "runs", window_s: float = 5.0) -> dict[str, Any]:
+                    rule: str = "runs", window_s: float = 5.0, sets: SampleSets | None = None) -> dict[str, Any]:
+    """The run's metrics; *sets* when the caller already split the samples with the same arguments."""
     pauses = pauses or []
-    sets = sample_sets(s, faults, baseline_start, end_ts, pauses)
+    sets = sets or sample_sets(s, faults, baseline_start, end_ts, pauses)
     s, baseline, impact = sets.samples, sets.baseline, sets.impact
     b_start, b_end, end, fault_start = sets.baseline_start, sets.baseline_end, sets.end, sets.fault_start
     first_ts, last_ts = float(s.ts[0]), float(s.ts[-1])
