@@ -5,22 +5,30 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 
 def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, default=str))
 
 
+def _cluster_name(args: argparse.Namespace) -> str:
+    """--name, else the kind's own name for the kinds other than postgres-ha (a PD or Kubernetes cluster never
+    shares the folder of the default embedded cluster), else chaosdb."""
+    kind = getattr(args, "kind", None)
+    return args.name or (kind if kind and kind != "postgres-ha" else "chaosdb")
+
+
 def _cluster_dir(args: argparse.Namespace) -> Path:
     from chaosdb.local.state import cluster_dir_for
 
-    return Path(args.dir) if args.dir else cluster_dir_for(args.name)
+    return Path(args.dir) if args.dir else cluster_dir_for(_cluster_name(args))
 
 
 def _fmt(v: Any) -> str:
@@ -47,20 +55,13 @@ def _print_status(st: dict[str, Any]) -> None:
     print(f"DSN: {st['dsn']}")
 
 
-def _is_pd(args: argparse.Namespace) -> bool:
-    from chaosdb.tikv.localpd import STATE_FILE
-
-    return getattr(args, "kind", None) == "pd" or (_cluster_dir(args) / STATE_FILE).exists()
-
-
 def cmd_pd(args: argparse.Namespace) -> int:
     from chaosdb.tikv import localpd
 
     d = _cluster_dir(args)
     if args.cluster_command == "up":
-        res = localpd.up(d, args.name, members=args.pd_members, stores=args.stores, regions=args.regions,
-                         address_base=("127.0.40.1" if args.address_base == "127.0.0.11" else args.address_base),
-                         bin_dir=args.bin_dir, timeout=args.timeout)
+        res = localpd.up(d, _cluster_name(args), members=args.pd_members, stores=args.stores, regions=args.regions,
+                         address_base=args.address_base or "127.0.40.1", bin_dir=args.bin_dir, timeout=args.timeout)
     elif args.cluster_command == "status":
         res = localpd.status(d)
     else:
@@ -80,15 +81,8 @@ def cmd_pd(args: argparse.Namespace) -> int:
         for problem in res["problems"]:
             print(f"  {problem}")
     else:
-        print(f"PD cluster {res['cluster']} stopped ({res['stopped']} processes)"
-              + ("; data removed" if res["purged"] else f"; data kept in {res['dir']}"))
+        _print_stopped(res, f"PD cluster {res['cluster']}")
     return 1 if args.cluster_command == "status" and getattr(args, "check", False) and not res["healthy"] else 0
-
-
-def _is_cockroach(args: argparse.Namespace) -> bool:
-    from chaosdb.cockroach.localcluster import STATE_FILE
-
-    return getattr(args, "kind", None) == "cockroach" or (_cluster_dir(args) / STATE_FILE).exists()
 
 
 def cmd_cockroach(args: argparse.Namespace) -> int:
@@ -96,9 +90,8 @@ def cmd_cockroach(args: argparse.Namespace) -> int:
 
     d = _cluster_dir(args)
     if args.cluster_command == "up":
-        res = localcluster.up(d, args.name, nodes=args.nodes, address_base=(
-            "127.0.30.1" if args.address_base == "127.0.0.11" else args.address_base),
-            cockroach_bin=args.cockroach_bin, timeout=args.timeout)
+        res = localcluster.up(d, _cluster_name(args), nodes=args.nodes, address_base=args.address_base or "127.0.30.1",
+                              cockroach_bin=args.cockroach_bin, timeout=args.timeout)
     elif args.cluster_command == "status":
         res = localcluster.status(d)
     else:
@@ -117,22 +110,72 @@ def cmd_cockroach(args: argparse.Namespace) -> int:
         if res["error"]:
             print(res["error"])
     else:
-        print(f"cluster {res['cluster']} stopped ({res['stopped']} nodes)"
-              + ("; data removed" if res["purged"] else f"; data kept in {res['dir']}"))
+        _print_stopped(res, f"cluster {res['cluster']}")
     return 1 if args.cluster_command == "status" and getattr(args, "check", False) and not res["healthy"] else 0
+
+
+def cmd_kubernetes(args: argparse.Namespace) -> int:
+    from chaosdb.localkube import cluster as localkube
+
+    d = _cluster_dir(args)
+    if args.cluster_command == "up":
+        names = [] if args.workloads in ("", "none") else [w.strip() for w in args.workloads.split(",") if w.strip()]
+        res = localkube.up(d, _cluster_name(args), address=args.address_base or "127.0.50.1", nodes=args.nodes,
+                           workload_names=names, replicas=args.replicas, chaos_mesh=not args.no_chaos_mesh,
+                           bin_dir=args.bin_dir, timeout=max(args.timeout, 180.0))
+    elif args.cluster_command == "status":
+        res = localkube.status(d)
+    else:
+        res = localkube.down(d, purge=args.purge, timeout=args.timeout)
+    if args.json:
+        _print_json(res)
+    elif args.cluster_command == "up":
+        print(f"Kubernetes cluster {res['cluster']}: {len(res['nodes'])} kwok nodes, "
+              + ("Chaos Mesh with its webhooks, " if res["chaos_mesh"] else "")
+              + f"workloads {', '.join(res['workloads']) or 'none'}"
+              + (f", ready in {res['seconds']}s" if res.get("seconds") else f" ({res.get('note', '')})"))
+        print(f"  API server: {res['server']}")
+        print(f"  export KUBECONFIG={res['kubeconfig']}   (configuration k8s_kubeconfig for experiments)")
+        print("  pods are fake (kwok): nothing runs inside them; 'chaosdb cluster down --kind kubernetes' stops it")
+    elif args.cluster_command == "status":
+        print(f"Kubernetes cluster {res['cluster']}: {'healthy' if res['healthy'] else 'NOT healthy'}; servers "
+              + ", ".join(f"{k}={'up' if v else 'DOWN'}" for k, v in res["servers"].items()))
+        print(f"  nodes: {res['nodes_ready']}; workloads: {res['workloads_ready']}")
+    else:
+        _print_stopped(res, f"Kubernetes cluster {res['cluster']}")
+    return 1 if args.cluster_command == "status" and getattr(args, "check", False) and not res["healthy"] else 0
+
+
+def _print_stopped(res: dict[str, Any], what: str) -> None:
+    print(f"{what} stopped ({res['stopped']} processes)"
+          + ("; data removed" if res["purged"] else f"; data kept in {res['dir']}"))
+
+
+#: cluster kinds other than the embedded postgres-ha: the file each keeps in its folder, and its command
+OTHER_KINDS = {"pd": ("pd.json", cmd_pd), "cockroach": ("cockroach.json", cmd_cockroach),
+               "kubernetes": ("kubernetes.json", cmd_kubernetes)}
+
+
+def _other_kind(args: argparse.Namespace):
+    """The command of the cluster kind asked for (--kind) or found in the cluster folder; None for postgres-ha."""
+    kind = getattr(args, "kind", None)
+    if kind in OTHER_KINDS:
+        return OTHER_KINDS[kind][1]
+    for state_file, command in OTHER_KINDS.values():
+        if (_cluster_dir(args) / state_file).exists():
+            return command
+    return None
 
 
 def cmd_cluster_up(args: argparse.Namespace) -> int:
     from chaosdb.local import cluster
 
-    if _is_pd(args):
-        return cmd_pd(args)
-    if _is_cockroach(args):
-        return cmd_cockroach(args)
-
+    other = _other_kind(args)
+    if other:
+        return other(args)
     result = cluster.up(
-        _cluster_dir(args), args.name, nodes=args.nodes, run_as=args.run_as, postgres_bin=args.postgres_bin,
-        etcd_bin=args.etcd_bin, timeout=args.timeout, kind=args.kind, address_base=args.address_base,
+        _cluster_dir(args), _cluster_name(args), nodes=args.nodes, run_as=args.run_as, postgres_bin=args.postgres_bin,
+        etcd_bin=args.etcd_bin, timeout=args.timeout, kind=args.kind, address_base=args.address_base or "127.0.0.11",
         single_address=args.single_address, pg_port=args.pg_port, api_port=args.api_port,
         etcd_port=args.etcd_port, etcd_peer_port=args.etcd_peer_port, replication=args.replication,
     )
@@ -154,11 +197,9 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
     from chaosdb.local import cluster
     from chaosdb.local.state import load_layout
 
-    if _is_pd(args):
-        return cmd_pd(args)
-    if _is_cockroach(args):
-        return cmd_cockroach(args)
-
+    other = _other_kind(args)
+    if other:
+        return other(args)
     st = cluster.status(load_layout(_cluster_dir(args)))
     if args.json:
         _print_json(st)
@@ -172,10 +213,9 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
     from chaosdb.local.state import STATE_FILE, load_layout
 
     d = _cluster_dir(args)
-    if _is_pd(args):
-        return cmd_pd(args)
-    if _is_cockroach(args):
-        return cmd_cockroach(args)
+    other = _other_kind(args)
+    if other:
+        return other(args)
     if not (d / STATE_FILE).exists():
         print(f"no cluster at {d}: nothing to stop")
         return 0
@@ -347,7 +387,8 @@ def _add_dsn_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_cluster_target(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--name", default="chaosdb", help="cluster name, also the Patroni scope (default: chaosdb)")
+    p.add_argument("--name", default=None, help="cluster name, also the Patroni scope (default: chaosdb; for "
+                                                "--kind pd, cockroach or kubernetes the kind's name)")
     p.add_argument("--dir", default="", help="cluster directory (default: $CHAOSDB_HOME/NAME)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
@@ -361,17 +402,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = csub.add_parser("up", help="start a cluster (create it on first use); a no-op when it runs")
     _add_cluster_target(p)
-    p.add_argument("--kind", default="postgres-ha", choices=["postgres-ha", "cockroach", "pd"],
-                   help="postgres-ha (embedded, default), cockroach (needs a cockroach binary; default addresses "
-                        "127.0.30.x) or pd (PD members + pd-simulator stores; default addresses 127.0.40.x)")
+    p.add_argument("--kind", default="postgres-ha", choices=["postgres-ha", *OTHER_KINDS],
+                   help="postgres-ha (embedded, default; addresses 127.0.0.11+), cockroach (needs a cockroach "
+                        "binary; 127.0.30.x), pd (PD members + pd-simulator stores; 127.0.40.x) or kubernetes "
+                        "(apiserver, controller-manager, scheduler, kwok fake nodes and pods, Chaos Mesh; 127.0.50.1)")
     p.add_argument("--cockroach-bin", default=None, help="the cockroach binary for --kind cockroach")
-    p.add_argument("--bin-dir", default=None, help="where pd-server and pd-simulator are for --kind pd (else "
-                                                   "CHAOSDB_BIN_DIR, ~/.cache/chaosdb/bin, PATH)")
+    p.add_argument("--bin-dir", default=None, help="where the server binaries of --kind pd / kubernetes are "
+                                                   "(else CHAOSDB_BIN_DIR, ~/.cache/chaosdb/bin, PATH)")
     p.add_argument("--pd-members", type=int, default=1, help="--kind pd: 1 or 3 PD members")
     p.add_argument("--stores", type=int, default=5, help="--kind pd: simulated TiKV stores")
     p.add_argument("--regions", type=int, default=60, help="--kind pd: regions")
-    p.add_argument("--nodes", type=int, default=3, help="number of nodes (default: 3)")
-    p.add_argument("--address-base", default="127.0.0.11", help="loopback address of node1; node i gets +i-1")
+    p.add_argument("--nodes", type=int, default=3, help="number of nodes (default: 3; kubernetes: kwok nodes)")
+    p.add_argument("--workloads", default="cockroachdb,tikv",
+                   help="--kind kubernetes: database-shaped StatefulSets of fake pods (cockroachdb, tikv, or none)")
+    p.add_argument("--replicas", type=int, default=3, help="--kind kubernetes: pods per database StatefulSet")
+    p.add_argument("--no-chaos-mesh", action="store_true", help="--kind kubernetes: without the Chaos Mesh controller")
+    p.add_argument("--address-base", default=None,
+                   help="loopback address of the first node (node i gets +i-1); each kind has its own default")
     p.add_argument("--single-address", action="store_true",
                    help="bind every node to 127.0.0.1 and offset the ports by node instead")
     p.add_argument("--pg-port", type=int, default=5432)
@@ -388,11 +435,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = csub.add_parser("status", help="members, roles, lag, timeline, etcd leader")
     _add_cluster_target(p)
+    p.add_argument("--kind", default=None, choices=["postgres-ha", *OTHER_KINDS],
+                   help="the kind the cluster was started with (found from its folder when --name/--dir is given)")
     p.add_argument("--check", action="store_true", help="exit 1 when the cluster is not healthy")
     p.set_defaults(func=cmd_cluster_status)
 
     p = csub.add_parser("down", help="stop every process of the cluster")
     _add_cluster_target(p)
+    p.add_argument("--kind", default=None, choices=["postgres-ha", *OTHER_KINDS],
+                   help="the kind the cluster was started with (found from its folder when --name/--dir is given)")
     p.add_argument("--purge", action="store_true", help="also delete data, logs and the staged runtime")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds for a graceful stop before SIGKILL")
     p.set_defaults(func=cmd_cluster_down)

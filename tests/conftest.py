@@ -98,3 +98,30 @@ def healthy(pg_cluster):
 def config(pg_cluster):
     """Chaos Toolkit configuration pointing activities at the session cluster."""
     return {"chaosdb_cluster_dir": pg_cluster.dir}
+
+
+#: the servers of a local Kubernetes cluster with Chaos Mesh (tests/realservers.py finds them)
+KUBERNETES_SERVERS = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "chaos-controller-manager"]
+
+
+@pytest.fixture(scope="session")
+def local_kubernetes(tmp_path_factory):
+    """A local Kubernetes control plane with Chaos Mesh and the database-shaped workloads (real servers, fake
+    pods), on 127.0.52.1 unless CHAOSDB_TEST_KUBE_ADDRESS says otherwise; stopped and removed at the end, and
+    the session fails if any of its processes survives."""
+    from chaosdb.k8s import api
+    from chaosdb.local.processes import node_processes
+    from chaosdb.localkube import cluster
+    from tests.realservers import real_binaries
+
+    bin_dir = real_binaries(tmp_path_factory, KUBERNETES_SERVERS)
+    directory = tmp_path_factory.mktemp("local-kubernetes")
+    res = cluster.up(directory, "pytest-kube", address=os.environ.get("CHAOSDB_TEST_KUBE_ADDRESS", "127.0.52.1"),
+                     bin_dir=bin_dir, timeout=300)
+    try:
+        yield {**res, "dir": directory, "bin_dir": bin_dir}
+    finally:
+        cluster.down(directory, purge=True)
+        api.reset_clients()
+        left = node_processes(directory)
+        assert not left, f"Kubernetes processes left behind: {left}"

