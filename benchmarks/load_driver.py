@@ -6,7 +6,11 @@ In one run, same cluster, same number of clients:
 * ``pgbench``: the PostgreSQL wheel's pgbench, built-in TPC-B-like script, N clients, on its own
   database; a different (lighter) transaction, so the ratio says how much heavier TPC-C is per
   transaction and how our client's CPU cost compares per 1000 transactions;
-* ``go-tpc``: only when ``go-tpc`` is on PATH (it cannot be installed from the registries here);
+* ``go-tpc`` (upstream PingCAP's Go TPC-C driver, the peer the issue measures against): when the binary is found
+  (``--bin-dir``, ``CHAOSDB_BIN_DIR``, ``~/.cache/chaosdb/bin`` or PATH), on a database of its own loaded by
+  ``go-tpc tpcc prepare`` with the same warehouses, same clients and seconds; both report tpmC, tx/s, New-Order
+  p99, client CPU per 1000 transactions and the cluster's CPU (every PostgreSQL process of the cluster) per
+  transaction;
 * the cost of sample recording: (a) directly, CPU microseconds per ``SampleWriter.add`` against the
   mean transaction time; (b) end to end, throughput with and without recording, interleaved runs.
 
@@ -31,7 +35,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from chaosdb.core.binaries import find_binary  # noqa: E402
+from chaosdb.core.errors import ChaosDBError  # noqa: E402
 from chaosdb.core.stats import percentile  # noqa: E402
+from chaosdb.local.processes import cpu_time_s, node_processes  # noqa: E402
 from chaosdb.local import cluster  # noqa: E402
 from chaosdb.local.state import load_layout  # noqa: E402
 from chaosdb.workloads.outcomes import is_success  # noqa: E402
@@ -45,16 +52,60 @@ def child_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run_ours(dsn: str, clients: int, seconds: int, workdir: Path, record: bool) -> dict:
+def cluster_cpu(layout) -> float:
+    """CPU seconds used so far by every PostgreSQL process of the cluster (all nodes: replication costs too)."""
+    pids = [p.pid for n in layout.nodes for p in node_processes(Path(n.dir), n.data_dir) if p.kind == "postgres"
+            or p.kind == "postmaster"]
+    return cpu_time_s(pids)
+
+
+def run_go_tpc(go_tpc: str, layout, clients: int, seconds: int, warehouses: int, workdir: Path) -> dict:
+    """go-tpc on its own database (``gotpc``), loaded once with ``tpcc prepare``; its summary lines parsed."""
+    import re
+
+    import psycopg
+
+    leader = cluster.status(layout)["leader"]
+    node = layout.node(leader)
+    password = next(line.split(":")[-1] for line in (layout.path / "pgpass").read_text().splitlines()
+                    if line.split(":")[3] == "postgres")
+    with psycopg.connect(layout.node_dsn(leader), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'gotpc'").fetchone():
+            conn.execute("CREATE DATABASE gotpc")
+    base = [go_tpc, "tpcc", "-d", "postgres", "-H", node.host, "-P", str(node.pg_port), "-U", "postgres",
+            "-p", password, "-D", "gotpc", "--conn-params", "sslmode=disable", "--warehouses", str(warehouses)]
+    marker = workdir / f"gotpc-loaded-{warehouses}"
+    if not marker.exists():
+        subprocess.run(base + ["prepare", "-T", "4"], check=True, capture_output=True, cwd=workdir, timeout=3600)
+        marker.touch()
+    cpu0, db0 = child_cpu(), cluster_cpu(layout)
+    proc = subprocess.run(base + ["run", "-T", str(clients), "--time", f"{seconds}s", "--interval", "1000s"], check=False,
+                          capture_output=True, text=True, cwd=workdir, timeout=seconds + 300)
+    cpu, db = child_cpu() - cpu0, cluster_cpu(layout) - db0
+    out = proc.stdout + proc.stderr
+    summary = {}
+    for m in re.finditer(r"\[Summary\] (\w+) - Takes\(s\): [\d.]+, Count: (\d+).*?99th\(ms\): ([\d.]+)", out):
+        summary[m.group(1)] = {"count": int(m.group(2)), "p99_ms": float(m.group(3))}
+    tpmc = re.search(r"tpmC: ([\d.]+)", out)
+    total = sum(v["count"] for k, v in summary.items() if not k.endswith("_ERR"))
+    return {"tpmC": float(tpmc.group(1)) if tpmc else None, "transactions": total,
+            "tps": round(total / seconds, 1), "new_order_p99_ms": (summary.get("NEW_ORDER") or {}).get("p99_ms"),
+            "errors": sum(v["count"] for k, v in summary.items() if k.endswith("_ERR")),
+            "client_cpu_s": round(cpu, 2), "client_cpu_s_per_1000_tx": round(cpu / max(1, total) * 1000, 3),
+            "cluster_cpu_ms_per_tx": round(db / max(1, total) * 1000, 2), "exit_code": proc.returncode,
+            "version": "go-tpc (binary given; upstream commit in its provenance)"}
+
+
+def run_ours(dsn: str, clients: int, seconds: int, workdir: Path, record: bool, layout=None) -> dict:
     samples = workdir / f"ours-{time.time_ns()}"
     env = dict(os.environ, CHAOSDB_LOAD_DSN=dsn, CHAOSDB_SAMPLES_DISABLED="0" if record else "1",
                PYTHONPATH=str(ROOT))
-    cpu0 = child_cpu()
+    cpu0, db0 = child_cpu(), (cluster_cpu(layout) if layout else 0.0)
     proc = subprocess.run([sys.executable, "-m", "locust", "-f", str(ROOT / "load" / "tpcc.py"), "--headless",
                            "-u", str(clients), "-r", str(clients), "-t", f"{seconds}s", "--only-summary",
                            "--json-file", str(samples / "locust"), "--chaosdb-samples-dir", str(samples)],
                           env=env, cwd=workdir, capture_output=True, text=True, timeout=seconds + 120)
-    cpu = child_cpu() - cpu0
+    cpu, db = child_cpu() - cpu0, (cluster_cpu(layout) - db0 if layout else 0.0)
     samples.mkdir(exist_ok=True)
     stats = json.loads((samples / "locust.json").read_text()) if (samples / "locust.json").exists() else []
     total = sum(e["num_requests"] for e in stats)
@@ -63,10 +114,15 @@ def run_ours(dsn: str, clients: int, seconds: int, workdir: Path, record: bool) 
     out = {"transactions": total, "failures": fails, "tps": round((total - fails) / seconds, 1),
            "tpmC": round(new_orders * 60 / seconds, 1), "client_cpu_s": round(cpu, 2),
            "client_cpu_s_per_1000_tx": round(cpu / max(1, total) * 1000, 3), "exit_code": proc.returncode}
+    if layout:
+        out["cluster_cpu_ms_per_tx"] = round(db / max(1, total) * 1000, 2)
     if record:
         ok = sorted(s.latency_ms for s in read_samples(samples) if is_success(s.outcome))
         out["p99_ms"] = round(percentile(ok, 99), 2)
         out["mean_tx_ms"] = round(statistics.fmean(ok), 3)
+        new_orders = sorted(s.latency_ms for s in read_samples(samples)
+                            if is_success(s.outcome) and s.name == "new_order")
+        out["new_order_p99_ms"] = round(percentile(new_orders, 99), 2) if new_orders else None
     return out
 
 
@@ -123,7 +179,14 @@ def main() -> int:
     ap.add_argument("--warehouses", type=int, default=2)
     ap.add_argument("--scale-down", type=int, default=10)
     ap.add_argument("--pairs", type=int, default=3, help="interleaved with/without-recording pairs")
+    ap.add_argument("--bin-dir", default=None, help="where go-tpc is (else CHAOSDB_BIN_DIR, the cache, PATH)")
     args = ap.parse_args()
+    go_tpc: str | None = None
+    go_tpc_missing = ""
+    try:
+        go_tpc = find_binary("go-tpc", args.bin_dir)
+    except ChaosDBError as e:
+        go_tpc_missing = str(e)
     root = Path(tempfile.mkdtemp(prefix="chaosdb-bench-load-"))
     os.chmod(root, 0o755)
     try:
@@ -131,13 +194,13 @@ def main() -> int:
         layout = load_layout(root / "cluster")
         dsn = layout.dsn()
         loader.load(dsn, Scale.reduced(args.warehouses, args.scale_down))
-        ours = run_ours(dsn, args.clients, args.seconds, root, record=True)
+        gotpc = run_go_tpc(go_tpc, layout, args.clients, args.seconds, args.warehouses, root) if go_tpc else None
+        ours = run_ours(dsn, args.clients, args.seconds, root, record=True, layout=layout)
         pgb = run_pgbench(layout, args.clients, args.seconds, root)
         with_rec, without = [], []
         for _ in range(args.pairs):
             without.append(run_ours(dsn, args.clients, args.seconds, root, record=False)["tps"])
             with_rec.append(run_ours(dsn, args.clients, args.seconds, root, record=True)["tps"])
-        go_tpc = shutil.which("go-tpc")
         cost_us = writer_cost_us()
         result = {
             "benchmark": "load_driver",
@@ -145,7 +208,16 @@ def main() -> int:
             "scale_down": args.scale_down, "cpu_cores": os.cpu_count(),
             "chaosdb_tpcc": ours,
             "pgbench": pgb,
-            "go_tpc": "not on PATH: not measured" if not go_tpc else "on PATH but not wired: run it by hand",
+            "go_tpc": gotpc or f"not measured: {go_tpc_missing}",
+            "versus_go_tpc": None if not gotpc else {
+                "tpmC_ratio": round(ours["tpmC"] / gotpc["tpmC"], 3) if gotpc["tpmC"] else None,
+                "tps_ratio": round(ours["tps"] / gotpc["tps"], 3) if gotpc["tps"] else None,
+                "client_cpu_per_1000_tx_ratio": round(ours["client_cpu_s_per_1000_tx"]
+                                                      / gotpc["client_cpu_s_per_1000_tx"], 2),
+                "cluster_cpu_per_tx_ratio": round(ours["cluster_cpu_ms_per_tx"] / gotpc["cluster_cpu_ms_per_tx"], 2),
+                "new_order_p99_ratio": round(ours["new_order_p99_ms"] / gotpc["new_order_p99_ms"], 2)
+                if gotpc["new_order_p99_ms"] and ours.get("new_order_p99_ms") else None,
+                "targets": "tpmC >= 1.0, client CPU <= 1.5, cluster CPU <= 1.0, New-Order p99 <= 1.0"},
             "ratios": {
                 "tps_chaosdb_over_pgbench": round(ours["tps"] / pgb["tps"], 3) if pgb["tps"] else None,
                 "client_cpu_per_1000_tx_chaosdb_over_pgbench":
@@ -162,7 +234,7 @@ def main() -> int:
                 "tps_without_recording": without,
                 "tps_with_recording": with_rec,
                 "end_to_end_overhead_pct": round((1 - statistics.median(with_rec) / statistics.median(without)) * 100,
-                                                 2),
+                                                 2) if with_rec else None,
                 "target_pct": 2.0,
             },
         }

@@ -17,6 +17,43 @@ import pytest
 
 TEST_ADDRESS_BASE = os.environ.get("CHAOSDB_TEST_ADDRESS_BASE", "127.0.0.21")
 
+#: modules that share one worker, in order (the pytest-xdist scheduler below; every other module runs whole on
+#: either worker): the session's embedded cluster and everything that touches this machine's fault engine
+#: (iptables, tc on lo, cgroups: the residue checks see the whole host) ...
+HOST_FAULTS_GROUP = "embedded-cluster-and-host-faults"
+HOST_FAULT_MODULES = {"test_local_faults", "test_node_failures", "test_cluster_and_probes", "test_operator_faults",
+                      "test_load", "test_kv_load", "test_kv_experiments", "test_k8s_patroni_roles", "test_tikv",
+                      "test_fault_engine_units", "test_experiment_truth", "test_tpcc_semantics"}
+#: ... and the tests that start clusters of their own (own addresses and node users; only process kills)
+OWN_CLUSTERS_GROUP = "own-embedded-clusters"
+OWN_CLUSTER_MODULES = {"test_quickstart", "test_gameday_suite", "test_cluster_errors"}
+
+
+def work_group(nodeid: str) -> str:
+    """The unit of work a test belongs to: one of the two groups above, else its module (a module's fixtures
+    start servers on fixed addresses, so a module never runs on two workers at once)."""
+    path = nodeid.split("::", 1)[0]
+    module = Path(path).stem
+    if module in HOST_FAULT_MODULES:
+        return HOST_FAULTS_GROUP
+    if module in OWN_CLUSTER_MODULES:
+        return OWN_CLUSTERS_GROUP
+    return path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Two workers by default (pyproject addopts): whole work groups (:func:`work_group`) per worker, the largest
+    first. (xdist's own ``loadgroup`` cannot be used: its group suffix no longer reaches the node ids in
+    pytest 9.2.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkGroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_group(nodeid)
+
+    return WorkGroupScheduling(config, log)
+
 
 def _have_local_extra() -> bool:
     try:
@@ -125,3 +162,14 @@ def local_kubernetes(tmp_path_factory):
         api.reset_clients()
         left = node_processes(directory)
         assert not left, f"Kubernetes processes left behind: {left}"
+
+
+@pytest.fixture(scope="session")
+def tpcc_db(pg_cluster):
+    """The session cluster with a small TPC-C database (2 warehouses, items and customers divided by 10)."""
+    from chaosdb.workloads.tpcc import loader
+    from chaosdb.workloads.tpcc.rand import Scale
+
+    result = loader.load(pg_cluster.dsn(), Scale.reduced(2, 10), workers=2)
+    assert result["warehouses"] == 2
+    return pg_cluster

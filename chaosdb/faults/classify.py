@@ -84,7 +84,8 @@ def check_identities(nodes: Iterable[NodeIdentity]) -> list[NodeIdentity]:
         raise ChaosDBError(
             "network faults need every node to run as a user of its own (none shared with the other nodes or with "
             "the client, here uid " + str(os.geteuid()) + "): the embedded cluster does this when started by root "
-            "without --run-as (users chaosdb-n1, chaosdb-n2, ...); recreate the cluster that way")
+            "without --run-as (users chaosdb-n1, chaosdb-n2, ..., or chaosdb-<cluster>-n1, ...); recreate the cluster "
+            "that way")
     return nodes
 
 

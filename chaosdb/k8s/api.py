@@ -117,11 +117,17 @@ def apps_v1(configuration=None, secrets=None):
     return client.AppsV1Api(api_client(configuration, secrets))
 
 
+#: (connect, read) seconds for every API call unless it says otherwise: a call the server never answers fails
+#: with a message instead of holding the experiment forever (the client's own default is to wait for ever)
+REQUEST_TIMEOUT = (5.0, 60.0)
+
+
 def call(what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run one API call; turn ``ApiException`` / connection errors into :class:`K8sApiError` naming ``what``."""
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError
 
+    kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
     try:
         return fn(*args, **kwargs)
     except ApiException as e:

@@ -565,7 +565,7 @@ def up(
             raise ChaosDBError(f"{directory} exists, is not empty and holds no chaosdb cluster: choose another --dir")
         ras = resolve_run_as(run_as)
         layout = plan_layout(name, directory, nodes=nodes, run_as=ras,
-                             users=node_users(ras, nodes, run_as), **layout_options)
+                             users=node_users(ras, nodes, run_as, cluster=name), **layout_options)
         bins = find_binaries(postgres_bin, etcd_bin)
         directory.mkdir(parents=True, exist_ok=True)
         os.chmod(directory, 0o755)

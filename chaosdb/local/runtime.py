@@ -20,6 +20,7 @@ really running it as that user.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata as md
 import os
 import pwd
@@ -34,7 +35,7 @@ from typing import Iterable
 
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["RunAs", "resolve_run_as", "node_users", "find_binaries", "prepare_runtime", "Binaries"]
+__all__ = ["RunAs", "resolve_run_as", "node_user_name", "node_users", "find_binaries", "prepare_runtime", "Binaries"]
 
 DEFAULT_USER = "chaosdb"
 
@@ -98,19 +99,35 @@ def resolve_run_as(run_as: str | None = None) -> RunAs:
     return RunAs(name, entry.pw_uid, entry.pw_gid)
 
 
-def node_users(cluster_user: RunAs, nodes: int, run_as: str | None = None) -> list[RunAs]:
+def node_user_name(cluster: str, index: int) -> str:
+    """The system user node *index* of *cluster* runs as: ``chaosdb-n<i>`` for the default cluster ``chaosdb``,
+    ``chaosdb-<cluster>-n<i>`` for any other (shortened with a hash to fit the 32 characters of a user name).
+    Two clusters on one machine never share a node identity, so a network fault on one never touches the other."""
+    if cluster == DEFAULT_USER:
+        return f"{DEFAULT_USER}-n{index}"
+    tag = re.sub(r"[^a-z0-9-]+", "-", cluster.lower()).strip("-") or "cluster"
+    suffix = f"-n{index}"
+    room = 32 - len(DEFAULT_USER) - 1 - len(suffix)
+    if len(tag) > room:
+        digest = hashlib.sha1(cluster.encode()).hexdigest()[:6]
+        tag = tag[: room - 7].rstrip("-") + "-" + digest
+    return f"{DEFAULT_USER}-{tag}{suffix}"
+
+
+def node_users(cluster_user: RunAs, nodes: int, run_as: str | None = None,
+               cluster: str = DEFAULT_USER) -> list[RunAs]:
     """The user each node runs as.
 
-    As root with the default user, node *i* runs as its own system user ``chaosdb-n<i>``
-    (created if missing): a node then has an identity of its own on the host, which is
-    what per-node network faults match on (``iptables -m owner``), just as separate
-    machines would. With ``--run-as`` or as a normal user every node runs as that user.
+    As root with the default user, node *i* runs as its own system user (:func:`node_user_name`, created if
+    missing): a node then has an identity of its own on the host, which is what per-node network faults match
+    on (``iptables -m owner``), just as separate machines would. With ``--run-as`` or as a normal user every
+    node runs as that user.
     """
     if os.geteuid() != 0 or (run_as and run_as != DEFAULT_USER):
         return [cluster_user] * nodes
     users = []
     for i in range(1, nodes + 1):
-        name = f"{DEFAULT_USER}-n{i}"
+        name = node_user_name(cluster, i)
         try:
             entry = pwd.getpwnam(name)
         except KeyError:

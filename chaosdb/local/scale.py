@@ -40,7 +40,7 @@ def _next_node(layout: ClusterLayout) -> NodeLayout:
         host, off = ".".join(map(str, parts[:3] + [parts[3] + i - 1])), 0
     per_node_users = any(n.user and n.user != layout.run_as for n in layout.nodes)
     cluster_user = RunAs(layout.run_as, layout.uid, layout.gid)
-    user = node_users(cluster_user, i)[-1] if per_node_users else cluster_user
+    user = node_users(cluster_user, i, cluster=layout.name)[-1] if per_node_users else cluster_user
     return NodeLayout(name=f"node{i}", host=host, pg_port=first.pg_port + off, api_port=first.api_port + off,
                       etcd_client_port=first.etcd_client_port + off, etcd_peer_port=first.etcd_peer_port + off,
                       dir=str(layout.path / f"node{i}"), user=user.user, uid=user.uid, gid=user.gid)

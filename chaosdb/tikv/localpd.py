@@ -7,7 +7,7 @@ it as against a real cluster; what it cannot do is serve data (no TiKV, so no lo
 store: ``kill_store`` and the local CPU/memory limits need real ``tikv-server`` processes).
 
 Member *i* listens on ``127.0.40.<i>`` (client ``:2379``, peer ``:2380``); the simulator's status address is
-``127.0.40.100:20180`` (``/event?event=down-node&node-id=N`` takes a store away). Binaries are found by
+99 above the first member's (``127.0.40.100:20180`` by default), so clusters on other bases never share it (``/event?event=down-node&node-id=N`` takes a store away). Binaries are found by
 :mod:`chaosdb.core.binaries`. State is ``pd.json`` in the cluster directory; every process runs with its working
 directory inside it, which is how ``down`` finds them (also after a crash of this program).
 
@@ -55,7 +55,7 @@ def plan(directory: Path, name: str = "pd", members: int = 1, stores: int = 5, r
     return {"kind": "pd", "cluster": name, "dir": str(directory), "members": members_plan,
             "stores": stores, "regions": regions,
             "simulator": {"dir": str(directory / "simulator"),
-                          "status_addr": ".".join(map(str, octets[:3] + [100])) + ":20180"}}
+                          "status_addr": ".".join(map(str, octets[:3] + [octets[3] + 99])) + ":20180"}}
 
 
 def simulator_config(layout: dict[str, Any]) -> str:

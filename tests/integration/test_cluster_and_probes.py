@@ -57,7 +57,8 @@ def test_cluster_runs_unprivileged_when_started_as_root(healthy):
         # as root each node has a user of its own (what per-node network faults match on), never root
         assert 0 not in per_node.values()
         assert len(set(per_node.values())) == len(healthy.nodes)
-        assert [healthy.node_user(n)[0] for n in healthy.nodes] == ["chaosdb-n1", "chaosdb-n2", "chaosdb-n3"]
+        # and a user of this cluster's own: another cluster on the machine never shares a node identity
+        assert [healthy.node_user(n)[0] for n in healthy.nodes] == [f"chaosdb-{healthy.name}-n{i}" for i in (1, 2, 3)]
     else:
         assert set(per_node.values()) == {os.geteuid()}
 

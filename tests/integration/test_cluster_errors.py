@@ -77,14 +77,14 @@ def test_node_that_never_becomes_healthy_is_explained_with_its_log(local_extra, 
             assert not any(node_processes(n.path) for n in layout.nodes)
 
 
-def test_data_dir_owned_by_someone_else_is_refused(pg_cluster, cluster_root):
+def test_data_dir_owned_by_someone_else_is_refused(local_extra, cluster_root):
     if os.geteuid() != 0:
         pytest.skip("needs root to create a directory owned by another user")
     # a stopped copy of the layout is enough: point a second cluster description at a root-owned data dir
     directory = cluster_root / "owned"
     layout = lc.plan_layout("owned", directory, nodes=1, address_base="127.0.0.61",
-                            run_as=lc.resolve_run_as(pg_cluster.run_as))
+                            run_as=lc.resolve_run_as(None))
     node = layout.nodes[0]
     node.data_dir.mkdir(parents=True)  # owned by root
     with pytest.raises(ChaosDBError, match=r"belongs to uid 0.*chown -R"):
-        lc._prepare_dirs(layout, lc.resolve_run_as(pg_cluster.run_as))
+        lc._prepare_dirs(layout, lc.resolve_run_as(None))

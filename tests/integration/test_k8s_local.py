@@ -385,18 +385,26 @@ def test_scale_out_and_back(cfg):
     assert k8sp.statefulset_status("cockroachdb", CRDB_NS, configuration=cfg)["ready_replicas"] == 4, up
     k8s.scale_statefulset("cockroachdb", 3, CRDB_NS, timeout_s=120, configuration=cfg)
     assert _poll(lambda: len(k8sp.pods_of_statefulset("cockroachdb", CRDB_NS, configuration=cfg)) == 3)
+    assert k8s.wait_for_statefulset_ready("cockroachdb", CRDB_NS, timeout_s=120, configuration=cfg)
 
 
 # --- a real chaos run ------------------------------------------------------------------------------------
 
 def test_chaos_run_of_the_pod_failure_experiment_against_the_local_cluster(cfg, kube, tmp_path):
+    # the experiment's hypothesis needs the StatefulSet whole, as a game day would check first
+    assert k8s.wait_for_statefulset_ready("cockroachdb", CRDB_NS, timeout_s=120, configuration=cfg)
     env = {**os.environ, "CHAOSDB_KUBECONFIG": kube["kubeconfig"], "CHAOSDB_CHAOS_DURATION": "8s",
            "CHAOSDB_TARGET_POD": "cockroachdb-1"}
-    done = subprocess.run([CHAOS, "--no-version-check", "run", "--journal-path", str(tmp_path / "journal.json"),
-                           str(ROOT / "experiments" / "kubernetes" / "chaosmesh-pod-failure-statefulset.json")],
-                          env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path, check=False)
+    log = tmp_path / "chaos.log"
+    try:
+        done = subprocess.run([CHAOS, "--no-version-check", "--log-file", str(log), "run", "--journal-path",
+                               str(tmp_path / "journal.json"),
+                               str(ROOT / "experiments" / "kubernetes" / "chaosmesh-pod-failure-statefulset.json")],
+                              env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"chaos run did not end within 300 s; its log:\n{log.read_text()[-4000:]}")
     journal = json.loads((tmp_path / "journal.json").read_text())
-    assert done.returncode == 0 and journal["status"] == "completed", done.stderr[-3000:]
+    assert done.returncode == 0 and journal["status"] == "completed", log.read_text()[-4000:]
     assert journal["steady_states"]["after"]["steady_state_met"]
     runs = {r["activity"]["name"]: r for r in journal["run"]}
     assert runs["pod-failure-on-one-pod"]["output"]["targets"] == [f"{CRDB_NS}/cockroachdb-1"]

@@ -57,3 +57,13 @@ def test_cluster_dir_resolution_order(monkeypatch, tmp_path):
     assert resolve_cluster_dir(configuration={"chaosdb_cluster": "qs"}) == tmp_path / "qs"
     assert resolve_cluster_dir(configuration={"chaosdb_cluster_dir": "/cfg"}) == Path("/cfg")
     assert resolve_cluster_dir(cluster_dir="/arg", configuration={"chaosdb_cluster_dir": "/cfg"}) == Path("/arg")
+
+
+def test_node_users_are_the_clusters_own_and_fit_a_user_name():
+    from chaosdb.local.runtime import node_user_name
+
+    assert node_user_name("chaosdb", 1) == "chaosdb-n1"  # the default cluster keeps its historic names
+    assert node_user_name("pytest", 3) == "chaosdb-pytest-n3"
+    assert node_user_name("Game Day #2", 1) == "chaosdb-game-day-2-n1"
+    long = [node_user_name("a-cluster-name-far-too-long-for-a-user-" + s, 9) for s in ("x", "y")]
+    assert all(len(n) <= 32 for n in long) and long[0] != long[1]  # shortened, still told apart

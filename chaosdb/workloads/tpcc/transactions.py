@@ -15,8 +15,16 @@ from typing import Any
 from chaosdb.workloads.executor import BusinessRollback
 from chaosdb.workloads.tpcc.rand import DISTRICTS_PER_WAREHOUSE, RandomSource
 
-__all__ = ["BusinessRollback", "TxnInfo", "new_order", "payment", "order_status", "delivery", "stock_level",
-           "RUNNERS"]
+__all__ = [
+    "RUNNERS",
+    "BusinessRollback",
+    "TxnInfo",
+    "delivery",
+    "new_order",
+    "order_status",
+    "payment",
+    "stock_level",
+]
 
 
 @dataclass
@@ -25,6 +33,31 @@ class TxnInfo:
 
     key: str = ""  # New-Order: "w:d:o" of the order it wrote
     details: dict[str, Any] = field(default_factory=dict)
+
+
+# New-Order in three statements plus the COMMIT (the spec's form takes 45 for an average order): one reads the
+# warehouse and customer and takes the order number; one reads the items and locks their stock rows, in key
+# order so that two New-Orders never deadlock on them (an unused item number is simply missing); one writes the
+# order, its new-order row, every stock row (one UPDATE from arrays) and every order line (one INSERT).
+_HEAD = ("WITH d AS (UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = %(w)s AND d_id = %(d)s "
+         "RETURNING d_tax, d_next_o_id - 1 AS o_id) "
+         "SELECT w_tax, d.d_tax, d.o_id, c_discount FROM d, warehouse, customer "
+         "WHERE w_id = %(w)s AND c_w_id = %(w)s AND c_d_id = %(d)s AND c_id = %(c)s")
+_LINES_IN = ("SELECT s_w_id, s_i_id, s_quantity, {dist}, i_price FROM stock JOIN item ON i_id = s_i_id "
+             "WHERE (s_w_id, s_i_id) IN (SELECT * FROM unnest(%s::int[], %s::int[])) "
+             "ORDER BY s_w_id, s_i_id FOR UPDATE OF stock")
+_WRITE = (
+    "WITH o AS (INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, o_all_local) "
+    "  VALUES (%(o)s, %(d)s, %(w)s, %(c)s, %(now)s, NULL, %(cnt)s, %(local)s)), "
+    "n AS (INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (%(o)s, %(d)s, %(w)s)), "
+    "s AS (UPDATE stock SET s_quantity = v.q, s_ytd = s_ytd + v.ytd, s_order_cnt = s_order_cnt + v.cnt, "
+    "  s_remote_cnt = s_remote_cnt + v.rem FROM unnest(%(sw)s::int[], %(si)s::int[], %(sq)s::int[], "
+    "  %(sytd)s::int[], %(scnt)s::int[], %(srem)s::int[]) AS v(w, i, q, ytd, cnt, rem) "
+    "  WHERE s_w_id = v.w AND s_i_id = v.i) "
+    "INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, ol_delivery_d, "
+    "  ol_quantity, ol_amount, ol_dist_info) "
+    "SELECT %(o)s, %(d)s, %(w)s, n, i, s, NULL, q, a, di FROM unnest(%(ln)s::int[], %(li)s::int[], %(ls)s::int[], "
+    "  %(lq)s::int[], %(la)s::numeric[], %(ld)s::text[]) AS t(n, i, s, q, a, di)")
 
 
 def new_order(conn, rnd: RandomSource, w_id: int, d_id: int | None = None, info: TxnInfo | None = None) -> TxnInfo:
@@ -43,50 +76,56 @@ def new_order(conn, rnd: RandomSource, w_id: int, d_id: int | None = None, info:
         supply = rnd.other_warehouse(w_id) if remote else w_id
         lines.append((i_id, supply, rng.randint(1, 10)))
     all_local = int(all(s == w_id for _, s, _ in lines))
-    cur = conn.cursor()
-    w_tax = cur.execute("SELECT w_tax FROM warehouse WHERE w_id = %s", (w_id,)).fetchone()[0]
-    d_tax, o_id = cur.execute(
-        "UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = %s AND d_id = %s "
-        "RETURNING d_tax, d_next_o_id - 1", (w_id, d_id)).fetchone()
+    w_tax, d_tax, o_id, c_discount = conn.execute(_HEAD, {"w": w_id, "d": d_id, "c": c_id}).fetchone()
     info.key = f"{w_id}:{d_id}:{o_id}"
-    c_discount, _c_last, _c_credit = cur.execute(
-        "SELECT c_discount, c_last, c_credit FROM customer WHERE c_w_id = %s AND c_d_id = %s AND c_id = %s",
-        (w_id, d_id, c_id)).fetchone()
-    now = datetime.now()
-    cur.execute("INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, o_all_local) "
-                "VALUES (%s, %s, %s, %s, %s, NULL, %s, %s)", (o_id, d_id, w_id, c_id, now, ol_cnt, all_local))
-    cur.execute("INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (%s, %s, %s)", (o_id, d_id, w_id))
-    total = 0.0
-    dist_col = f"s_dist_{d_id:02d}"
-    for number, (i_id, supply, qty) in enumerate(lines, start=1):
-        item = cur.execute("SELECT i_price, i_name, i_data FROM item WHERE i_id = %s", (i_id,)).fetchone()
-        if item is None:
+    keys = sorted({(supply, i_id) for i_id, supply, _ in lines})
+    stock = {(row[0], row[1]): [row[2], row[3], row[4]] for row in conn.execute(
+        _LINES_IN.format(dist=f"s_dist_{d_id:02d}"), ([k[0] for k in keys], [k[1] for k in keys])).fetchall()}
+    for i_id, supply, _ in lines:
+        if (supply, i_id) not in stock:
             raise BusinessRollback(f"Item number is not valid ({i_id})")
-        price = float(item[0])
-        s_qty, s_dist = cur.execute(
-            f"SELECT s_quantity, {dist_col} FROM stock WHERE s_w_id = %s AND s_i_id = %s FOR UPDATE",
-            (supply, i_id)).fetchone()
-        new_qty = s_qty - qty if s_qty >= qty + 10 else s_qty - qty + 91
-        cur.execute("UPDATE stock SET s_quantity = %s, s_ytd = s_ytd + %s, s_order_cnt = s_order_cnt + 1, "
-                    "s_remote_cnt = s_remote_cnt + %s WHERE s_w_id = %s AND s_i_id = %s",
-                    (new_qty, qty, int(supply != w_id), supply, i_id))
-        amount = round(qty * price, 2)
+    # the order lines in order, each against the stock as the lines before it left it (an item may repeat)
+    ln, li, ls, lq, la, ld = [], [], [], [], [], []
+    changes: dict[tuple[int, int], list[int]] = {}  # (w, i) -> [ytd, order count, remote count]
+    total = 0.0
+    for number, (i_id, supply, qty) in enumerate(lines, start=1):
+        row = stock[(supply, i_id)]
+        s_qty = row[0]
+        row[0] = s_qty - qty if s_qty >= qty + 10 else s_qty - qty + 91
+        ch = changes.setdefault((supply, i_id), [0, 0, 0])
+        ch[0] += qty
+        ch[1] += 1
+        ch[2] += int(supply != w_id)
+        amount = round(qty * float(row[2]), 2)
         total += amount
-        cur.execute("INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, "
-                    "ol_delivery_d, ol_quantity, ol_amount, ol_dist_info) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, NULL, %s, %s, %s)",
-                    (o_id, d_id, w_id, number, i_id, supply, qty, amount, s_dist))
+        ln.append(number)
+        li.append(i_id)
+        ls.append(supply)
+        lq.append(qty)
+        la.append(amount)
+        ld.append(row[1])
+    ks = sorted(changes)
+    conn.execute(_WRITE, {
+        "o": o_id, "d": d_id, "w": w_id, "c": c_id, "now": datetime.now(), "cnt": ol_cnt, "local": all_local,
+        "sw": [k[0] for k in ks], "si": [k[1] for k in ks], "sq": [stock[k][0] for k in ks],
+        "sytd": [changes[k][0] for k in ks], "scnt": [changes[k][1] for k in ks],
+        "srem": [changes[k][2] for k in ks],
+        "ln": ln, "li": li, "ls": ls, "lq": lq, "la": la, "ld": ld})
     info.details = {"ol_cnt": ol_cnt,
                     "total": round(total * (1 - float(c_discount)) * (1 + float(w_tax) + float(d_tax)), 2)}
     return info
 
 
+_BY_NAME = ("SELECT c_id FROM customer WHERE c_w_id = %s AND c_d_id = %s AND c_last = %s ORDER BY c_first")
+
+
+def _middle(rows: list) -> int | None:
+    """The customer at position n/2 rounded up among those of that last name, by first name (2.5.2.2)."""
+    return rows[(len(rows) + 1) // 2 - 1][0] if rows else None
+
+
 def _customer_by_name(cur, w_id: int, d_id: int, c_last: str) -> int | None:
-    rows = cur.execute("SELECT c_id FROM customer WHERE c_w_id = %s AND c_d_id = %s AND c_last = %s "
-                       "ORDER BY c_first", (w_id, d_id, c_last)).fetchall()
-    if not rows:
-        return None
-    return rows[(len(rows) + 1) // 2 - 1][0]  # position n/2 rounded up (2.5.2.2)
+    return _middle(cur.execute(_BY_NAME, (w_id, d_id, c_last)).fetchall())
 
 
 def payment(conn, rnd: RandomSource, w_id: int, d_id: int | None = None, info: TxnInfo | None = None) -> TxnInfo:
@@ -99,28 +138,25 @@ def payment(conn, rnd: RandomSource, w_id: int, d_id: int | None = None, info: T
         c_w_id, c_d_id = w_id, d_id
     by_name = rng.randint(1, 100) <= 60
     amount = round(rng.uniform(1.00, 5000.00), 2)
-    cur = conn.cursor()
-    w_name = cur.execute("UPDATE warehouse SET w_ytd = w_ytd + %s WHERE w_id = %s RETURNING w_name",
-                         (amount, w_id)).fetchone()[0]
-    d_name = cur.execute("UPDATE district SET d_ytd = d_ytd + %s WHERE d_w_id = %s AND d_id = %s RETURNING d_name",
-                         (amount, w_id, d_id)).fetchone()[0]
-    if by_name:
-        c_id = _customer_by_name(cur, c_w_id, c_d_id, rnd.customer_last_name())
-        if c_id is None:  # cannot happen on a correctly loaded database; fall back to an id
-            c_id = rnd.customer_id()
-    else:
+    c_last = rnd.customer_last_name() if by_name else ""
+    w_name, d_name = conn.execute(  # both balances in one statement
+        "WITH w AS (UPDATE warehouse SET w_ytd = w_ytd + %(a)s WHERE w_id = %(w)s RETURNING w_name), "
+        "d AS (UPDATE district SET d_ytd = d_ytd + %(a)s WHERE d_w_id = %(w)s AND d_id = %(d)s RETURNING d_name) "
+        "SELECT w.w_name, d.d_name FROM w, d", {"a": amount, "w": w_id, "d": d_id}).fetchone()
+    c_id = _customer_by_name(conn, c_w_id, c_d_id, c_last) if by_name else None
+    if c_id is None:  # by id; or no such name, which cannot happen on a correctly loaded database
         c_id = rnd.customer_id()
-    credit, c_data = cur.execute(
+    credit, c_data = conn.execute(
         "UPDATE customer SET c_balance = c_balance - %s, c_ytd_payment = c_ytd_payment + %s, "
         "c_payment_cnt = c_payment_cnt + 1 WHERE c_w_id = %s AND c_d_id = %s AND c_id = %s "
         "RETURNING c_credit, c_data", (amount, amount, c_w_id, c_d_id, c_id)).fetchone()
     if credit == "BC":
         new_data = f"{c_id} {c_d_id} {c_w_id} {d_id} {w_id} {amount:.2f} | {c_data}"[:500]
-        cur.execute("UPDATE customer SET c_data = %s WHERE c_w_id = %s AND c_d_id = %s AND c_id = %s",
-                    (new_data, c_w_id, c_d_id, c_id))
-    cur.execute("INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, h_data) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (c_id, c_d_id, c_w_id, d_id, w_id, datetime.now(), amount, f"{w_name}    {d_name}"[:24]))
+        conn.execute("UPDATE customer SET c_data = %s WHERE c_w_id = %s AND c_d_id = %s AND c_id = %s",
+                     (new_data, c_w_id, c_d_id, c_id))
+    conn.execute("INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, h_data) "
+                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                 (c_id, c_d_id, c_w_id, d_id, w_id, datetime.now(), amount, f"{w_name}    {d_name}"[:24]))
     info.details = {"by_name": by_name, "remote": c_w_id != w_id}
     return info
 
@@ -130,41 +166,42 @@ def order_status(conn, rnd: RandomSource, w_id: int, d_id: int | None = None,
     rng = rnd.rng
     info = info or TxnInfo()
     d_id = d_id or rng.randint(1, DISTRICTS_PER_WAREHOUSE)
-    cur = conn.cursor()
-    c_id = _customer_by_name(cur, w_id, d_id, rnd.customer_last_name()) if rng.randint(1, 100) <= 60 else None
+    c_id = _customer_by_name(conn, w_id, d_id, rnd.customer_last_name()) if rng.randint(1, 100) <= 60 else None
     c_id = c_id or rnd.customer_id()
-    cur.execute("SELECT c_balance, c_first, c_middle, c_last FROM customer WHERE c_w_id = %s AND c_d_id = %s "
-                "AND c_id = %s", (w_id, d_id, c_id)).fetchone()
-    order = cur.execute("SELECT o_id, o_entry_d, o_carrier_id FROM orders WHERE o_w_id = %s AND o_d_id = %s "
-                        "AND o_c_id = %s ORDER BY o_id DESC LIMIT 1", (w_id, d_id, c_id)).fetchone()
-    if order:
-        cur.execute("SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d FROM order_line "
-                    "WHERE ol_w_id = %s AND ol_d_id = %s AND ol_o_id = %s", (w_id, d_id, order[0])).fetchall()
+    conn.execute("SELECT c_balance, c_first, c_middle, c_last FROM customer WHERE c_w_id = %s AND c_d_id = %s "
+                 "AND c_id = %s", (w_id, d_id, c_id)).fetchone()
+    # the customer's last order and its lines in one statement
+    lines = conn.execute(
+        "SELECT o.o_id, o.o_entry_d, o.o_carrier_id, ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d "
+        "FROM (SELECT o_id, o_entry_d, o_carrier_id FROM orders WHERE o_w_id = %s AND o_d_id = %s AND o_c_id = %s "
+        "ORDER BY o_id DESC LIMIT 1) o LEFT JOIN order_line ON ol_w_id = %s AND ol_d_id = %s AND ol_o_id = o.o_id",
+        (w_id, d_id, c_id, w_id, d_id)).fetchall()
+    info.details = {"lines": sum(1 for row in lines if row[3] is not None)}
     return info
+
+
+# Delivery in one statement: the oldest new order of each district is taken (a concurrent Delivery that took it
+# first makes this one skip that district, as the spec allows), its order gets the carrier, its lines the
+# delivery date, its customer the amount; the districts delivered come back.
+_DELIVERY = (
+    "WITH taken AS (DELETE FROM new_order WHERE (no_w_id, no_d_id, no_o_id) IN ("
+    "  SELECT no_w_id, no_d_id, min(no_o_id) FROM new_order WHERE no_w_id = %(w)s GROUP BY no_w_id, no_d_id) "
+    "  RETURNING no_d_id AS d, no_o_id AS o), "
+    "ord AS (UPDATE orders SET o_carrier_id = %(carrier)s FROM taken "
+    "  WHERE o_w_id = %(w)s AND o_d_id = taken.d AND o_id = taken.o RETURNING o_d_id AS d, o_c_id AS c), "
+    "lines AS (UPDATE order_line SET ol_delivery_d = %(now)s FROM taken "
+    "  WHERE ol_w_id = %(w)s AND ol_d_id = taken.d AND ol_o_id = taken.o RETURNING ol_d_id AS d, ol_amount AS a), "
+    "amounts AS (SELECT d, sum(a) AS a FROM lines GROUP BY d) "
+    "UPDATE customer SET c_balance = c_balance + amounts.a, c_delivery_cnt = c_delivery_cnt + 1 "
+    "FROM ord JOIN amounts ON amounts.d = ord.d "
+    "WHERE c_w_id = %(w)s AND c_d_id = ord.d AND c_id = ord.c RETURNING c_d_id")
 
 
 def delivery(conn, rnd: RandomSource, w_id: int, d_id: int | None = None, info: TxnInfo | None = None) -> TxnInfo:
     info = info or TxnInfo()
     carrier = rnd.rng.randint(1, 10)
-    cur = conn.cursor()
-    delivered = 0
-    now = datetime.now()
-    for d in range(1, DISTRICTS_PER_WAREHOUSE + 1):
-        row = cur.execute("SELECT no_o_id FROM new_order WHERE no_w_id = %s AND no_d_id = %s "
-                          "ORDER BY no_o_id LIMIT 1 FOR UPDATE", (w_id, d)).fetchone()
-        if row is None:
-            continue
-        o_id = row[0]
-        cur.execute("DELETE FROM new_order WHERE no_w_id = %s AND no_d_id = %s AND no_o_id = %s", (w_id, d, o_id))
-        c_id = cur.execute("UPDATE orders SET o_carrier_id = %s WHERE o_w_id = %s AND o_d_id = %s AND o_id = %s "
-                           "RETURNING o_c_id", (carrier, w_id, d, o_id)).fetchone()[0]
-        total = cur.execute("UPDATE order_line SET ol_delivery_d = %s WHERE ol_w_id = %s AND ol_d_id = %s "
-                            "AND ol_o_id = %s RETURNING ol_amount", (now, w_id, d, o_id)).fetchall()
-        cur.execute("UPDATE customer SET c_balance = c_balance + %s, c_delivery_cnt = c_delivery_cnt + 1 "
-                    "WHERE c_w_id = %s AND c_d_id = %s AND c_id = %s",
-                    (sum(float(t[0]) for t in total), w_id, d, c_id))
-        delivered += 1
-    info.details = {"delivered": delivered}
+    rows = conn.execute(_DELIVERY, {"w": w_id, "carrier": carrier, "now": datetime.now()}).fetchall()
+    info.details = {"delivered": len(rows)}
     return info
 
 
@@ -173,13 +210,11 @@ def stock_level(conn, rnd: RandomSource, w_id: int, d_id: int | None = None,
     info = info or TxnInfo()
     d_id = d_id or rnd.rng.randint(1, DISTRICTS_PER_WAREHOUSE)
     threshold = rnd.rng.randint(10, 20)
-    cur = conn.cursor()
-    next_o = cur.execute("SELECT d_next_o_id FROM district WHERE d_w_id = %s AND d_id = %s",
-                         (w_id, d_id)).fetchone()[0]
-    low = cur.execute(
+    low = conn.execute(
         "SELECT count(DISTINCT s_i_id) FROM order_line JOIN stock ON s_w_id = ol_w_id AND s_i_id = ol_i_id "
-        "WHERE ol_w_id = %s AND ol_d_id = %s AND ol_o_id >= %s AND ol_o_id < %s AND s_quantity < %s",
-        (w_id, d_id, next_o - 20, next_o, threshold)).fetchone()[0]
+        "CROSS JOIN (SELECT d_next_o_id AS next FROM district WHERE d_w_id = %s AND d_id = %s) d "
+        "WHERE ol_w_id = %s AND ol_d_id = %s AND ol_o_id >= d.next - 20 AND ol_o_id < d.next AND s_quantity < %s",
+        (w_id, d_id, w_id, d_id, threshold)).fetchone()[0]
     info.details = {"low_stock": low}
     return info
 
