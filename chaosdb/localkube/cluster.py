@@ -171,7 +171,10 @@ def command_lines(layout: dict[str, Any], bins: dict[str, str], pki: Pki) -> dic
             f"--bind-address={a}", f"--secure-port={PORTS['controller-manager']}",
             f"--service-account-private-key-file={pki.sa_key}", f"--root-ca-file={pki.ca_crt}",
             f"--cluster-signing-cert-file={pki.ca_crt}", f"--cluster-signing-key-file={pki.ca_key}",
-            "--use-service-account-credentials=false", "--v=1"], {}),
+            "--use-service-account-credentials=false",
+            # kwok's nodes are fake and never fail: on a busy machine a late heartbeat must not turn every pod
+            # NotReady (the default grace is 50 s)
+            "--node-monitor-grace-period=10m", "--v=1"], {}),
         "kube-scheduler": ([
             bins["kube-scheduler"], f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}",
             f"--authorization-kubeconfig={kc}", "--leader-elect=false", f"--bind-address={a}",
@@ -180,6 +183,7 @@ def command_lines(layout: dict[str, Any], bins: dict[str, str], pki: Pki) -> dic
             bins["kwok"], f"--kubeconfig={kc}", "--manage-all-nodes=false",
             "--manage-nodes-with-annotation-selector=" + "=".join(resources.FAKE_NODE_ANNOTATION),
             f"--server-address={a}:{PORTS['kwok']}", "--cidr=10.244.0.1/16", f"--node-ip={a}",
+            "--node-lease-duration-seconds=40",
             "--config=" + str(d / "kwok" / "kwok.yaml")], {}),
         "chaos-controller-manager": ([bins["chaos-controller-manager"]] if "chaos-controller-manager" in bins
                                      else [], {

@@ -400,9 +400,12 @@ def test_chaos_run_of_the_pod_failure_experiment_against_the_local_cluster(cfg, 
         done = subprocess.run([CHAOS, "--no-version-check", "--log-file", str(log), "run", "--journal-path",
                                str(tmp_path / "journal.json"),
                                str(ROOT / "experiments" / "kubernetes" / "chaosmesh-pod-failure-statefulset.json")],
-                              env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
+                              env=env, capture_output=True, text=True, timeout=150, cwd=tmp_path, check=False)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"chaos run did not end within 300 s; its log:\n{log.read_text()[-4000:]}")
+        state = {"statefulset": k8sp.statefulset_status("cockroachdb", CRDB_NS, configuration=cfg),
+                 "pods": k8sp.pods_of_statefulset("cockroachdb", CRDB_NS, configuration=cfg)}
+        pytest.fail(f"chaos run did not end within 150 s; the StatefulSet: {json.dumps(state, default=str)}\n"
+                    f"its log:\n{log.read_text()[-2000:]}")
     journal = json.loads((tmp_path / "journal.json").read_text())
     assert done.returncode == 0 and journal["status"] == "completed", log.read_text()[-4000:]
     assert journal["steady_states"]["after"]["steady_state_met"]
