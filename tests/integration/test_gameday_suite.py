@@ -107,7 +107,10 @@ def test_game_day_killed_resumed_reported_and_gated(tmp_path):
         assert sc["p99_ms"]["n"] == 2 and sc["recovery"]["n"] + sc["recovery"]["not_recovered"] == 2
         assert summary["table_6_1"]["scenarios"][0]["runs"] == 2
         html = (results / "report.html").read_text()
-        assert "process-kill" in html and "data:image/png;base64," in html
+        assert "process-kill" in html
+        # the recovery plot is drawn from the runs that recovered within their window (on a busy machine neither
+        # may have: the table then says so with a dash)
+        assert ("data:image/png;base64," in html) == (sc["recovery"]["n"] > 0), sc["recovery"]
         assert not (home / "chaosdb-test-gameday").exists()  # the suite took its cluster down (purge)
 
         gate = [CHAOSDB, "gameday", "gate", str(results), "--check", "p99_ms:+10%", "--check", "recovery_s:+10%"]
