@@ -25,8 +25,6 @@ import shutil
 import signal
 import socket
 import ssl
-import subprocess
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +34,7 @@ import yaml
 
 from chaosdb.core.binaries import find_binary
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.servers import spawn_server, wait_ready
 from chaosdb.k8s import api
 from chaosdb.local.processes import node_processes, signal_pids, wait_gone
 from chaosdb.localkube import apply, resources, workloads
@@ -105,15 +104,6 @@ def _credentials(directory: Path, layout: dict[str, Any], pki: Pki) -> None:
         "contexts": [{"name": layout["cluster"], "context": {"cluster": layout["cluster"], "user": "chaosdb-admin",
                                                             "namespace": "default"}}]}
     _write_secret(Path(layout["kubeconfig"]), yaml.safe_dump(kubeconfig, sort_keys=False))
-
-
-def _spawn(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> int:
-    cwd.mkdir(parents=True, exist_ok=True)
-    with open(cwd / "server.log", "ab") as out:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True, cwd=cwd, env={**os.environ, **(env or {})})
-    threading.Thread(target=proc.wait, daemon=True).start()  # reap it if it dies while we run
-    return proc.pid
 
 
 def etcd_binary(bin_dir: str | None) -> str:
@@ -195,15 +185,7 @@ def command_lines(layout: dict[str, Any], bins: dict[str, str], pki: Pki) -> dic
 
 
 def _wait(directory: Path, check: Callable[[], tuple[bool, str]], deadline: float, failure: str) -> None:
-    """Poll *check* (-> ok, why) until ok; at *deadline* stop everything and fail with *failure* and why."""
-    while True:
-        ok, why = check()
-        if ok:
-            return
-        if time.monotonic() > deadline:
-            down(directory)
-            raise ChaosDBError(f"{failure} ({why})")
-        time.sleep(0.2)
+    wait_ready(check, deadline, failure, on_timeout=lambda: down(directory))
 
 
 def _http_ok(url: str, pki: Pki, token: str | None = None) -> tuple[bool, str]:
@@ -286,7 +268,7 @@ def up(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1", n
 
     def start(server: str) -> None:
         argv, env = lines[server]
-        _spawn(argv, directory / server, env)
+        spawn_server(argv, directory / server, directory / server / "server.log", env)
         started.append(server)
 
     a = layout["address"]

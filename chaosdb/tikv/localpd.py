@@ -20,18 +20,17 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from chaosdb.core.binaries import find_binary
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.servers import spawn_server, wait_ready
 from chaosdb.local.processes import node_processes, signal_pids, wait_gone
 from chaosdb.tikv import cluster as pd_cluster
 
-__all__ = ["STATE_FILE", "plan", "simulator_config", "up", "status", "down", "configuration_of", "sim_event"]
+__all__ = ["STATE_FILE", "configuration_of", "down", "plan", "sim_event", "simulator_config", "status", "up"]
 
 STATE_FILE = "pd.json"
 PD_VERSION_FOR_STORES = "8.5.7"  # PD refuses stores without a dotted version
@@ -69,16 +68,6 @@ def simulator_config(layout: dict[str, Any]) -> str:
 def configuration_of(layout: dict[str, Any]) -> dict[str, Any]:
     urls = [m["client_url"] for m in layout["members"]]
     return {"pd_url": urls[0], "pd_urls": urls}
-
-
-def _spawn(argv: list[str], cwd: str, log: Path) -> int:
-    Path(cwd).mkdir(parents=True, exist_ok=True)
-    out = open(log, "ab")
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                            start_new_session=True, cwd=cwd)
-    out.close()
-    threading.Thread(target=proc.wait, daemon=True).start()  # reap it if it dies while we run
-    return proc.pid
 
 
 def _save(layout: dict[str, Any]) -> None:
@@ -131,7 +120,7 @@ def up(directory: Path, name: str = "pd", members: int = 1, stores: int = 5, reg
     t0 = time.monotonic()
     initial = ",".join(f"{m['name']}={m['peer_url']}" for m in layout["members"])
     for m in layout["members"]:
-        _spawn([pd_bin, "--name", m["name"], "--data-dir", str(Path(m["dir"]) / "data"),
+        spawn_server([pd_bin, "--name", m["name"], "--data-dir", str(Path(m["dir"]) / "data"),
                 "--client-urls", m["client_url"], "--peer-urls", m["peer_url"], "--initial-cluster", initial,
                 "--log-file", str(Path(m["dir"]) / "pd.log")], m["dir"], Path(m["dir"]) / "stdout.log")
     cfg = configuration_of(layout)
@@ -148,7 +137,7 @@ def up(directory: Path, name: str = "pd", members: int = 1, stores: int = 5, reg
     sim = layout["simulator"]
     Path(sim["dir"]).mkdir(parents=True, exist_ok=True)
     (Path(sim["dir"]) / "simconfig.toml").write_text(simulator_config(layout))
-    _spawn([sim_bin, f"--pd-endpoints={','.join(m['client_url'] for m in layout['members'])}",
+    spawn_server([sim_bin, f"--pd-endpoints={','.join(m['client_url'] for m in layout['members'])}",
             f"--config={Path(sim['dir']) / 'simconfig.toml'}", "--case=stable", f"--status-addr={sim['status_addr']}",
             f"--log-file={Path(sim['dir']) / 'simulator.log'}"], sim["dir"], Path(sim["dir"]) / "stdout.log")
     _wait(directory, lambda: _ready(cfg, layout), deadline,
@@ -158,15 +147,7 @@ def up(directory: Path, name: str = "pd", members: int = 1, stores: int = 5, reg
 
 
 def _wait(directory: Path, check: Any, deadline: float, failure: str) -> None:
-    """Poll *check* (-> ok, why) until ok; at *deadline* stop what was started and fail with *failure* (why)."""
-    while True:
-        ok, why = check()
-        if ok:
-            return
-        if time.monotonic() > deadline:
-            down(directory)
-            raise ChaosDBError(f"{failure} ({why})")
-        time.sleep(0.3)
+    wait_ready(check, deadline, failure, on_timeout=lambda: down(directory), every_s=0.3)
 
 
 def _summary(layout: dict[str, Any], **extra: Any) -> dict[str, Any]:

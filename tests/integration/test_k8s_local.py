@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -36,6 +35,7 @@ from chaosdb.manifests.validate import validate_object
 from chaosdb.tikv import cluster as tikv_cluster
 from chaosdb.tikv import localpd
 from tests.chaosrun import CHAOS
+from tests.polling import poll
 from tests.realservers import real_binaries
 
 pytestmark = pytest.mark.integration
@@ -45,13 +45,7 @@ CHAOS_NS, CRDB_NS, TIKV_NS = "chaos-testing", "cockroachdb", "tidb-cluster"
 
 
 def _poll(check, timeout: float = 120.0, every: float = 0.3):
-    """The first truthy result of *check* within *timeout*, else the last one."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result or time.monotonic() > deadline:
-            return result
-        time.sleep(every)
+    return poll(check, timeout, every)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.local.processes import node_processes
 from chaosdb.tikv import actions, localpd, probes
 from chaosdb.tikv.keys import encode_key
+from tests.polling import poll
 from tests.realservers import real_binaries
 
 pytestmark = pytest.mark.integration
@@ -33,13 +33,7 @@ KEY = "usertable:user1000"
 
 
 def _poll(check, timeout: float = 90.0, every: float = 0.5):
-    """The first truthy result of *check* within *timeout*, else the last one."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result or time.monotonic() > deadline:
-            return result
-        time.sleep(every)
+    return poll(check, timeout, every)
 
 
 @pytest.fixture(scope="module")
