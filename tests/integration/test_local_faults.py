@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import urllib.request
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -91,9 +92,10 @@ def test_cpu_quota_throttles_the_node_to_about_its_quota(no_residue, config):
     t = threading.Thread(target=spin, daemon=True)
     t.start()
     time.sleep(0.5)
-    c0 = cpu_time_s([pid])
+    # rates divide by the wall time measured around the reads: on a busy machine a sleep lasts longer than asked
+    w0, c0 = time.monotonic(), cpu_time_s([pid])
     time.sleep(3.0)
-    free_rate = (cpu_time_s([pid]) - c0) / 3.0
+    free_rate = (cpu_time_s([pid]) - c0) / (time.monotonic() - w0)
     assert free_rate > 0, "the busy backend got no CPU at all before the fault"
     # the quota is set from what this backend got unthrottled (a busy machine gives it less than a core):
     # a quarter of that, for the whole node (this backend is one of its processes)
@@ -103,9 +105,9 @@ def test_cpu_quota_throttles_the_node_to_about_its_quota(no_residue, config):
     rec = actions.limit_cpu(target=leader, quota_s=quota_s, period_s=period_s, configuration=config)
     assert pid in rec["cgroups"][0]["pids"]
     time.sleep(period_s + 0.1)  # let the current period run out
-    c1 = cpu_time_s([pid])
+    w1, c1 = time.monotonic(), cpu_time_s([pid])
     time.sleep(4.0)
-    limited_rate = (cpu_time_s([pid]) - c1) / 4.0
+    limited_rate = (cpu_time_s([pid]) - c1) / (time.monotonic() - w1)
     done = actions.revert_faults(configuration=config)
     conn.cancel()
     t.join(10)
@@ -120,7 +122,11 @@ def test_cpu_quota_throttles_the_node_to_about_its_quota(no_residue, config):
     # every process is back where it was: none is left in a chaosdb group
     node = layout.node(leader)
     for p in node_processes(node.path, node.data_dir):
-        assert "/chaosdb/" not in open(f"/proc/{p.pid}/cgroup").read()
+        try:
+            groups = Path(f"/proc/{p.pid}/cgroup").read_text()
+        except FileNotFoundError:
+            continue  # a short-lived process (a health-check connection's backend) ended since the listing
+        assert "/chaosdb/" not in groups, f"pid {p.pid} ({p.kind}) is still in a chaosdb group"
 
 
 def test_memory_limit_caps_usage_and_reports_pressure(no_residue, config):
