@@ -21,8 +21,8 @@ from typing import Any
 
 from chaosdb.cockroach import channels, localproc
 from chaosdb.cockroach.version import parse_version
+from chaosdb.core import processes
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.local import processes
 
 __all__ = ["STATE_FILE", "find_binary", "plan", "start_argv", "up", "status", "down", "configuration_of"]
 

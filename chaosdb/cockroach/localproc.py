@@ -16,47 +16,14 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.local import processes
-from chaosdb.local.state import default_home
+from chaosdb.core.home import default_home
+from chaosdb.core.processes import argv_of, listen_addresses, processes_serving, read_proc, wait_gone
 
-__all__ = ["node_address_flags", "processes_serving", "find_node_process", "signal_node", "restart_saved", "saved_path", "save_process",
+__all__ = ["find_node_process", "signal_node", "restart_saved", "saved_path", "save_process",
            "saved_nodes"]
-
-_ADDR_FLAGS = ("--listen-addr", "--advertise-addr", "--addr", "--advertise-host", "--host")
-_LOCAL = {"localhost", "127.0.0.1", "::1", "0.0.0.0", ""}
-
-
-def _norm(addr: str, default_port: str = "26257") -> tuple[str, str]:
-    addr = addr.strip()
-    if addr.startswith("["):
-        host, _, port = addr[1:].partition("]")
-        port = port.lstrip(":")
-    elif addr.count(":") == 1:
-        host, port = addr.split(":")
-    else:
-        host, port = addr, ""
-    host = "127.0.0.1" if host in _LOCAL else host
-    return host, port or default_port
-
-
-def node_address_flags(argv: list[str]) -> set[tuple[str, str]]:
-    """Addresses a ``cockroach start`` argv listens on / advertises, as (host, port)."""
-    vals: dict[str, str] = {}
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        for flag in (*_ADDR_FLAGS, "--port"):
-            if a == flag and i + 1 < len(argv):
-                vals[flag] = argv[i + 1]
-                i += 1
-            elif a.startswith(flag + "="):
-                vals[flag] = a.split("=", 1)[1]
-        i += 1
-    port = vals.get("--port", "26257")
-    return {_norm(vals[f], port) for f in _ADDR_FLAGS if f in vals}
 
 
 def _is_cockroach_start(argv: list[str]) -> bool:
@@ -64,22 +31,6 @@ def _is_cockroach_start(argv: list[str]) -> bool:
         return False
     names = [os.path.basename(a) for a in argv[:3]]
     return any(n.startswith("cockroach") for n in names) and any(a in ("start", "start-single-node") for a in argv)
-
-
-def processes_serving(address: str, is_server: Callable[[list[str]], bool]) -> list[int]:
-    """Live processes (not this one) whose argv *is_server* accepts and whose address flags name *address*
-    (host:port; ``localhost`` and ``0.0.0.0`` count as ``127.0.0.1``). Shared by CockroachDB and TiKV."""
-    want = _norm(address)
-    me = os.getpid()
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        pid = int(entry)
-        argv = [a for a in processes._read(f"/proc/{pid}/cmdline").split("\0") if a]
-        if argv and is_server(argv) and want in node_address_flags(argv) and processes.pid_alive(pid):
-            out.append(pid)
-    return sorted(out)
 
 
 def find_node_process(address: str) -> int | None:
@@ -93,9 +44,9 @@ def saved_path(node_id: int) -> Path:
 
 
 def save_process(node_id: int, pid: int) -> dict[str, Any]:
-    argv = [a for a in processes._read(f"/proc/{pid}/cmdline").split("\0") if a]
+    argv = argv_of(pid)
     env = {}
-    for item in processes._read(f"/proc/{pid}/environ").split("\0"):
+    for item in read_proc(f"/proc/{pid}/environ").split("\0"):
         k, sep, v = item.partition("=")
         if sep:  # the whole environment: the node must start as it ran (file is private, 0600)
             env[k] = v
@@ -123,7 +74,7 @@ def signal_node(node_id: int, address: str, sig: str, wait_s: float = 10.0) -> d
     os.kill(pid, signum)
     gone = False
     if saved is not None:
-        left = processes.wait_gone([pid], wait_s)
+        left = wait_gone([pid], wait_s)
         gone = not left
     return {"pid": pid, "signal": sig, "exited": gone, "exit_wait_s": round(time.monotonic() - t0, 3),
             "restartable": saved is not None}
@@ -159,7 +110,7 @@ def restart_saved(node_id: int) -> dict[str, Any]:
 
 
 def find_node_process_from_argv(argv: list[str]) -> int | None:
-    addrs = node_address_flags(argv)
+    addrs = listen_addresses(argv)
     for host, port in addrs:
         pid = find_node_process(f"{host}:{port}")
         if pid is not None:

@@ -21,6 +21,8 @@ from typing import Any, Callable, Iterable
 
 from chaosdb.core.detach import spawn_detached
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.processes import cmdline
+from chaosdb.core.processes import start_time as process_start_time
 from chaosdb.faults import cgroups, netfilter, traffic
 from chaosdb.faults.classify import (
     NodeIdentity,
@@ -36,8 +38,6 @@ from chaosdb.faults.records import (
     load_records,
     new_record,
 )
-from chaosdb.local.processes import cmdline
-from chaosdb.local.processes import start_time as process_start_time
 
 __all__ = [
     "ProcessGroup", "inject_cpu_quota", "inject_memory_limit", "inject_network", "inject_proxy_delay",

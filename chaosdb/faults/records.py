@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.local.processes import start_time as process_start_time
+from chaosdb.core.home import default_home
+from chaosdb.core.processes import start_time as process_start_time
 
 __all__ = ["FaultRecord", "faults_dir", "new_record", "load_records", "load_record"]
 
@@ -33,8 +34,6 @@ def faults_dir() -> Path:
         return Path(env)
     if os.geteuid() == 0:
         return Path("/run/chaosdb/faults")
-    from chaosdb.local.state import default_home
-
     return default_home() / "faults"
 
 

@@ -36,14 +36,14 @@ import json
 import os
 import signal
 import subprocess
-import threading
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from chaosdb.core.detach import source_env
 from chaosdb.core.commands import die_with_parent
+from chaosdb.core.detach import source_env
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.redact import redact_dsn
 from chaosdb.core.timeutil import iso_from_epoch

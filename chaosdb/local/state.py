@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.home import default_home
 
 __all__ = [
     "NodeLayout",
@@ -39,14 +40,6 @@ STATE_FILE = "cluster.json"
 SECRETS_FILE = "secrets.json"
 
 
-def default_home() -> Path:
-    env = os.environ.get("CHAOSDB_HOME")
-    if env:
-        return Path(env)
-    if os.geteuid() == 0:
-        return Path("/var/lib/chaosdb")
-    xdg = os.environ.get("XDG_STATE_HOME")
-    return Path(xdg) / "chaosdb" if xdg else Path.home() / ".local" / "state" / "chaosdb"
 
 
 def cluster_dir_for(name: str = DEFAULT_CLUSTER) -> Path:

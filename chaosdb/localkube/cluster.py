@@ -34,9 +34,9 @@ import yaml
 
 from chaosdb.core.binaries import find_binary
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.processes import pids_under, signal_pids, wait_gone
 from chaosdb.core.servers import spawn_server, wait_ready
 from chaosdb.k8s import api
-from chaosdb.local.processes import node_processes, signal_pids, wait_gone
 from chaosdb.localkube import apply, resources, workloads
 from chaosdb.localkube.pki import Pki, make_pki
 
@@ -249,7 +249,7 @@ def up(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1", n
     layout = (plan(directory, name, address, nodes, workload_names, replicas, chaos_mesh) if created
               else _layout(directory))
     bins = _binaries(bin_dir, layout["chaos_mesh"])
-    if node_processes(directory):
+    if pids_under(directory):
         ok, _ = _statefulsets_ready(layout)
         if ok:
             return {**_summary(layout), "created": False, "seconds": 0.0, "note": "already running"}
@@ -323,7 +323,7 @@ def status(directory: Path) -> dict[str, Any]:
     """Which servers run, whether the apiserver is ready, nodes and workloads."""
     directory = Path(directory)
     layout = _layout(directory)
-    running = {s: bool(node_processes(directory / s)) for s in SERVERS
+    running = {s: bool(pids_under(directory / s)) for s in SERVERS
                if layout["chaos_mesh"] or s != "chaos-controller-manager"}
     pki = Pki(directory / "pki")
     ready, why = _http_ok(f"{layout['server']}/readyz", pki, _token(directory)) if running["kube-apiserver"] \
@@ -357,10 +357,10 @@ def down(directory: Path, purge: bool = False, timeout: float = 20.0) -> dict[st
     layout = _layout(directory)
     stopped, killed = 0, []
     for server in reversed(SERVERS):
-        pids = [p.pid for p in node_processes(directory / server)]
+        pids = pids_under(directory / server)
         stopped += len(pids)
         killed += _stop(pids, timeout)
-    strays = [p.pid for p in node_processes(directory)]  # anything else started inside the folder
+    strays = pids_under(directory)  # anything else started inside the folder
     stopped += len(strays)
     killed += _stop(strays, timeout)
     api.reset_clients()

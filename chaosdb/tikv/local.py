@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from chaosdb.cockroach.localproc import processes_serving
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.processes import processes_serving
 from chaosdb.faults.engine import ProcessGroup
 
 __all__ = ["store_pids", "store_group"]

@@ -26,8 +26,8 @@ from typing import Any
 
 from chaosdb.core.binaries import find_binary
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.processes import pids_under, signal_pids, wait_gone
 from chaosdb.core.servers import spawn_server, wait_ready
-from chaosdb.local.processes import node_processes, signal_pids, wait_gone
 from chaosdb.tikv import cluster as pd_cluster
 
 __all__ = ["STATE_FILE", "configuration_of", "down", "plan", "sim_event", "simulator_config", "status", "up"]
@@ -107,7 +107,7 @@ def up(directory: Path, name: str = "pd", members: int = 1, stores: int = 5, reg
     state = directory / STATE_FILE
     created = not state.exists()
     layout = plan(directory, name, members, stores, regions, address_base) if created else _layout(directory)
-    if node_processes(directory):
+    if pids_under(directory):
         ok, why = _ready(configuration_of(layout), layout)
         if ok:
             return {**_summary(layout, created=False, started=[], seconds=0.0), "note": "already running"}
@@ -167,7 +167,7 @@ def status(directory: Path) -> dict[str, Any]:
         health = {"healthy": False, "problems": [str(exc)], "stores": []}
     return {**_summary(layout), "ready": ok, "why": why, "healthy": health["healthy"],
             "problems": health["problems"], "store_states": {s["id"]: s["state"] for s in health["stores"]},
-            "processes": len(node_processes(Path(directory)))}
+            "processes": len(pids_under(Path(directory)))}
 
 
 def sim_event(layout_or_dir: dict[str, Any] | Path, event: str, node_id: int) -> str:
@@ -182,7 +182,7 @@ def sim_event(layout_or_dir: dict[str, Any] | Path, event: str, node_id: int) ->
 def down(directory: Path, purge: bool = False, timeout: float = 20.0) -> dict[str, Any]:
     directory = Path(directory)
     layout = _layout(directory)
-    pids = [p.pid for p in node_processes(directory)]
+    pids = pids_under(directory)
     signal_pids(pids, signal.SIGTERM)
     left = wait_gone(pids, timeout)
     if left:
