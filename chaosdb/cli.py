@@ -297,13 +297,13 @@ def cmd_report_build(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"out_dir": result["out_dir"], "files": result["files"]})
         return 0
-    from chaosdb.report.build import _recovery_lines
+    from chaosdb.report.build import recovery_lines
 
     print(f"report written to {result['out_dir']}: {', '.join(result['files'])}")
     b, i = m["baseline"], m.get("impact") or {}
     print(f"  baseline: p99 {b.get('p99_ms')} ms, {b.get('throughput_tps')} tx/s;  "
           f"impact: p99 {i.get('p99_ms')} ms, {i.get('throughput_tps')} tx/s, errors {i.get('error_rate')}")
-    for line in _recovery_lines(m):
+    for line in recovery_lines(m):
         print("  " + line.replace("**", ""))
     print(f"  open {Path(result['out_dir']) / 'report.html'}")
     return 0

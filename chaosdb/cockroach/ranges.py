@@ -18,8 +18,8 @@ from typing import Any, Sequence
 from chaosdb.cockroach import channels
 from chaosdb.cockroach.sql import quote_ident, quote_name, row_literal, run_sql
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.podnames import statefulset_pod
 from chaosdb.core.timeutil import now_iso
-from chaosdb.k8s.kubectl import statefulset_pod
 
 __all__ = ["parse_id_array", "range_record", "leaseholder_statement", "leaseholder_of_row", "table_ranges",
            "table_ranges_statement", "pod_of", "node_summary", "ranges_per_node", "rebalance_summary",

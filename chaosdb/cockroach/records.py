@@ -39,6 +39,7 @@ from typing import Any, Iterable
 
 from chaosdb.cockroach.sql import parse_sql_table
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.prometheus import parse_prometheus
 
 __all__ = ["normalise_cli_rows", "parse_cli_output", "normalise_api_nodes", "parse_prometheus", "range_metrics",
            "LIVENESS_STATUS", "health_summary", "FIELDS", "RANGE_FIELDS", "parse_decommission_output"]
@@ -211,26 +212,6 @@ def normalise_api_nodes(body: dict[str, Any], metrics: dict[int, dict[str, float
     return sorted(out, key=lambda x: x["id"])
 
 
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})?\s+(\S+)')
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
-def parse_prometheus(text: str) -> list[tuple[str, dict[str, str], float]]:
-    """Prometheus text exposition -> (name, labels, value); comments and ``...`` elisions skipped."""
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        m = _SAMPLE.match(line)
-        if not m:
-            continue
-        try:
-            value = float(m.group(4))
-        except ValueError:
-            continue
-        out.append((m.group(1), dict(_LABEL.findall(m.group(3) or "")), value))
-    return out
 
 
 RANGE_SERIES = ("ranges", "ranges_unavailable", "ranges_underreplicated", "replicas", "replicas_leaders",

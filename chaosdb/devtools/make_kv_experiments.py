@@ -139,12 +139,13 @@ def _tikv_method(kind: str, role: str, value: float | None) -> list[dict[str, An
     if kind == "kill":
         fault = action(f"kill-the-{role}-store", "kill_store", {"store": role, **KEY}, after=60, module=TIKV)
     elif kind == "cpu":
-        fault = action(f"limit-the-{role}-store-cpu-{round(value * 100)}pct", "limit_store_cpu",
-                       {"store": role, **KEY, "quota_s": value, "period_s": 1.0, "duration_s": 60}, after=90,
-                       module=TIKV)
+        fault = action(f"limit-the-{role}-store-cpu-{round(value * 100)}pct", "limit_cpu",
+                       {"target": {"role": f"tikv-{role}", **KEY}, "quota_s": value, "period_s": 1.0,
+                        "duration_s": 60}, after=90, module=FAULTS)
     elif kind == "memory":
-        fault = action(f"limit-the-{role}-store-memory-{int(value)}mib", "limit_store_memory",
-                       {"store": role, **KEY, "limit_mb": value, "duration_s": 60}, after=90, module=TIKV)
+        fault = action(f"limit-the-{role}-store-memory-{int(value)}mib", "limit_memory",
+                       {"target": {"role": f"tikv-{role}", **KEY}, "limit_mb": value, "duration_s": 60}, after=90,
+                       module=FAULTS)
     else:
         fault = action(f"evict-leaders-from-the-{role}-store", "evict_leaders", {"store": role, **KEY}, after=60,
                        module=TIKV)

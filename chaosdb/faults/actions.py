@@ -21,7 +21,10 @@ action                     what happens                                     mech
 
 Targets are chosen when the action runs, as for node failures: ``target`` is a
 role (``leader``, ``replica``, ``etcd-leader``, ...) or node names, ``count``
-how many. ``duration_s`` > 0 makes the fault revert itself from a detached
+how many. ``limit_cpu`` and ``limit_memory`` also take a database role target
+(``{"role": "tikv-leader", "key": "user1"}``, ``{"role": "cockroach-leaseholder",
+"table": "warehouse", "row": [1]}``: see :mod:`chaosdb.core.adapters`), whose
+local server process the database's adapter finds. ``duration_s`` > 0 makes the fault revert itself from a detached
 process even if ``chaos run`` dies; always pair a fault with ``revert_faults``
 as rollback. Every fault needs root; what the host lacks (a cgroup controller,
 iptables, tc) is reported before anything changes.
@@ -33,10 +36,11 @@ Network faults tell a node's traffic apart by its address and its user (see
 """
 
 import logging
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Union
 
-from chaoslib.types import Configuration
+from chaoslib.types import Configuration, Secrets
 
+from chaosdb.core.adapters import check_role_target
 from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.faults import engine
@@ -50,6 +54,7 @@ from chaosdb.faults.targets import (
     matching_processes,
     node_ports,
     process_groups,
+    role_group,
 )
 from chaosdb.local.nodes import check_target, is_node_name
 
@@ -84,16 +89,19 @@ def _result(rec: FaultRecord, **extra: Any) -> Dict[str, Any]:
 
 
 def _groups(target: Any, count: Any, components: List[str], processes: str, configuration: Any, cluster: str,
-            cluster_dir: str):
+            cluster_dir: str, secrets: Any = None):
     if processes:
         return [matching_processes(processes)], ""
+    if isinstance(target, dict):
+        return [role_group(target, configuration or {}, secrets)], ""
     layout, chosen, _ = choose_nodes(target, count, configuration, cluster, cluster_dir)
     return process_groups(layout, chosen, components), layout.dir
 
 
-def limit_cpu(target: str = "leader", count: int = 1, quota_s: float = 0.05, period_s: float = 1.0,
-              components: List[str] = None, duration_s: float = 0, processes: str = "", cluster: str = "",
-              cluster_dir: str = "", configuration: Configuration = None) -> Dict[str, Any]:
+def limit_cpu(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, quota_s: float = 0.05,
+              period_s: float = 1.0, components: List[str] = None, duration_s: float = 0, processes: str = "",
+              cluster: str = "", cluster_dir: str = "", configuration: Configuration = None,
+              secrets: Secrets = None) -> Dict[str, Any]:
     """CPU contention: the target node's processes together may run ``quota_s`` seconds of CPU per
     ``period_s`` (0.05 per 1.0 = 5 % of one core, as in the TiKV study).
 
@@ -102,13 +110,14 @@ def limit_cpu(target: str = "leader", count: int = 1, quota_s: float = 0.05, per
     instead of a cluster node (e.g. ``"cockroach start"``). Processes forked later (new PostgreSQL
     backends) are born inside the limit. Rollback: ``revert_faults``.
     """
-    groups, cdir = _groups(target, count, components, processes, configuration, cluster, cluster_dir)
+    groups, cdir = _groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
     return _result(engine.inject_cpu_quota(groups, quota_s, period_s, duration_s, cdir))
 
 
-def limit_memory(target: str = "leader", count: int = 1, limit_mb: float = 256, components: List[str] = None,
-                 duration_s: float = 0, processes: str = "", cluster: str = "", cluster_dir: str = "",
-                 configuration: Configuration = None) -> Dict[str, Any]:
+def limit_memory(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, limit_mb: float = 256,
+                 components: List[str] = None, duration_s: float = 0, processes: str = "", cluster: str = "",
+                 cluster_dir: str = "", configuration: Configuration = None,
+                 secrets: Secrets = None) -> Dict[str, Any]:
     """Memory pressure: the target node's processes together may use at most ``limit_mb`` MiB, without
     swap. Under pressure the kernel reclaims page cache, then the OOM killer kills a process of the
     group; ``revert_faults`` returns the limit hits, peak usage and OOM kills it caused.
@@ -116,13 +125,17 @@ def limit_memory(target: str = "leader", count: int = 1, limit_mb: float = 256, 
     Pages a process touched before the fault stay charged where they were (cgroup semantics), so the
     limit bites on what the node allocates from now on. ``components`` / ``processes`` as for ``limit_cpu``.
     """
-    groups, cdir = _groups(target, count, components, processes, configuration, cluster, cluster_dir)
+    groups, cdir = _groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
     return _result(engine.inject_memory_limit(groups, limit_mb, duration_s, cdir))
 
 
 def _network_targets(target: Any, count: Any, configuration: Any, cluster: str, cluster_dir: str,
                      quorum_what: str = "", allow_quorum_loss: bool = False):
     """The cluster, the chosen targets, the quorum verdict, every node's identity and the targets' ones."""
+    if isinstance(target, dict):
+        raise ChaosDBError("network faults find a node's traffic by the embedded cluster's addresses and users: "
+                           "target its nodes by role or name; for a database on Kubernetes use the Chaos Mesh "
+                           "NetworkChaos actions")
     layout, chosen, verdict = choose_nodes(target, count, configuration, cluster, cluster_dir,
                                            quorum_what, allow_quorum_loss)
     nodes = identities(layout)
@@ -244,6 +257,13 @@ def _kinds(value: Any) -> None:
         raise ChaosDBError(f"unknown fault kind(s) {', '.join(map(str, unknown))}: use {', '.join(engine.FAULT_KINDS)}")
 
 
+def _target(value: Any) -> None:
+    if isinstance(value, dict):
+        check_role_target(value)
+    else:
+        check_target(value)
+
+
 def _one_node_or_none(value: Any) -> None:
     if value and not (isinstance(value, str) and is_node_name(value)):
         raise ChaosDBError(f"target must be one node name (node1, node2, ...), got {value!r}")
@@ -254,8 +274,12 @@ def _delay_rule(args: Dict[str, Any]) -> None:
         raise ChaosDBError(f"jitter_ms must be between 0 and delay_ms ({args['delay_ms']}), got {args['jitter_ms']}")
 
 
-check_arguments(globals(), {"delay_traffic": _delay_rule}, {"revert_faults": {"target": _one_node_or_none}},
-                target=check_target, components=_components, kinds=_kinds,
+_NODES_ONLY = {"target": check_target}  # network faults need the embedded cluster's node identities
+check_arguments(globals(), {"delay_traffic": _delay_rule},
+                {"revert_faults": {"target": _one_node_or_none},
+                 **{name: _NODES_ONLY for name in ("partition_node", "lose_packets", "lose_packets_in_bursts",
+                                                    "limit_bandwidth", "delay_traffic")}},
+                target=_target, components=_components, kinds=_kinds,
                 scope=choice("scope", *SCOPES), direction=choice("direction", *DIRECTIONS),
                 quota_s=number("quota_s", 0.001, hint=" (seconds)"),
                 period_s=number("period_s", 0.001, maximum=1.0, hint=" (seconds, the kernel's range)"),

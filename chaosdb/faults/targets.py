@@ -1,11 +1,13 @@
-"""Fault targets on one machine: nodes of the embedded cluster chosen by role, or any
-local processes chosen by command line (a user's own CockroachDB / etcd processes)."""
+"""Fault targets on one machine: nodes of the embedded cluster chosen by role, a database node chosen by its
+adapter (``{"role": "tikv-leader", "key": ...}``: the local process serving it), or any local processes chosen
+by command line (a user's own CockroachDB / etcd processes)."""
 
 from __future__ import annotations
 
 import os
 from typing import Any, Sequence
 
+from chaosdb.core.adapters import load_adapter, resolve_role_target, split_role
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.targets import Target
 from chaosdb.faults.classify import NodeIdentity
@@ -14,7 +16,7 @@ from chaosdb.local.nodes import choose, open_cluster
 from chaosdb.local.processes import cmdline, node_processes
 from chaosdb.local.state import ClusterLayout
 
-__all__ = ["COMPONENTS", "choose_nodes", "process_groups", "matching_processes", "identities", "PORT_NAMES",
+__all__ = ["COMPONENTS", "choose_nodes", "process_groups", "role_group", "matching_processes", "identities", "PORT_NAMES",
            "node_ports"]
 
 #: process kinds of an embedded node a CPU/memory fault can be restricted to
@@ -54,6 +56,23 @@ def process_groups(layout: ClusterLayout, chosen: list[Target], components: Sequ
         groups.append(ProcessGroup(target={**t.as_dict(), "name": t.name,
                                            "components": sorted(components or COMPONENTS)}, pids=pids))
     return groups
+
+
+def role_group(target: dict[str, Any], configuration: Any, secrets: Any = None) -> ProcessGroup:
+    """The local processes of the node a database adapter names for ``target["role"]`` now (listed again
+    whenever the engine looks: a restarted node's new process is found by its address)."""
+    adapter, _ = split_role(target.get("role", ""))
+    node = resolve_role_target(target, configuration, secrets)
+    adapter.local_pids(node, target)  # refuses, with the reason, when no process here serves it
+
+    def pids() -> list[int]:
+        try:
+            return load_adapter(adapter.name).local_pids(node, target)
+        except ChaosDBError:
+            return []
+
+    return ProcessGroup(target={"name": node.name, "role": target["role"], "address": node.address,
+                                **node.detail}, pids=pids)
 
 
 def matching_processes(pattern: str) -> ProcessGroup:

@@ -32,9 +32,9 @@ import numpy as np
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.gameday.runner import DONE_STATES, read_manifest
-from chaosdb.report.build import _fmt as _f
+from chaosdb.report.build import format_value as _f
 from chaosdb.report.compare import compare, render_compare_markdown
-from chaosdb.report.plots import _plt
+from chaosdb.report.plots import pyplot
 from chaosdb.report.upb import render_upb_markdown, upb_indices
 
 __all__ = ["aggregate", "write_report", "spread", "METRICS"]
@@ -276,7 +276,7 @@ def _distribution_png(summary: dict[str, Any], key: str, label: str, path: Path)
     rows = [(n, v) for n, v in rows if v]
     if not rows:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.6))
     for i, (_name, vals) in enumerate(rows):
         try:
@@ -299,7 +299,7 @@ def _sweep_png(sweep: dict[str, Any], path: Path) -> Path | None:
     pts = [p for p in sweep["points"] if p["p99_ms"]]
     if not pts:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4))
     x = [float(p["value"]) for p in pts]
     ax.plot(x, [p["p99_ms"]["median"] for p in pts], marker="o", label="p99 (median of runs)")

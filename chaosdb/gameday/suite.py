@@ -326,10 +326,10 @@ def load_suite(path: str | Path) -> Suite:
     if cluster["name"] and not NAME_RE.match(cluster["name"]):
         raise SuiteError(f"cluster.name: letters, digits, '-' and '_' (got {cluster['name']!r})")
     if cluster["address_base"]:
-        from chaosdb.local.cluster import _parse_ipv4
+        from chaosdb.local.cluster import parse_ipv4
 
         try:
-            _parse_ipv4(cluster["address_base"])
+            parse_ipv4(cluster["address_base"])
         except ChaosDBError as exc:
             raise SuiteError(f"cluster.address_base: {exc}") from None
     configuration = _mapping(data.get("configuration"), "configuration")

@@ -76,7 +76,7 @@ SUPPORTED_KINDS = ("postgres-ha",)
 # layout
 
 
-def _parse_ipv4(addr: str) -> list[int]:
+def parse_ipv4(addr: str) -> list[int]:
     try:
         parts = [int(p) for p in addr.split(".")]
     except ValueError:
@@ -117,7 +117,7 @@ def plan_layout(
     for opt, port in ports.items():
         if not 1024 <= port <= 65535 - nodes:
             raise ChaosDBError(f"{opt} {port} is outside 1024..{65535 - nodes}")
-    base = _parse_ipv4(address_base)
+    base = parse_ipv4(address_base)
     if not single_address and base[3] + nodes - 1 > 254:
         raise ChaosDBError(f"--address-base {address_base} leaves no room for {nodes} nodes")
     if single_address:

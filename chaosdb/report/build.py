@@ -25,12 +25,13 @@ from chaosdb.report.metrics import compute_metrics, sample_sets
 from chaosdb.report.operations import measure_operations, operations_from_journal
 from chaosdb.report.plots import ecdf_png, timeline_png
 
-__all__ = ["build_report", "render_markdown", "render_html"]
+__all__ = ["build_report", "render_markdown", "render_html", "format_value", "recovery_lines"]
 
 SCHEMA_VERSION = 1
 
 
-def _fmt(v: Any, digits: int = 1) -> str:
+def format_value(v: Any, digits: int = 1) -> str:
+    """A number as the reports print it (``–`` for none)."""
     if v is None:
         return "–"
     if isinstance(v, float):
@@ -62,10 +63,10 @@ def _summary_rows(m: dict[str, Any]) -> list[list[str]]:
     rows = []
     for label, key in (("mean (ms)", "mean_ms"), ("σ (ms)", "std_ms"), ("p50 (ms)", "p50_ms"), ("p95 (ms)", "p95_ms"),
                        ("p99 (ms)", "p99_ms"), ("max (ms)", "max_ms"), ("throughput (tx/s)", "throughput_tps")):
-        rows.append([label, _fmt(b.get(key)), _fmt(i.get(key)), _pct_change(i.get(key), b.get(key))])
-    rows.append(["error rate", _fmt((b.get("error_rate") or 0) * 100, 2) + " %",
-                 _fmt((i.get("error_rate") or 0) * 100, 2) + " %" if i else "–", ""])
-    rows.append(["attempts", _fmt(b.get("count")), _fmt(i.get("count")), ""])
+        rows.append([label, format_value(b.get(key)), format_value(i.get(key)), _pct_change(i.get(key), b.get(key))])
+    rows.append(["error rate", format_value((b.get("error_rate") or 0) * 100, 2) + " %",
+                 format_value((i.get("error_rate") or 0) * 100, 2) + " %" if i else "–", ""])
+    rows.append(["attempts", format_value(b.get("count")), format_value(i.get("count")), ""])
     return rows
 
 
@@ -73,8 +74,8 @@ def _tx_rows(m: dict[str, Any]) -> list[list[str]]:
     rows = []
     for name, e in sorted(m["by_transaction"].items()):
         b, i = e.get("baseline") or {}, e.get("impact") or {}
-        rows.append([name, _fmt(e["attempts"]), _fmt(b.get("p50_ms")), _fmt(b.get("p99_ms")), _fmt(i.get("p50_ms")),
-                     _fmt(i.get("p99_ms")), _fmt(e["failure_rate"] * 100, 2) + " %",
+        rows.append([name, format_value(e["attempts"]), format_value(b.get("p50_ms")), format_value(b.get("p99_ms")), format_value(i.get("p50_ms")),
+                     format_value(i.get("p99_ms")), format_value(e["failure_rate"] * 100, 2) + " %",
                      ", ".join(f"{k} {v}" for k, v in sorted(e["outcomes"].items()))])
     return rows
 
@@ -94,11 +95,11 @@ def _ops_rows(m: dict[str, Any]) -> list[list[str]]:
     def row(label: str, node: Any, item: dict[str, Any], took: Any) -> list[str]:
         load = item.get("load") or {}
         start = item.get("start_ts")
-        return [label, _fmt(node), _fmt(start - zero if start is not None else None), _fmt(took),
-                _fmt(item.get("serving_s")), _fmt(item.get("healthy_s")), _fmt(load.get("attempts")),
-                _fmt(load.get("failed")), _fmt(load.get("p99_ms")),
-                _fmt(load.get("throughput_vs_baseline"), 2), _fmt(load.get("no_commit_s")),
-                _fmt(load.get("disturbed_s"))]
+        return [label, format_value(node), format_value(start - zero if start is not None else None), format_value(took),
+                format_value(item.get("serving_s")), format_value(item.get("healthy_s")), format_value(load.get("attempts")),
+                format_value(load.get("failed")), format_value(load.get("p99_ms")),
+                format_value(load.get("throughput_vs_baseline"), 2), format_value(load.get("no_commit_s")),
+                format_value(load.get("disturbed_s"))]
 
     rows = []
     for op in m.get("operations") or []:
@@ -113,7 +114,8 @@ def _ops_rows(m: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def _recovery_lines(m: dict[str, Any]) -> list[str]:
+def recovery_lines(m: dict[str, Any]) -> list[str]:
+    """The degradation and recovery findings of a run's metrics, one sentence each."""
     r = m.get("recovery") or {}
     d = m.get("degradation") or {}
     lines = []
@@ -140,8 +142,8 @@ def _recovery_lines(m: dict[str, Any]) -> list[str]:
         lines.append("Back to 95 % of baseline throughput: " + (f"**{ttb:.1f} s** after the first fault"
                                                                  if ttb is not None else "never during the run"))
     if d:
-        lines.append(f"Throughput degradation {_fmt(d.get('throughput_pct'))} %, p99 "
-                     f"{_fmt(d.get('p99_increase_pct'), 0)} %, availability {_fmt((d.get('availability') or 0) * 100, 3)} %")
+        lines.append(f"Throughput degradation {format_value(d.get('throughput_pct'))} %, p99 "
+                     f"{format_value(d.get('p99_increase_pct'), 0)} %, availability {format_value((d.get('availability') or 0) * 100, 3)} %")
     return lines
 
 
@@ -179,7 +181,7 @@ def render_markdown(title: str, info: JournalInfo, m: dict[str, Any], images: di
     if rows:
         out += ["| " + " | ".join(HYPOTHESIS_HEADER) + " |", "|" + " --- |" * len(HYPOTHESIS_HEADER)]
         out += [f"| {' | '.join(r)} |" for r in rows] + [""]
-    out += [f"- {line}" for line in _recovery_lines(m)] + [""]
+    out += [f"- {line}" for line in recovery_lines(m)] + [""]
     out += ["## Baseline and impact", "", "| | baseline | impact | change |", "| --- | ---: | ---: | ---: |"]
     out += [f"| {' | '.join(r)} |" for r in _summary_rows(m)] + [""]
     out += ["## Over time", "", f"![timeline]({images['timeline']})", "", f"![latency ECDF]({images['ecdf']})", ""]
@@ -190,8 +192,8 @@ def render_markdown(title: str, info: JournalInfo, m: dict[str, Any], images: di
     zero = m.get("first_fault_ts") or m["first_ts"]
     for f in m["faults"]:
         kind = "rollback" if f["rollback"] else ("restore" if f.get("restores") else f["type"])
-        out.append(f"| {f['name']} | {kind} | {_fmt((f['start_ts'] or zero) - zero)} | "
-                   f"{_fmt((f['end_ts'] or zero) - zero)} | {f['status']} |")
+        out.append(f"| {f['name']} | {kind} | {format_value((f['start_ts'] or zero) - zero)} | "
+                   f"{format_value((f['end_ts'] or zero) - zero)} | {f['status']} |")
     if m.get("operations"):
         out += ["", "## Operations under load", "", "| " + " | ".join(OPS_HEADER) + " |", "|" + " --- |" * len(OPS_HEADER)]
         out += [f"| {' | '.join(r)} |" for r in _ops_rows(m)]
@@ -234,8 +236,8 @@ def render_html(title: str, info: JournalInfo, m: dict[str, Any], png: dict[str,
             ("availability", f"{d['availability'] * 100:.2f} %" if d.get("availability") is not None else "–")]
     zero = m.get("first_fault_ts") or m["first_ts"]
     fault_rows = [[f["name"], "rollback" if f["rollback"] else ("restore" if f.get("restores") else f["type"]),
-                   _fmt((f["start_ts"] or zero) - zero),
-                   _fmt((f["end_ts"] or zero) - zero), f["status"]] for f in m["faults"]]
+                   format_value((f["start_ts"] or zero) - zero),
+                   format_value((f["end_ts"] or zero) - zero), f["status"]] for f in m["faults"]]
     parts = [
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
         "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">",
@@ -246,7 +248,7 @@ def render_html(title: str, info: JournalInfo, m: dict[str, Any], png: dict[str,
         f" · {m['samples']:,} transactions · journal <code>{html.escape(Path(info.path).name)}</code></p>",
         _table(HYPOTHESIS_HEADER, rows) if rows else "",
         "<div class=kpi>" + "".join(f"<div>{html.escape(k)}<b>{html.escape(v)}</b></div>" for k, v in kpis) + "</div>",
-        "<ul>" + "".join(f"<li>{html.escape(line.replace('**', ''))}</li>" for line in _recovery_lines(m)) + "</ul>",
+        "<ul>" + "".join(f"<li>{html.escape(line.replace('**', ''))}</li>" for line in recovery_lines(m)) + "</ul>",
         "<h2>Baseline and impact</h2>", _table(["", "baseline", "impact", "change"], _summary_rows(m)),
         "<h2>Over time</h2>", img("timeline", "latency percentiles and throughput over time"),
         img("ecdf", "latency ECDF, baseline versus impact"),

@@ -9,10 +9,11 @@ import numpy as np
 
 from chaosdb.report.data import Samples
 
-__all__ = ["timeline_png", "ecdf_png"]
+__all__ = ["timeline_png", "ecdf_png", "pyplot"]
 
 
-def _plt():
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend (imported on first use: plots are optional)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -26,7 +27,7 @@ def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Pa
     marked with a line, pauses of the load shaded grey (no throughput is drawn where the load was paused).
     The x axis is seconds relative to the first fault (0 = injection). Returns what it drew, in seconds on
     that axis, so that a test can hold it against the tables."""
-    plt = _plt()
+    plt = pyplot()
     zero = metrics.get("first_fault_ts") or metrics["first_ts"]
     wins = metrics["windows"]
     x = np.array([w["start_ts"] - zero + w.get("seconds", 5.0) / 2 for w in wins])
@@ -105,7 +106,7 @@ def _ecdf_points(values: np.ndarray, points: int = 2000) -> tuple[np.ndarray, np
 def ecdf_png(baseline: Samples, impact: Samples | None, path: Path, title: str) -> dict[str, Any]:
     """Empirical CDF of successful latencies, baseline versus impact, log x axis. Returns, per curve, how many
     transactions it holds and its largest latency (to be held against the tables)."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     drawn: dict[str, Any] = {}
     for label, s, color in (("baseline", baseline, "tab:blue"), ("impact", impact, "tab:red")):

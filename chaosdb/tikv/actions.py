@@ -11,6 +11,8 @@ from typing import Any, Dict, Optional, Union
 from chaoslib.types import Configuration, Secrets
 
 from chaosdb.core.arguments import check_arguments, choice, number
+from chaosdb.core.deprecation import warn_deprecated
+from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.k8s import kubectl
 from chaosdb.tikv import cluster
@@ -130,11 +132,17 @@ def set_store_state(store: Union[int, str], state: str, i_understand_offline_rem
             "now": cluster.store(cfg, int(store))["state"]}
 
 
-def _fault_result(rec: Any, target: Dict[str, Any]) -> Dict[str, Any]:
-    from chaosdb.faults.actions import _result
-
-    out = _result(rec)
-    out["store"] = {k: target.get(k) for k in ("id", "address", "pod", "region")}
+def _store_fault(action: str, store: Union[int, str], key: Optional[str], mode: str, api_version: int,
+                 process_match: str, configuration: Configuration, secrets: Secrets,
+                 **params: Any) -> Dict[str, Any]:
+    selector = str(store)
+    role = {"tikv-store": {"store": int(selector)}} if selector.isdigit() else {f"tikv-{selector}": {"key": key}}
+    (name, extra), = role.items()
+    target = {"role": name, **extra, "mode": mode, "api_version": api_version, "process_match": process_match}
+    out = engine_action("local", action)(target=target, configuration=configuration, secrets=secrets, **params)
+    first = out["targets"][0]
+    out["store"] = {"id": first.get("store_id"), "address": first.get("address"),
+                    "region": first.get("region_id")}
     return out
 
 
@@ -142,29 +150,26 @@ def limit_store_cpu(store: Union[int, str] = "leader", key: Optional[str] = None
                     period_s: float = 1.0, duration_s: float = 0, mode: str = "raw", api_version: int = 1,
                     process_match: str = "tikv-server", configuration: Configuration = None,
                     secrets: Secrets = None) -> Dict[str, Any]:
-    """CPU quota (the TiKV study's 0.05-0.2 s per 1 s) on the local ``tikv-server`` of a store chosen when
-    the action runs: an id, or the ``leader`` / a ``follower`` of ``key``'s region. Uses the local fault
-    engine (cgroups; root), so ``duration_s`` and ``chaosdb.faults.actions.revert_faults`` apply."""
-    from chaosdb.faults import engine
-    from chaosdb.tikv.local import store_group
-
-    target = cluster.resolve_store(configuration or {}, store, key, mode, api_version)
-    return _fault_result(engine.inject_cpu_quota([store_group(target, process_match)], quota_s, period_s,
-                                                 duration_s), target)
+    """Deprecated: ``chaosdb.faults.actions.limit_cpu`` with ``target: {"role": "tikv-leader", "key": ...}``
+    does this. CPU quota on the local ``tikv-server`` of a store chosen when the action runs (an id, or the
+    ``leader`` / a ``follower`` of ``key``'s region); rollback ``chaosdb.faults.actions.revert_faults``."""
+    warn_deprecated("chaosdb.tikv.actions.limit_store_cpu",
+                    'chaosdb.faults.actions.limit_cpu with target {"role": "tikv-leader", "key": ...}')
+    return _store_fault("limit_cpu", store, key, mode, api_version, process_match, configuration, secrets,
+                        quota_s=quota_s, period_s=period_s, duration_s=duration_s)
 
 
 def limit_store_memory(store: Union[int, str] = "leader", key: Optional[str] = None, limit_mb: float = 256,
                        duration_s: float = 0, mode: str = "raw", api_version: int = 1,
                        process_match: str = "tikv-server", configuration: Configuration = None,
                        secrets: Secrets = None) -> Dict[str, Any]:
-    """Memory limit (no swap) on the local ``tikv-server`` of a store chosen as for ``limit_store_cpu``;
-    rollback ``chaosdb.faults.actions.revert_faults``."""
-    from chaosdb.faults import engine
-    from chaosdb.tikv.local import store_group
-
-    target = cluster.resolve_store(configuration or {}, store, key, mode, api_version)
-    return _fault_result(engine.inject_memory_limit([store_group(target, process_match)], limit_mb, duration_s),
-                         target)
+    """Deprecated: ``chaosdb.faults.actions.limit_memory`` with ``target: {"role": "tikv-leader", "key": ...}``
+    does this. Memory limit (no swap) on the local ``tikv-server`` of a store chosen as for
+    ``limit_store_cpu``; rollback ``chaosdb.faults.actions.revert_faults``."""
+    warn_deprecated("chaosdb.tikv.actions.limit_store_memory",
+                    'chaosdb.faults.actions.limit_memory with target {"role": "tikv-leader", "key": ...}')
+    return _store_fault("limit_memory", store, key, mode, api_version, process_match, configuration, secrets,
+                        limit_mb=limit_mb, duration_s=duration_s)
 
 
 def kill_store(store: Union[int, str] = "leader", key: Optional[str] = None, signal: str = "KILL",

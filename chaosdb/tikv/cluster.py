@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaosdb.cockroach.records import parse_prometheus
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.k8s.kubectl import statefulset_pod
+from chaosdb.core.podnames import statefulset_pod
+from chaosdb.core.prometheus import parse_prometheus
 from chaosdb.tikv.keys import encode_key
 from chaosdb.tikv.pd import PDError, pd_client
 from chaosdb.tikv.records import (

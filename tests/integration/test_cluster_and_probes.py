@@ -12,11 +12,11 @@ import psycopg
 import pytest
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.etcd import probes as etcd_probes
 from chaosdb.local import cluster as lc
 from chaosdb.local.state import load_secrets
 from chaosdb.postgres import actions as pg_actions
 from chaosdb.postgres import probes as pg_probes
-from chaosdb.etcd import probes as etcd_probes
 
 pytestmark = pytest.mark.integration
 

@@ -166,10 +166,14 @@ def test_tikv_experiment_is_generated_and_targets_by_key(name):
     assert text == kv_exps.render_tikv(name), "run: python -m chaosdb.devtools.make_kv_experiments"
     exp = json.loads(text)
     fault = exp["method"][1]["provider"]
+    if fault["func"] in ("limit_cpu", "limit_memory"):  # the local engine, given the TiKV adapter's role target
+        assert fault["module"] == "chaosdb.faults.actions"
+        assert fault["arguments"]["target"]["role"] in ("tikv-leader", "tikv-follower")
+        assert fault["arguments"]["target"]["key"] == "${tikv_key}"
+        assert fault["arguments"]["duration_s"] > 0 and exp["rollbacks"][0]["provider"]["func"] == "revert_faults"
+        return
     assert fault["module"] == "chaosdb.tikv.actions" and fault["arguments"]["key"] == "${tikv_key}"
     assert fault["arguments"]["store"] in ("leader", "follower")
-    if fault["func"] in ("limit_store_cpu", "limit_store_memory"):
-        assert fault["arguments"]["duration_s"] > 0 and exp["rollbacks"][0]["provider"]["func"] == "revert_faults"
     if fault["func"] == "evict_leaders":
         assert exp["rollbacks"][-1]["provider"]["func"] == "remove_leader_eviction"
 

@@ -8,12 +8,12 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.unit.pd_standin import PDStandin
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.tikv import actions, probes
 from chaosdb.tikv.keys import decode_bytes, encode_bytes, encode_key
 from chaosdb.tikv.records import normalise_region, normalise_store, normalise_stores, parse_go_duration, parse_size
+from tests.unit.pd_standin import PDStandin
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tikv"
 
@@ -220,12 +220,13 @@ def _can_limit_cpu() -> bool:
 @pytest.mark.skipif(not _can_limit_cpu(), reason="needs root and the cgroup cpu controller")
 def test_cpu_limit_on_the_leader_store_of_a_key(pd, local_stores):
     import time as _time
+
     from chaosdb.faults import actions as fault_actions
     from chaosdb.local.processes import cpu_time_s
-    res = actions.limit_store_cpu("leader", key="usertable:user1", quota_s=0.05, period_s=0.5,
-                                  configuration=pd.cfg)
+    res = fault_actions.limit_cpu(target={"role": "tikv-leader", "key": "usertable:user1"}, quota_s=0.05,
+                                  period_s=0.5, configuration=pd.cfg)
     try:
-        assert res["store"]["id"] == 1 and res["kind"] == "cpu"
+        assert res["targets"][0]["store_id"] == 1 and res["kind"] == "cpu"
         assert res["cgroups"][0]["pids"] == [local_stores[0].pid]
         t0, c0 = _time.monotonic(), cpu_time_s([local_stores[0].pid])
         _time.sleep(2)
@@ -236,6 +237,19 @@ def test_cpu_limit_on_the_leader_store_of_a_key(pd, local_stores):
     assert [r["kind"] for r in reverted] == ["cpu"]
     with pytest.raises(ChaosDBError, match="no local no-such-binary"):
         actions.kill_store("follower", key="usertable:user1", process_match="no-such-binary", configuration=pd.cfg)
+
+
+@pytest.mark.skipif(not _can_limit_cpu(), reason="needs root and the cgroup cpu controller")
+def test_the_old_store_cpu_action_warns_and_forwards_to_the_local_engine(pd, local_stores):
+    from chaosdb.faults import actions as fault_actions
+    with pytest.warns(DeprecationWarning, match="limit_store_cpu is deprecated.*faults.actions.limit_cpu"):
+        res = actions.limit_store_cpu("follower", key="usertable:user1", quota_s=0.05, period_s=0.5,
+                                      configuration=pd.cfg)
+    try:
+        assert res["kind"] == "cpu" and res["store"]["id"] in (2, 3)  # the result of the old shape still says
+        assert res["cgroups"][0]["pids"] == [local_stores[res["store"]["id"] - 1].pid]
+    finally:
+        assert [r["kind"] for r in fault_actions.revert_faults()] == ["cpu"]
 
 
 def test_kill_the_follower_store_locally(pd, local_stores):

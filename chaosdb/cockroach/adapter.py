@@ -1,0 +1,47 @@
+"""CockroachDB's answer to "which node has this role": the leaseholder of a row's range, a replica that does not
+hold the lease, or a node by id (see :mod:`chaosdb.core.adapters`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chaosdb.cockroach.localproc import find_node_process
+from chaosdb.cockroach.targets import check_selector, resolve_node
+from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
+from chaosdb.core.errors import ChaosDBError
+
+__all__ = ["ADAPTER", "CockroachAdapter"]
+
+
+def _selector(role: str, target: dict[str, Any]) -> Any:
+    return target.get("node") if role == "node" else role
+
+
+class CockroachAdapter(DatabaseAdapter):
+    """``cockroach-leaseholder`` / ``cockroach-not-leaseholder`` (with ``table`` and ``row``),
+    ``cockroach-node`` (with ``node``: an id). Locally a node is the ``cockroach start`` process serving its
+    address."""
+
+    name = "cockroach"
+    roles = ("leaseholder", "not-leaseholder", "node")
+
+    def check(self, role: str, target: dict[str, Any]) -> None:
+        check_selector(_selector(role, target), target.get("table"), target.get("row"))
+
+    def resolve(self, role: str, target: dict[str, Any], configuration: dict[str, Any],
+                secrets: dict[str, Any] | None) -> ResolvedNode:
+        node = resolve_node(configuration, secrets, _selector(role, target), table=target.get("table"),
+                            row=target.get("row"))
+        return ResolvedNode(name=f"CockroachDB node n{node['id']}", pod=node.get("pod"), address=node.get("address"),
+                            detail={"node_id": node["id"], "address": node.get("address"),
+                                    "range": node.get("range")})
+
+
+    def local_pids(self, node: ResolvedNode, target: dict[str, Any]) -> list[int]:
+        pid = find_node_process(str(node.address or ""))
+        if pid is None:
+            raise ChaosDBError(f"no local cockroach start serves {node.name} ({node.address})")
+        return [pid]
+
+
+ADAPTER = CockroachAdapter()
