@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from chaosdb.devtools import make_kv_experiments as gen
+from tools import make_kv_experiments as gen
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +38,8 @@ def _run(name: str, cluster_dir: str, tmp_path: Path) -> dict:
                           str(tmp_path / f"{name}.journal.json")], capture_output=True, text=True, timeout=400,
                          cwd=tmp_path)
     journal = json.loads((tmp_path / f"{name}.journal.json").read_text())
-    assert journal["status"] == "completed", run.stdout[-3000:]
+    log = (tmp_path / f"{name}.log").read_text() if (tmp_path / f"{name}.log").exists() else ""
+    assert journal["status"] == "completed", (run.stdout + run.stderr)[-2000:] + "\n--- log ---\n" + log[-3000:]
     metrics = json.loads((tmp_path / name / "metrics.json").read_text())
     return {"journal": journal, "metrics": metrics}
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from chaosdb.devtools.make_experiments import EXPERIMENTS, render
+from tools.make_experiments import EXPERIMENTS, render
 
 EXP_DIR = Path(__file__).resolve().parents[2] / "experiments"
 
@@ -13,7 +13,7 @@ EXP_DIR = Path(__file__).resolve().parents[2] / "experiments"
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
 def test_committed_file_is_what_the_generator_writes(name):
     assert (EXP_DIR / f"{name}.json").read_text() == render(name), \
-        "run: python -m chaosdb.devtools.make_experiments experiments"
+        "run: python -m tools.make_experiments experiments"
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
@@ -65,7 +65,7 @@ def test_no_stray_experiment_files():
 # ---------------------------------------------------------------------------
 # CockroachDB experiments (Kubernetes and local cluster)
 
-from chaosdb.devtools import make_cockroach_experiments as crdb_exps  # noqa: E402
+from tools import make_cockroach_experiments as crdb_exps  # noqa: E402
 
 CRDB_DIR = EXP_DIR / "cockroachdb"
 
@@ -73,7 +73,7 @@ CRDB_DIR = EXP_DIR / "cockroachdb"
 @pytest.mark.parametrize("name", sorted(crdb_exps.EXPERIMENTS))
 def test_cockroach_experiment_is_generated_gated_and_restores(name):
     text = (CRDB_DIR / f"{name}.json").read_text()
-    assert text == crdb_exps.render(name), "run: python -m chaosdb.devtools.make_cockroach_experiments"
+    assert text == crdb_exps.render(name), "run: python -m tools.make_cockroach_experiments"
     exp = json.loads(text)
     # the health gate runs first (before any fault) and every fault targets by role, never a fixed pod
     assert exp["steady-state-hypothesis"]["probes"][0]["provider"]["func"] == "cluster_is_healthy"
@@ -115,7 +115,7 @@ def test_cockroach_experiments_pass_chaos_validate(tmp_path):
 # ---------------------------------------------------------------------------
 # key-value experiments on the embedded etcd (the TiKV study's leader-versus-follower design)
 
-from chaosdb.devtools import make_kv_experiments as kv_exps  # noqa: E402
+from tools import make_kv_experiments as kv_exps  # noqa: E402
 
 KV_DIR = EXP_DIR / "etcd"
 
@@ -123,7 +123,7 @@ KV_DIR = EXP_DIR / "etcd"
 @pytest.mark.parametrize("name", sorted(kv_exps.EXPERIMENTS))
 def test_kv_experiment_is_generated_and_paired(name):
     text = (KV_DIR / f"{name}.json").read_text()
-    assert text == kv_exps.render(name), "run: python -m chaosdb.devtools.make_kv_experiments"
+    assert text == kv_exps.render(name), "run: python -m tools.make_kv_experiments"
     exp = json.loads(text)
     kind, role = name.split("-")[:2]
     faults = [a for a in exp["method"] if a["provider"]["func"] in ("kill_etcd_member", "limit_cpu", "limit_memory")]
@@ -163,7 +163,7 @@ def test_kv_experiments_pass_chaos_validate(tmp_path):
 @pytest.mark.parametrize("name", sorted(kv_exps.TIKV_EXPERIMENTS))
 def test_tikv_experiment_is_generated_and_targets_by_key(name):
     text = (EXP_DIR / "tikv" / f"{name}.json").read_text()
-    assert text == kv_exps.render_tikv(name), "run: python -m chaosdb.devtools.make_kv_experiments"
+    assert text == kv_exps.render_tikv(name), "run: python -m tools.make_kv_experiments"
     exp = json.loads(text)
     fault = exp["method"][1]["provider"]
     if fault["func"] in ("limit_cpu", "limit_memory"):  # the local engine, given the TiKV adapter's role target
@@ -184,7 +184,7 @@ def test_every_experiment_file_passes_chaos_toolkits_validation(monkeypatch):
     from chaoslib.experiment import ensure_experiment_is_valid
     from chaoslib.loader import load_experiment
 
-    from chaosdb.devtools.validate_experiments import _secret_env_placeholders
+    from tools.validate_experiments import _secret_env_placeholders
 
     files = sorted(EXP_DIR.rglob("*.json"))
     assert len(files) >= 50
@@ -192,3 +192,13 @@ def test_every_experiment_file_passes_chaos_toolkits_validation(monkeypatch):
         for key, value in _secret_env_placeholders(path).items():
             monkeypatch.setenv(key, value)
         ensure_experiment_is_valid(load_experiment(str(path)))
+
+
+def test_every_generated_experiment_names_the_command_that_regenerates_it():
+    import importlib
+
+    for path in sorted(EXP_DIR.rglob("*.json")):
+        stamps = [e for e in json.loads(path.read_text()).get("extensions", []) if e.get("name") == "chaosdb-generated"]
+        assert len(stamps) == 1, f"{path} does not say which generator wrote it"
+        module = stamps[0]["regenerate"].removeprefix("python -m ")
+        assert importlib.import_module(module).main, (path, module)

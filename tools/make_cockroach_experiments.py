@@ -1,5 +1,5 @@
 """Write the CockroachDB experiments in ``experiments/cockroachdb/`` from one template
-(``python -m chaosdb.devtools.make_cockroach_experiments``); a unit test checks the committed files.
+(``python -m tools.make_cockroach_experiments``); a unit test checks the committed files.
 
 Two families, configured through environment variables only (the README lists them):
 
@@ -16,12 +16,11 @@ a degraded cluster stops the experiment) and after, and verifies that no acknowl
 from __future__ import annotations
 
 import copy
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from chaosdb.devtools.make_experiments import MAX_P99_RATIO, VERDICT_CONTROL, load_probes
+from tools.make_experiments import MAX_P99_RATIO, VERDICT_CONTROL, load_probes, to_json, write_all
 
 __all__ = ["EXPERIMENTS", "build", "render", "main"]
 
@@ -223,12 +222,10 @@ def _build(name: str) -> dict[str, Any]:
 
 
 def render(name: str) -> str:
-    return json.dumps(build(name), indent=2) + "\n"
+    return to_json(build(name), "python -m tools.make_cockroach_experiments")
 
 
 def main(argv: list[str] | None = None) -> int:
-    from chaosdb.devtools.make_experiments import write_all
-
     return write_all(EXPERIMENTS, render, Path(argv[0] if argv else "experiments/cockroachdb"))
 
 

@@ -1,5 +1,5 @@
 """Write the Kubernetes experiments in ``experiments/kubernetes/`` (``python -m
-chaosdb.devtools.make_k8s_experiments``); a unit test checks the committed files.
+tools.make_k8s_experiments``); a unit test checks the committed files.
 
 Every experiment is configured through environment variables with defaults (the README lists them):
 ``CHAOSDB_KUBECONFIG`` (empty: ``$KUBECONFIG``, ``~/.kube/config`` or the pod's service account),
@@ -9,12 +9,11 @@ created), plus per-experiment keys. Chaos objects are deleted by the rollbacks, 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from chaosdb.devtools.make_experiments import VERDICT_CONTROL
+from tools.make_experiments import VERDICT_CONTROL, to_json, write_all
 
 __all__ = ["EXPERIMENTS", "main"]
 
@@ -185,12 +184,13 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
 }
 
 
+def render(name: str) -> str:
+    return to_json(EXPERIMENTS[name], "python -m tools.make_k8s_experiments")
+
+
 def main() -> None:
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "experiments" / "kubernetes"
-    out.mkdir(parents=True, exist_ok=True)
-    for name, exp in EXPERIMENTS.items():
-        (out / f"{name}.json").write_text(json.dumps(exp, indent=2) + "\n")
-        print(out / f"{name}.json")
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "experiments" / "kubernetes"
+    write_all(EXPERIMENTS, render, out)
 
 
 if __name__ == "__main__":

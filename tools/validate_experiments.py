@@ -1,6 +1,6 @@
 """Validate every experiment file (subdirectories included) with ``chaos validate`` (the test command and CI).
 
-Usage: ``python -m chaosdb.devtools.validate_experiments [DIR ...]``. Exits non-zero
+Usage: ``python -m tools.validate_experiments [DIR ...]``. Exits non-zero
 when any file fails, printing which and why.
 """
 

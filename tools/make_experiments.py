@@ -1,4 +1,4 @@
-"""Write the experiments in ``experiments/`` from one template (``python -m chaosdb.devtools.make_experiments``).
+"""Write the experiments in ``experiments/`` from one template (``python -m tools.make_experiments``).
 
 Every experiment runs on the embedded cluster with the same TPC-C load, the same
 steady-state hypothesis (p99, error rate, TPC-C consistency, no lost acknowledged write,
@@ -347,8 +347,20 @@ def build(name: str) -> dict[str, Any]:
     }
 
 
+def to_json(experiment: dict[str, Any], command: str) -> str:
+    """The experiment as its file holds it, saying (after the title) which command regenerates it."""
+    stamp = {"name": "chaosdb-generated", "regenerate": command,
+             "note": "generated file: edit the generator in tools/, then run this command"}
+    out: dict[str, Any] = {}
+    for key, value in experiment.items():
+        out[key] = value
+        if key == "title":
+            out["extensions"] = [*experiment.get("extensions", []), stamp]
+    return json.dumps(out, indent=2) + "\n"
+
+
 def render(name: str) -> str:
-    return json.dumps(build(name), indent=2) + "\n"
+    return to_json(build(name), "python -m tools.make_experiments")
 
 
 def write_all(names: Any, render_one: Any, out: Path) -> int:

@@ -1,1 +1,0 @@
-"""Tools for developing and checking this pack (not activities)."""
