@@ -170,7 +170,7 @@ def _timed(name: str, func: str, arguments: dict[str, Any], duration_s: int = 30
     return [action(name, func, {**arguments, "duration_s": duration_s}, after=after, module=FAULTS), WAIT_HEALTHY]
 
 
-TIKV_STUDY = ("Fault set of the TiKV leader/follower study (../shared/seeds), on the embedded PostgreSQL cluster: "
+TIKV_STUDY = ("Fault set of the TiKV leader/follower study (S. Ji, 'Testing Reliability of Quorum Systems'), on the embedded PostgreSQL cluster: "
               "the fault lasts 30 s and reverts itself from a detached process; the load keeps running and the "
               "report shows the degradation and the recovery. ")
 

@@ -18,7 +18,8 @@ One name, one meaning, on every channel (the store metrics of ``crdb_internal.kv
 * ``ranges_unavailable``, ``ranges_underreplicated``: ``ranges.unavailable``, ``ranges.underreplicated``.
 * ``gossiped_replicas``: the CLI's ``--decommission`` column (replicas as gossiped; null elsewhere).
 
-Sources and their quirks (../shared/reference/cockroachdb/NOTES.md):
+Sources and their quirks (CockroachDB's documentation and source; the recorded outputs and their provenance are
+in the repository's ``tests/data/cockroach``):
 
 * ``cockroach node status --all --format=csv|tsv|json|ndjson|table``: every value a string;
   ``NULL`` for nodes whose gossip descriptor is gone (dead, decommissioned); JSON (v23.2+) and

@@ -1,4 +1,4 @@
-"""CockroachDB versions and what each can do (../shared/reference/cockroachdb/NOTES.md).
+"""CockroachDB versions and what each can do (CockroachDB's release notes and documentation).
 
 The CLI's commands depend on the *binary* that runs them (``quit`` is gone from v22.2 binaries); the
 SQL statements depend on the *cluster* (``SHOW RANGES`` changed in v23.1/v23.2). Both versions are

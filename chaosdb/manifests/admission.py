@@ -1,6 +1,6 @@
 """What the API server and the Chaos Mesh admission webhook check beyond the CRD schema.
 
-Sources (see ``crds/PROVENANCE.md`` and ``../shared/reference/chaos-mesh/NOTES.md``): Kubernetes object
+Sources (see ``crds/PROVENANCE.md`` and Chaos Mesh's ``api/v1alpha1`` webhook code at that revision): Kubernetes object
 metadata rules (DNS-1123 names), Chaos Mesh ``PodSelector.Validate`` (``value`` per ``mode``),
 ``PodChaosSpec.Validate`` (container-kill needs containerNames), StressChaos (a stressor, memory size),
 NetworkChaos (float strings, ``target`` for ``from``/``both``, no externalTargets with them), Go

@@ -1,4 +1,4 @@
-"""User keys as PD sees region boundaries (../shared/reference/tikv-pd/NOTES.md §8).
+"""User keys as PD sees region boundaries (TiKV's memcomparable key encoding, as client-go and PD use it).
 
 * API V1 RawKV: the raw key itself.
 * API V1 TxnKV (and TiDB): memcomparable ``EncodeBytes``: 8-byte groups, each followed by a marker

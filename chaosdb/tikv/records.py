@@ -1,4 +1,4 @@
-"""PD's JSON, normalised (../shared/reference/tikv-pd/NOTES.md §7).
+"""PD's JSON, normalised (PD's HTTP API, server/api in tikv/pd; recorded replies in the repository's tests/data/tikv).
 
 PD omits zero values (``state`` 0 = Up, ``role`` 0 = Voter, counts of 0), so every field has a default.
 Store state: ``state_name`` when PD sends it; else from ``state`` (0 Up, 1 Offline, 2 Tombstone), with
