@@ -132,7 +132,7 @@ def main() -> int:
                     faulted.append(pgbench_tps(layout, args.seconds, root))
                 finally:
                     actions.revert_faults(configuration=cfg)
-            ratios = [f / p for f, p in zip(faulted, plain) if p]
+            ratios = [f / p for f, p in zip(faulted, plain, strict=False) if p]
             overhead[name] = {"plain_tps": round(statistics.median(plain), 1),
                               "with_fault_tps": round(statistics.median(faulted), 1),
                               "ratio": round(statistics.median(ratios), 3)}

@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT))
 from chaosdb.core.binaries import find_binary  # noqa: E402
 from chaosdb.core.errors import ChaosDBError  # noqa: E402
 from chaosdb.core.stats import percentile  # noqa: E402
-from chaosdb.local.processes import cpu_time_s, node_processes  # noqa: E402
 from chaosdb.local import cluster  # noqa: E402
+from chaosdb.local.processes import cpu_time_s, node_processes  # noqa: E402
 from chaosdb.local.state import load_layout  # noqa: E402
 from chaosdb.workloads.outcomes import is_success  # noqa: E402
 from chaosdb.workloads.samples import Sample, SampleWriter, read_samples  # noqa: E402
@@ -155,7 +155,7 @@ def run_pgbench(layout, clients: int, seconds: int, workdir: Path) -> dict:
             if len(parts) >= 3:
                 lat.append(int(parts[2]) / 1000.0)
     lat.sort()
-    tps = next((float(l.split("=")[1].split()[0]) for l in proc.stdout.splitlines() if l.startswith("tps =")), 0.0)
+    tps = next((float(line.split("=")[1].split()[0]) for line in proc.stdout.splitlines() if line.startswith("tps =")), 0.0)
     return {"transactions": len(lat), "tps": round(tps, 1), "p99_ms": round(percentile(lat, 99), 2) if lat else None,
             "client_cpu_s": round(cpu, 2), "client_cpu_s_per_1000_tx": round(cpu / max(1, len(lat)) * 1000, 3),
             "script": "tpcb-like (built in)"}

@@ -37,7 +37,7 @@ def make_inputs(d: Path, n: int, rate: float = 1700.0) -> Path:
     samples.mkdir()
     with open(samples / "samples-w0-1.csv", "w") as f:
         f.write("start_ts,latency_ms,name,outcome,sqlstate,retries,terminal,key\n")
-        for t, la, nm, b in zip(ts.tolist(), lat.tolist(), names.tolist(), bad.tolist()):
+        for t, la, nm, b in zip(ts.tolist(), lat.tolist(), names.tolist(), bad.tolist(), strict=False):
             f.write(f"{t:.6f},{1.0 if b else la:.3f},{nm},{'conn_error' if b else 'committed'},,0,1,\n")
     iso = lambda x: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(x)) + f".{int((x % 1) * 1e6):06d}+00:00"  # noqa
     journal = {"chaoslib-version": "1.44.0", "experiment": {"title": "bench"}, "status": "completed",

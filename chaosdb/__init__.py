@@ -10,6 +10,12 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from chaoslib.discovery.discover import (
+    discover_actions,
+    discover_probes,
+    initialize_discovery_result,
+)
+
 try:
     __version__ = version("chaostoolkit-db")
 except PackageNotFoundError:  # running from a source tree that is not installed
@@ -48,11 +54,6 @@ ACTIVITY_MODULES: dict[str, list[str]] = {
 
 def discover(discover_system: bool = True) -> dict[str, Any]:
     """Describe this extension and its activities for ``chaos discover``."""
-    from chaoslib.discovery.discover import (
-        discover_actions,
-        discover_probes,
-        initialize_discovery_result,
-    )
 
     discovery = initialize_discovery_result("chaostoolkit-db", __version__, "database")
     for module in ACTIVITY_MODULES["probe"]:

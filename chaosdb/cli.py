@@ -4,12 +4,28 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from chaosdb.cockroach import localcluster
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.faults.engine import cleanup, residue
+from chaosdb.faults.probes import active_faults
+from chaosdb.gameday.cli import add_parser as add_gameday_parser
+from chaosdb.load.calibrate import calibrate
+from chaosdb.load.control import etcd_endpoints
+from chaosdb.local import cluster
+from chaosdb.local.state import STATE_FILE, cluster_dir_for, load_layout, resolve_cluster_dir
+from chaosdb.manifests.cli import add_parser as add_manifests_parser
+from chaosdb.report.compare import compare, load_runs, render_compare_markdown
+from chaosdb.report.upb import render_upb_markdown, upb_indices
+from chaosdb.tikv import localpd
+from chaosdb.workloads import kv, ycsb
+from chaosdb.workloads.tpcc import loader
+from chaosdb.workloads.tpcc.rand import Scale
 
 __all__ = ["build_parser", "main"]
 
@@ -26,8 +42,6 @@ def _cluster_name(args: argparse.Namespace) -> str:
 
 
 def _cluster_dir(args: argparse.Namespace) -> Path:
-    from chaosdb.local.state import cluster_dir_for
-
     return Path(args.dir) if args.dir else cluster_dir_for(_cluster_name(args))
 
 
@@ -56,8 +70,6 @@ def _print_status(st: dict[str, Any]) -> None:
 
 
 def cmd_pd(args: argparse.Namespace) -> int:
-    from chaosdb.tikv import localpd
-
     d = _cluster_dir(args)
     if args.cluster_command == "up":
         res = localpd.up(d, _cluster_name(args), members=args.pd_members, stores=args.stores, regions=args.regions,
@@ -86,8 +98,6 @@ def cmd_pd(args: argparse.Namespace) -> int:
 
 
 def cmd_cockroach(args: argparse.Namespace) -> int:
-    from chaosdb.cockroach import localcluster
-
     d = _cluster_dir(args)
     if args.cluster_command == "up":
         res = localcluster.up(d, _cluster_name(args), nodes=args.nodes, address_base=args.address_base or "127.0.30.1",
@@ -115,7 +125,7 @@ def cmd_cockroach(args: argparse.Namespace) -> int:
 
 
 def cmd_kubernetes(args: argparse.Namespace) -> int:
-    from chaosdb.localkube import cluster as localkube
+    from chaosdb.localkube import cluster as localkube  # noqa: PLC0415 - needs the k8s extra
 
     d = _cluster_dir(args)
     if args.cluster_command == "up":
@@ -168,8 +178,6 @@ def _other_kind(args: argparse.Namespace):
 
 
 def cmd_cluster_up(args: argparse.Namespace) -> int:
-    from chaosdb.local import cluster
-
     other = _other_kind(args)
     if other:
         return other(args)
@@ -194,9 +202,6 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_status(args: argparse.Namespace) -> int:
-    from chaosdb.local import cluster
-    from chaosdb.local.state import load_layout
-
     other = _other_kind(args)
     if other:
         return other(args)
@@ -209,9 +214,6 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_down(args: argparse.Namespace) -> int:
-    from chaosdb.local import cluster
-    from chaosdb.local.state import STATE_FILE, load_layout
-
     d = _cluster_dir(args)
     other = _other_kind(args)
     if other:
@@ -230,9 +232,6 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
 
 def _load_dsn(args: argparse.Namespace) -> str:
     """--dsn, else CHAOSDB_LOAD_DSN, else the embedded cluster named by --cluster/--cluster-dir."""
-    import os
-
-    from chaosdb.local.state import load_layout, resolve_cluster_dir
 
     if args.dsn:
         return args.dsn
@@ -242,9 +241,6 @@ def _load_dsn(args: argparse.Namespace) -> str:
 
 
 def cmd_load_tpcc(args: argparse.Namespace) -> int:
-    from chaosdb.workloads.tpcc import loader
-    from chaosdb.workloads.tpcc.rand import Scale
-
     scale = Scale.reduced(args.warehouses, args.scale_down)
     result = loader.load(_load_dsn(args), scale, workers=args.workers, drop=args.drop,
                          progress=None if args.json else (lambda m: print(f"  {m}", flush=True)))
@@ -258,11 +254,7 @@ def cmd_load_tpcc(args: argparse.Namespace) -> int:
 
 
 def cmd_load_ycsb(args: argparse.Namespace) -> int:
-    from chaosdb.workloads import kv, ycsb
-
     if args.backend == "etcd":
-        from chaosdb.load.control import etcd_endpoints
-
         endpoints = args.dsn or etcd_endpoints({"chaosdb_cluster": args.cluster or "chaosdb",
                                                 "chaosdb_cluster_dir": args.cluster_dir})
         result = kv.load_etcd(endpoints, args.records)
@@ -277,8 +269,6 @@ def cmd_load_ycsb(args: argparse.Namespace) -> int:
 
 
 def cmd_load_calibrate(args: argparse.Namespace) -> int:
-    from chaosdb.load.calibrate import calibrate
-
     result = calibrate(_load_dsn(args), Path(args.out), workload=args.workload, users=args.users,
                        step_pct=args.step_pct, step_s=args.step_s, max_steps=args.max_steps,
                        start_rate=args.start_rate, progress=None if args.json else (lambda m: print(m, flush=True)))
@@ -290,14 +280,14 @@ def cmd_load_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_report_build(args: argparse.Namespace) -> int:
-    from chaosdb.report.build import build_report
+    from chaosdb.report.build import build_report  # noqa: PLC0415 - needs the report extra
 
     result = build_report(args.journal, samples=args.samples, out_dir=args.out, rule=args.rule)
     m = result["metrics"]
     if args.json:
         _print_json({"out_dir": result["out_dir"], "files": result["files"]})
         return 0
-    from chaosdb.report.build import recovery_lines
+    from chaosdb.report.build import recovery_lines  # noqa: PLC0415 - needs the report extra
 
     print(f"report written to {result['out_dir']}: {', '.join(result['files'])}")
     b, i = m["baseline"], m.get("impact") or {}
@@ -310,8 +300,6 @@ def cmd_report_build(args: argparse.Namespace) -> int:
 
 
 def cmd_report_compare(args: argparse.Namespace) -> int:
-    from chaosdb.report.compare import compare, load_runs, render_compare_markdown
-
     result = compare(load_runs(args.inputs))
     text = json.dumps(result, indent=2) if args.json else render_compare_markdown(result)
     if args.output:
@@ -321,8 +309,6 @@ def cmd_report_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report_upb(args: argparse.Namespace) -> int:
-    from chaosdb.report.upb import render_upb_markdown, upb_indices
-
     try:
         data = json.loads(Path(args.input).read_text())
     except (OSError, ValueError) as exc:
@@ -333,8 +319,6 @@ def cmd_report_upb(args: argparse.Namespace) -> int:
 
 
 def cmd_local_cleanup(args: argparse.Namespace) -> int:
-    from chaosdb.faults.engine import cleanup
-
     result = cleanup()
     if args.json:
         _print_json(result)
@@ -351,8 +335,6 @@ def cmd_local_cleanup(args: argparse.Namespace) -> int:
 
 
 def cmd_local_residue(args: argparse.Namespace) -> int:
-    from chaosdb.faults.engine import residue
-
     left = residue()
     if args.json:
         _print_json(left)
@@ -365,8 +347,6 @@ def cmd_local_residue(args: argparse.Namespace) -> int:
 
 
 def cmd_local_faults(args: argparse.Namespace) -> int:
-    from chaosdb.faults.probes import active_faults
-
     faults = active_faults()
     if args.json:
         _print_json(faults)
@@ -506,9 +486,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_report_upb)
 
-    from chaosdb.manifests.cli import add_parser as add_manifests_parser
     add_manifests_parser(sub)
-    from chaosdb.gameday.cli import add_parser as add_gameday_parser
     add_gameday_parser(sub)
     return parser
 

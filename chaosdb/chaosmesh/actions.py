@@ -27,6 +27,7 @@ from chaosdb.core.arguments import check_arguments, choice
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.k8s import api, created
 from chaosdb.k8s.roles import check_target, resolve_target
+from chaosdb.manifests.templates import render
 
 __all__ = ["create_chaos", "wait_until_injected", "wait_until_recovered", "pause_chaos", "resume_chaos",
            "delete_chaos", "delete_all_chaos"]
@@ -39,8 +40,6 @@ def _get(kind: str, name: str, namespace: str, configuration, secrets) -> dict[s
 
 
 def _from_template(template: str, variables: dict[str, Any] | None) -> dict[str, Any]:
-    from chaosdb.manifests.templates import render
-
     objects = render(template, variables or {}).objects
     if len(objects) != 1 or objects[0].get("apiVersion") != f"{GROUP}/{VERSION}":
         raise ChaosDBError(f"template {template} does not hold exactly one Chaos Mesh object")

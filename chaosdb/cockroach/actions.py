@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Union
 from chaoslib.types import Configuration, Secrets
 
 from chaosdb.cockroach import channels, localproc, ranges
+from chaosdb.cockroach.probes import cluster_health
 from chaosdb.cockroach.records import parse_decommission_output
 from chaosdb.cockroach.targets import check_selector, resolve_node
 from chaosdb.core.arguments import check_arguments, choice, number
@@ -325,7 +326,6 @@ def wait_until_healthy(timeout_s: float = 300, interval_s: float = 5.0, configur
                        secrets: Secrets = None) -> Dict[str, Any]:
     """Wait until every active node is live and available, none drains, and no range is unavailable or
     under-replicated (``cluster_health``); report how long it took, or fail with the remaining problems."""
-    from chaosdb.cockroach.probes import cluster_health
 
     cfg = channels.settings(configuration, secrets)
     t0 = time.monotonic()

@@ -27,13 +27,21 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from chaosdb.cockroach.records import health_summary, normalise_api_nodes, parse_cli_output, range_metrics
+from chaosdb.cockroach.records import (
+    health_summary,
+    normalise_api_nodes,
+    normalise_cli_rows,
+    parse_cli_output,
+    range_metrics,
+)
+from chaosdb.cockroach.sql import parse_sql_csv
+from chaosdb.cockroach.version import features_of
 from chaosdb.core.commands import run_argv
 from chaosdb.core.errors import ChaosDBError
 
 __all__ = ["channel_of", "cli_argv", "cli_node_status", "http_node_status", "sql_node_status", "node_status",
            "http_health", "NODE_STATUS_SQL", "run_cli", "cli_version", "cluster_version",
-           "settings"]
+           "settings", "run_sql"]
 
 
 SECRET_KEYS = ("cockroach_url",)
@@ -104,7 +112,6 @@ _VERSIONS: dict[tuple, Any] = {}
 def cli_version(configuration: dict[str, Any]) -> Any:
     """Features of the ``cockroach`` binary the CLI channel runs (``cockroach version``), or of
     ``cockroach_version`` when the configuration states it."""
-    from chaosdb.cockroach.version import features_of
 
     if configuration.get("cockroach_version"):
         return features_of(str(configuration["cockroach_version"]))
@@ -122,8 +129,6 @@ def cli_version(configuration: dict[str, Any]) -> Any:
 
 def cluster_version(configuration: dict[str, Any]) -> Any:
     """Features of the cluster (``SELECT version()``), or of ``cockroach_version`` when stated."""
-    from chaosdb.cockroach.sql import run_sql
-    from chaosdb.cockroach.version import features_of
 
     if configuration.get("cockroach_version"):
         return features_of(str(configuration["cockroach_version"]))
@@ -252,10 +257,8 @@ def sql_node_status(configuration: dict[str, Any], timeout: float = 10.0) -> lis
     url = configuration.get("cockroach_url")
     if not url:
         raise ChaosDBError("set cockroach_url (postgresql://user@host:26257/defaultdb?sslmode=...) for the sql channel")
-    import psycopg
-    from psycopg.rows import dict_row
-
-    from chaosdb.cockroach.records import normalise_cli_rows
+    import psycopg  # noqa: PLC0415 - needs the postgres extra
+    from psycopg.rows import dict_row  # noqa: PLC0415 - needs the postgres extra
 
     try:
         with psycopg.connect(str(url), connect_timeout=int(timeout), autocommit=True, row_factory=dict_row) as conn:
@@ -273,3 +276,33 @@ def node_status(configuration: dict[str, Any], secrets: dict[str, Any] | None = 
     if ch == "http":
         return http_node_status(configuration, secrets)
     return cli_node_status(configuration)
+
+
+def run_sql(configuration: dict[str, Any], statement: str, timeout: float = 30.0) -> list[dict[str, Any]]:
+    """Rows (column -> value as text, None for NULL) of one statement, over the channel the configuration
+    picks: SQL when ``cockroach_url`` is set, else the CLI (``cockroach sql -e ... --format=csv``)."""
+
+    ch = channel_of(configuration)
+    if ch == "http" and not configuration.get("cockroach_url"):
+        ch = "cli"  # the DB Console has no stable SQL endpoint across versions: use the CLI
+    if ch == "sql" or (ch == "http" and configuration.get("cockroach_url")):
+        import psycopg  # noqa: PLC0415 - needs the postgres extra
+
+        try:
+            with psycopg.connect(str(configuration["cockroach_url"]), connect_timeout=int(timeout),
+                                 autocommit=True) as conn:
+                cur = conn.execute(statement)
+                cols = [d.name for d in cur.description or []]
+                return [{c: (None if v is None else _sql_text(v)) for c, v in zip(cols, row, strict=False)} for row in cur.fetchall()]
+        except psycopg.Error as exc:
+            raise ChaosDBError(f"{statement.split(' FOR ROW')[0][:80]}: {str(exc).strip()}") from None
+    argv = cli_argv(configuration, "sql", "-e", statement, "--format=csv")
+    return parse_sql_csv(run_cli(argv, timeout))
+
+
+def _sql_text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return "{" + ",".join(str(x) for x in v) + "}"
+    return str(v)

@@ -16,7 +16,8 @@ import time
 from typing import Any, Sequence
 
 from chaosdb.cockroach import channels
-from chaosdb.cockroach.sql import quote_ident, quote_name, row_literal, run_sql
+from chaosdb.cockroach.channels import run_sql
+from chaosdb.cockroach.sql import quote_ident, quote_name, row_literal
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.podnames import statefulset_pod
 from chaosdb.core.timeutil import now_iso

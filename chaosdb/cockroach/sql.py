@@ -1,4 +1,5 @@
-"""SQL for CockroachDB, built safely and run over the SQL channel (psycopg) or the CLI (``cockroach sql``).
+"""SQL for CockroachDB, built safely, and the CLI's tables parsed (``channels.run_sql`` runs it over the SQL
+channel or the CLI).
 
 Statements such as ``SHOW RANGE FROM TABLE t FOR ROW (...)`` take no placeholders, so identifiers and
 values are quoted here: identifiers that are plain lower-case names stay as they are (CockroachDB folds
@@ -17,7 +18,7 @@ from typing import Any, Sequence
 
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["quote_ident", "quote_name", "literal", "row_literal", "run_sql", "parse_sql_csv", "parse_sql_table"]
+__all__ = ["quote_ident", "quote_name", "literal", "row_literal", "parse_sql_csv", "parse_sql_table"]
 
 _PLAIN = re.compile(r"[a-z_][a-z0-9_$]*")
 
@@ -88,36 +89,5 @@ def parse_sql_table(text: str) -> list[dict[str, str | None]]:
         cells = [c.strip() for c in ln.split("|")]
         if len(cells) != len(header):
             raise ChaosDBError(f"a table row has {len(cells)} cells for {len(header)} columns: {ln[:80]!r}")
-        rows.append({h: (None if c == "NULL" else c) for h, c in zip(header, cells)})
+        rows.append({h: (None if c == "NULL" else c) for h, c in zip(header, cells, strict=False)})
     return rows
-
-
-def run_sql(configuration: dict[str, Any], statement: str, timeout: float = 30.0) -> list[dict[str, Any]]:
-    """Rows (column -> value as text, None for NULL) of one statement, over the channel the configuration
-    picks: SQL when ``cockroach_url`` is set, else the CLI (``cockroach sql -e ... --format=csv``)."""
-    from chaosdb.cockroach import channels
-
-    ch = channels.channel_of(configuration)
-    if ch == "http" and not configuration.get("cockroach_url"):
-        ch = "cli"  # the DB Console has no stable SQL endpoint across versions: use the CLI
-    if ch == "sql" or (ch == "http" and configuration.get("cockroach_url")):
-        import psycopg
-
-        try:
-            with psycopg.connect(str(configuration["cockroach_url"]), connect_timeout=int(timeout),
-                                 autocommit=True) as conn:
-                cur = conn.execute(statement)
-                cols = [d.name for d in cur.description or []]
-                return [{c: (None if v is None else _text(v)) for c, v in zip(cols, row)} for row in cur.fetchall()]
-        except psycopg.Error as exc:
-            raise ChaosDBError(f"{statement.split(' FOR ROW')[0][:80]}: {str(exc).strip()}") from None
-    argv = channels.cli_argv(configuration, "sql", "-e", statement, "--format=csv")
-    return parse_sql_csv(channels.run_cli(argv, timeout))
-
-
-def _text(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (list, tuple)):
-        return "{" + ",".join(str(x) for x in v) + "}"
-    return str(v)

@@ -8,13 +8,13 @@ import subprocess
 from typing import Callable
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.redact import redact_dsn
 
 __all__ = ["describe_argv", "run_argv", "run_argv_full", "die_with_parent", "restore_default_sigint"]
 
 
 def describe_argv(argv: list[str], words: int = 5) -> str:
     """The first *words* of a command for messages, with any ``--url`` password masked."""
-    from chaosdb.core.redact import redact_dsn
 
     shown = [f"--url={redact_dsn(a[6:])}" if a.startswith("--url=") else a for a in argv[:words]]
     return " ".join(shown) + (" ..." if len(argv) > words else "")

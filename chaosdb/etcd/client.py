@@ -9,6 +9,7 @@ strings; they are kept as strings here.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +70,6 @@ class EtcdClient:
         """POST to the first member that accepts. etcd refuses membership changes with 503 "unhealthy
         cluster" until its leader has been connected to a quorum for 5 s (just after a member restarted):
         those are retried for *retry_s*."""
-        import time
 
         last: Exception | None = None
         deadline = time.monotonic() + retry_s

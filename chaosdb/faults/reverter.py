@@ -13,6 +13,8 @@ import argparse
 import sys
 import time
 
+from chaosdb.faults.engine import keep_timer_result, revert_id
+
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m chaosdb.faults.reverter")
@@ -21,7 +23,6 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     while (left := args.at - time.time()) > 0:
         time.sleep(min(left, 0.1))
-    from chaosdb.faults.engine import keep_timer_result, revert_id
 
     done = revert_id(args.fault_id)
     if done:

@@ -7,12 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from chaosdb.gameday.runner import read_manifest, rebuild_runs, run_suite
+from chaosdb.gameday.suite import load_suite, plan_runs
+
 __all__ = ["add_parser"]
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from chaosdb.gameday.suite import load_suite, plan_runs
-
     suite = load_suite(args.suite)
     runs = plan_runs(suite, validate=False)
     if args.json:
@@ -28,14 +29,10 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from chaosdb.gameday.runner import run_suite
-
     return run_suite(args.suite, args.results, fail_on_deviation=args.fail_on_deviation, only=args.only or None)
 
 
 def _status(args: argparse.Namespace) -> int:
-    from chaosdb.gameday.runner import read_manifest
-
     m = read_manifest(Path(args.results))
     if args.json:
         print(json.dumps(m, indent=2, default=str))
@@ -53,11 +50,9 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from chaosdb.gameday.aggregate import write_report
+    from chaosdb.gameday.aggregate import write_report  # noqa: PLC0415 - needs the report extra
 
     if args.rebuild_runs:
-        from chaosdb.gameday.runner import rebuild_runs
-
         print(f"rebuilt {rebuild_runs(Path(args.results))} run report(s) from their journals and samples")
     out = write_report(Path(args.results))
     if args.json:
@@ -68,7 +63,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from chaosdb.gameday.gate import DEFAULT_CHECKS, gate, load_summary, parse_check, render_gate
+    from chaosdb.gameday.gate import DEFAULT_CHECKS, gate, load_summary, parse_check, render_gate  # noqa: PLC0415 - needs the report extra
 
     checks = [parse_check(c) for c in (args.check or DEFAULT_CHECKS)]
     result = gate(load_summary(args.results), load_summary(args.baseline), checks,

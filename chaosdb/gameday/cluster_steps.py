@@ -9,8 +9,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from chaoslib.exceptions import ChaosException
+
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.http import HttpError, request_json
+from chaosdb.faults.engine import cleanup
+from chaosdb.local import cluster, scale
+from chaosdb.local import control as local_control
+from chaosdb.local.state import STATE_FILE, load_layout, load_secrets, resolve_cluster_dir
+from chaosdb.workloads.tpcc import loader
+from chaosdb.workloads.tpcc.rand import Scale
 
 __all__ = ["cluster_dir_of", "embedded_control", "restore", "wait_healthy", "set_synchronous_standbys",
            "move_leader", "reset_tpcc", "take_down", "restore_replication"]
@@ -24,7 +32,6 @@ def _config_value(value: Any) -> Any:
 
 def cluster_dir_of(experiment: dict[str, Any]) -> Path:
     """The embedded cluster directory the experiment's activities will use."""
-    from chaosdb.local.state import resolve_cluster_dir
 
     cfg = {k: _config_value(v) for k, v in (experiment.get("configuration") or {}).items()}
     return resolve_cluster_dir("", "", {k: v for k, v in cfg.items() if k in ("chaosdb_cluster", "chaosdb_cluster_dir")
@@ -41,19 +48,12 @@ def embedded_control(experiment: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _layout(directory: Path):
-    from chaosdb.local.state import STATE_FILE, load_layout
-
     return load_layout(directory) if (directory / STATE_FILE).exists() else None
 
 
 def restore(directory: Path, control: dict[str, Any], address_base: str, timeout: float) -> dict[str, Any]:
     """Remove local fault residue, start the cluster (created on first use, with its data loaded, as the
     experiment's control would), start whatever is not running, take out nodes a scale-out left."""
-    from chaoslib.exceptions import ChaosException
-
-    from chaosdb.faults.engine import cleanup
-    from chaosdb.local import control as local_control
-    from chaosdb.local import scale
 
     t0 = time.monotonic()
     cleaned = cleanup()
@@ -76,8 +76,6 @@ def restore(directory: Path, control: dict[str, Any], address_base: str, timeout
 
 
 def wait_healthy(directory: Path, timeout: float) -> dict[str, Any]:
-    from chaosdb.local import cluster
-
     t0 = time.monotonic()
     layout = _layout(directory)
     if layout is None:
@@ -87,8 +85,6 @@ def wait_healthy(directory: Path, timeout: float) -> dict[str, Any]:
 
 
 def _patch_config(directory: Path, body: dict[str, Any]) -> None:
-    from chaosdb.local.state import load_secrets
-
     layout = _layout(directory)
     secrets = load_secrets(directory)
     last: Exception | None = None
@@ -126,7 +122,6 @@ def _wait_sync_count(client: Any, k: int, timeout: float) -> None:
 def set_synchronous_standbys(directory: Path, k: int, timeout: float = 60.0) -> dict[str, Any]:
     """UPB's K on Patroni: K synchronous standbys (a commit is acknowledged once K replicas have it),
     0 = asynchronous replication. Waits until the cluster shows K sync standbys."""
-    from chaosdb.local import cluster
 
     t0 = time.monotonic()
     layout = _layout(directory)
@@ -160,7 +155,6 @@ def restore_replication(directory: Path, replication: str = "sync") -> dict[str,
 
 def move_leader(directory: Path, node: str, timeout: float = 90.0) -> dict[str, Any]:
     """Make *node* the primary (a switchover) unless it already is; then wait until healthy."""
-    from chaosdb.local import cluster
 
     t0 = time.monotonic()
     layout = _layout(directory)
@@ -204,8 +198,6 @@ def move_leader(directory: Path, node: str, timeout: float = 90.0) -> dict[str, 
 
 def reset_tpcc(directory: Path, warehouses: int, scale_down: int) -> dict[str, Any]:
     """Drop and reload the TPC-C tables: every run starts from the same freshly loaded database."""
-    from chaosdb.workloads.tpcc import loader
-    from chaosdb.workloads.tpcc.rand import Scale
 
     layout = _layout(directory)
     if layout is None:
@@ -219,8 +211,6 @@ def reset_tpcc(directory: Path, warehouses: int, scale_down: int) -> dict[str, A
 
 
 def take_down(directory: Path, purge: bool) -> dict[str, Any]:
-    from chaosdb.local import cluster
-
     layout = _layout(directory)
     if layout is None:
         return {"skipped": "no cluster"}

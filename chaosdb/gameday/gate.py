@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.gameday.aggregate import METRICS
+from chaosdb.gameday.aggregate import METRICS, write_report
 
 __all__ = ["parse_check", "gate", "load_summary", "GATE_METRICS", "DEFAULT_CHECKS", "render_gate"]
 
@@ -47,8 +47,6 @@ def load_summary(path: Path | str) -> dict[str, Any]:
     path = Path(path)
     if path.is_dir():
         if not (path / "summary.json").is_file():
-            from chaosdb.gameday.aggregate import write_report
-
             write_report(path)
         path = path / "summary.json"
     if not path.is_file():

@@ -1,7 +1,6 @@
 """Run a game-day suite into a results directory, resumably.
 
 Results directory::
-
     RESULTS/
       manifest.json        the suite, every planned run and its state (written after every change)
       suite.json           the suite as read (for the record)
@@ -77,7 +76,7 @@ def _chaos_binary() -> str:
 
 
 def _manifested(m: dict[str, Any]) -> bool:
-    from chaosdb.gameday.aggregate import manifested
+    from chaosdb.gameday.aggregate import manifested  # noqa: PLC0415 - needs the report extra
 
     return manifested(m)
 
@@ -284,7 +283,7 @@ class Runner:
         path = run_dir / "metrics.json"
         if not path.is_file():
             try:
-                from chaosdb.report.build import build_report
+                from chaosdb.report.build import build_report  # noqa: PLC0415 - needs the report extra
 
                 build_report(journal, out_dir=run_dir)
             except Exception as exc:  # no samples, no load: the run stays a result without metrics
@@ -380,7 +379,7 @@ class Runner:
                      + (f"; recovery {m.get('recovery_s')} s, p99 {m.get('impact_p99_ms')} ms" if m else ""))
 
     def _conclude(self) -> int:
-        from chaosdb.gameday.aggregate import write_report
+        from chaosdb.gameday.aggregate import write_report  # noqa: PLC0415 - needs the report extra
 
         write_report(self.results)
         counts: dict[str, int] = {}
@@ -409,7 +408,7 @@ class Runner:
 def rebuild_runs(results: str | Path, say: Callable[[str], None] = print) -> int:
     """Recompute every finished run's metrics and report from its journal and samples (after a reporter
     change) and refresh the manifest's summaries; returns how many runs were rebuilt."""
-    from chaosdb.report.build import build_report
+    from chaosdb.report.build import build_report  # noqa: PLC0415 - needs the report extra
 
     results = Path(results)
     manifest = read_manifest(results)

@@ -1,7 +1,6 @@
 """Game-day suites: what to run, how often, with which parameters, and what to do between runs.
 
 A suite is a YAML or JSON file::
-
     name: thesis-node-failure-levels          # letters, digits, '-', '_'
     description: three node-failure levels, repeated, the primary on each node in turn
     cluster:                                   # the embedded cluster every run uses (optional)
@@ -66,7 +65,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from chaoslib.exceptions import ChaosException
+from chaoslib.experiment import ensure_experiment_is_valid
+
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.local.cluster import parse_ipv4
 
 __all__ = ["Suite", "Scenario", "PlannedRun", "load_suite", "plan_runs", "apply_parameters", "SuiteError",
            "sweep_values", "BETWEEN_DEFAULTS"]
@@ -294,7 +297,7 @@ def _read(path: Path) -> dict[str, Any]:
     text = path.read_text()
     try:
         if path.suffix in (".yaml", ".yml"):
-            import yaml
+            import yaml  # noqa: PLC0415 - needs the k8s extra
 
             data = yaml.safe_load(text)
         else:
@@ -326,8 +329,6 @@ def load_suite(path: str | Path) -> Suite:
     if cluster["name"] and not NAME_RE.match(cluster["name"]):
         raise SuiteError(f"cluster.name: letters, digits, '-' and '_' (got {cluster['name']!r})")
     if cluster["address_base"]:
-        from chaosdb.local.cluster import parse_ipv4
-
         try:
             parse_ipv4(cluster["address_base"])
         except ChaosDBError as exc:
@@ -408,7 +409,7 @@ def _value_tag(value: Any) -> str:
 def _load_experiment(path: Path, ctx: str) -> dict[str, Any]:
     try:
         if path.suffix in (".yaml", ".yml"):
-            import yaml
+            import yaml  # noqa: PLC0415 - needs the k8s extra
 
             return yaml.safe_load(path.read_text())
         return json.loads(path.read_text())
@@ -478,9 +479,6 @@ def plan_runs(suite: Suite, validate: bool = True) -> list[PlannedRun]:
 
 
 def _validate_experiment(experiment: dict[str, Any], ctx: str) -> None:
-    from chaoslib.exceptions import ChaosException
-    from chaoslib.experiment import ensure_experiment_is_valid
-
     try:
         ensure_experiment_is_valid(copy.deepcopy(experiment))
     except ChaosException as exc:

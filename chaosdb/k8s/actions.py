@@ -86,7 +86,7 @@ def kill_container_process(target: Dict[str, Any], container: str, signal: str =
     """``kill -s SIGNAL PID`` inside ``container`` of the target pod(s) (PID 1 is the database when the
     container execs it): the thesis's process-level failure. The container name is required. With
     ``wait_restarted`` returns once the kubelet restarted the container and the pod is Ready again."""
-    from kubernetes.stream import stream
+    from kubernetes.stream import stream  # noqa: PLC0415 - needs the k8s extra
 
     sig = str(signal).upper().removeprefix("SIG")
     if sig not in SIGNALS:

@@ -52,8 +52,8 @@ def namespace_of(configuration: dict[str, Any] | None, namespace: str | None = N
 
 def _import_client():
     try:
-        import kubernetes  # noqa: F401
-        from kubernetes import client, config
+        import kubernetes  # noqa: F401, PLC0415 - needs the k8s extra
+        from kubernetes import client, config  # noqa: PLC0415 - needs the k8s extra
     except ImportError:
         raise ChaosDBError("the kubernetes client is not installed: pip install 'chaostoolkit-db[k8s]'") from None
     return client, config
@@ -124,8 +124,8 @@ REQUEST_TIMEOUT = (5.0, 60.0)
 
 def call(what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run one API call; turn ``ApiException`` / connection errors into :class:`K8sApiError` naming ``what``."""
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError
+    from kubernetes.client.exceptions import ApiException  # noqa: PLC0415 - needs the k8s extra
+    from urllib3.exceptions import HTTPError  # noqa: PLC0415 - needs the k8s extra
 
     kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
     try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from chaosdb.core.engines import engine_action
 from chaosdb.k8s import created
 
 __all__ = ["after_experiment_control"]
@@ -23,9 +24,8 @@ logger = logging.getLogger("chaostoolkit")
 
 
 def after_experiment_control(context: Any = None, state: Any = None, **kwargs: Any) -> None:
-    from chaosdb.chaosmesh.actions import delete_chaos
-    from chaosdb.litmus.actions import delete_chaos_engine
-
+    delete_chaos = engine_action("chaosmesh", "delete_chaos")  # the engines built on this client, by name
+    delete_chaos_engine = engine_action("litmus", "delete_chaos_engine")
     for kind, namespace, name, configuration, secrets in created.pending():
         try:
             if kind == "ChaosEngine":

@@ -15,6 +15,7 @@ from chaosdb.core.arguments import check_arguments
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.k8s import api, created
 from chaosdb.litmus.results import GROUP, VERSION, result_name, summarise_result
+from chaosdb.manifests.templates import render
 from chaosdb.manifests.validate import require_valid
 
 __all__ = ["run_chaos_engine", "wait_for_verdict", "stop_chaos_engine", "delete_chaos_engine"]
@@ -36,8 +37,6 @@ def run_chaos_engine(template: str = "", variables: Dict[str, Any] = None, engin
     if bool(template) == bool(engine):
         raise ChaosDBError("give either template (with variables) or engine")
     if template:
-        from chaosdb.manifests.templates import render
-
         objects = [o for o in render(template, variables or {}).objects if o.get("kind") == "ChaosEngine"]
         if len(objects) != 1:
             raise ChaosDBError(f"template {template} does not hold exactly one ChaosEngine")

@@ -7,6 +7,8 @@ from chaoslib.types import Configuration, Secrets
 from chaosdb.core.arguments import check_arguments, number
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.load.control import _resolve_dsn
+from chaosdb.workloads.tpcc import loader
+from chaosdb.workloads.tpcc.rand import Scale
 
 __all__ = ["load_tpcc_data"]
 
@@ -16,8 +18,6 @@ def load_tpcc_data(warehouses: int = 1, scale_down: int = 1, workers: int = 2, d
     """Create the TPC-C schema and load what is missing (idempotent, resumable). ``scale_down``
     divides items and customers per district for quick runs (1 = the spec's sizes); NURand and
     C_LAST semantics are kept for the reduced sizes."""
-    from chaosdb.workloads.tpcc import loader
-    from chaosdb.workloads.tpcc.rand import Scale
 
     try:
         scale = Scale.reduced(int(warehouses), int(scale_down))

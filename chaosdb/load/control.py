@@ -1,7 +1,6 @@
 """Chaos Toolkit control that runs the load for the whole experiment.
 
 Declare it in the experiment::
-
     "controls": [{
       "name": "tpcc-load",
       "provider": {"type": "python", "module": "chaosdb.load.control",
@@ -33,6 +32,7 @@ written to the journal.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -42,14 +42,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+from chaoslib.exceptions import InterruptExecution
+
 from chaosdb.core.commands import die_with_parent
 from chaosdb.core.detach import source_env
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.redact import redact_dsn
 from chaosdb.core.timeutil import iso_from_epoch
+from chaosdb.experiment.checks import refuse_bad_arguments
 from chaosdb.load import state as load_state
+from chaosdb.load import window as w
+from chaosdb.local.state import load_layout, resolve_cluster_dir
 from chaosdb.workloads.outcomes import is_success
-from chaosdb.workloads.samples import read_samples, sample_files
+from chaosdb.workloads.samples import read_recent, read_samples, sample_files
 
 __all__ = ["before_experiment_control", "after_experiment_control", "cleanup_control", "start_load", "stop_load",
            "before_hypothesis_control", "before_method_control", "before_activity_control",
@@ -76,8 +81,6 @@ def _resolve_dsn(dsn: str, configuration: dict[str, Any] | None, secrets: dict[s
         return os.environ["CHAOSDB_LOAD_DSN"]
     configuration = configuration or {}
     if configuration.get("chaosdb_cluster") or configuration.get("chaosdb_cluster_dir"):
-        from chaosdb.local.state import load_layout, resolve_cluster_dir
-
         return load_layout(resolve_cluster_dir("", "", configuration)).dsn()
     raise ChaosDBError("no DSN for the load: pass 'dsn', a secret 'load_dsn', CHAOSDB_LOAD_DSN, "
                        "or configuration 'chaosdb_cluster'")
@@ -91,8 +94,6 @@ def etcd_endpoints(configuration: dict[str, Any] | None) -> str:
     if urls:
         return urls if isinstance(urls, str) else ",".join(map(str, urls))
     if configuration.get("chaosdb_cluster") or configuration.get("chaosdb_cluster_dir"):
-        from chaosdb.local.state import load_layout, resolve_cluster_dir
-
         return ",".join(load_layout(resolve_cluster_dir("", "", configuration)).etcd_urls)
     raise ChaosDBError("no etcd endpoints for the KV load: pass 'dsn' (http://host:2379,...), configuration "
                        "'etcd_urls', or 'chaosdb_cluster'")
@@ -259,11 +260,6 @@ class _Progress:
         self._thread = None
 
     def _run(self, samples_dir: Path, every_s: float) -> None:
-        import logging
-
-        from chaosdb.load import window as w
-        from chaosdb.workloads.samples import read_recent
-
         log = logging.getLogger("chaostoolkit")
         while not self._stop.wait(every_s):
             now = time.time()
@@ -309,10 +305,6 @@ def before_rollback_control(context: dict[str, Any], **kwargs: Any) -> None:
 
 def before_experiment_control(context: dict[str, Any], configuration: dict[str, Any] | None = None,
                               secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
-    from chaoslib.exceptions import InterruptExecution
-
-    from chaosdb.experiment.checks import refuse_bad_arguments
-
     refuse_bad_arguments(context, configuration, secrets)  # nothing starts on bad input
     args = {k: v for k, v in kwargs.items() if k in start_load.__code__.co_varnames}
     try:

@@ -31,7 +31,9 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.redact import redact
 from chaosdb.core.timeutil import iso_from_epoch
 from chaosdb.load import state as load_state
-from chaosdb.load.control import _resolve_dsn
+from chaosdb.load.control import _resolve_dsn, etcd_endpoints
+from chaosdb.postgres.endpoints import patroni_client
+from chaosdb.workloads.kv import lost_acknowledged_puts
 from chaosdb.workloads.samples import read_samples
 from chaosdb.workloads.tpcc import consistency
 
@@ -40,7 +42,7 @@ __all__ = ["tpcc_consistency", "tpcc_is_consistent", "acknowledged_writes", "los
 
 
 def _connect(dsn: str, **kw: Any):
-    import psycopg
+    import psycopg  # noqa: PLC0415 - needs the postgres extra
 
     try:
         return psycopg.connect(dsn, connect_timeout=5, **kw)
@@ -92,8 +94,6 @@ def kv_acknowledged_writes(samples: str = "", dsn: str = "", configuration: Conf
     """Ledger check of the etcd KV load (``ycsb-etcd``): for every key, the highest revision a put was
     acknowledged with must be at most the key's ``mod_revision`` now (the acknowledged write, or a later
     one, survived). ``missing`` must be 0; ambiguous puts are counted apart."""
-    from chaosdb.load.control import etcd_endpoints
-    from chaosdb.workloads.kv import lost_acknowledged_puts
 
     location = load_state.samples_dir_for(samples, configuration)
     acked: Dict[str, int] = {}
@@ -140,9 +140,7 @@ def _load_paused(enabled: bool) -> Iterator[None]:
 
 
 def _node_dsns(base: str, configuration: Configuration, secrets: Secrets) -> Dict[str, str]:
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    from chaosdb.postgres.endpoints import patroni_client
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: PLC0415 - needs the postgres extra
 
     members = patroni_client(configuration, secrets).members()
     params = conninfo_to_dict(base)

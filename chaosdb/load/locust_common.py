@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 from typing import Any
 
 from chaosdb.workloads.outcomes import is_success
@@ -122,8 +123,6 @@ class Pacer:
     """
 
     def __init__(self, max_backlog_s: float = 1.0) -> None:
-        import time
-
         self._time = time
         self.max_backlog_s = max_backlog_s
         self.next_due: float | None = None

@@ -5,7 +5,6 @@ terminals are spread evenly across warehouses and worker processes
 (:mod:`chaosdb.load.locust_common`).
 
 Options (command line, or the environment variable in brackets)::
-
     --chaosdb-dsn DSN          [CHAOSDB_LOAD_DSN]    libpq DSN, multi-host with target_session_attrs=read-write
     --chaosdb-samples-dir DIR  [CHAOSDB_SAMPLES_DIR] where samples-*.csv go (default ./samples)
     --chaosdb-isolation LEVEL  default | read_committed | repeatable_read | serializable (CockroachDB)
@@ -28,6 +27,7 @@ import locust
 from locust import User, constant, events, task
 
 from chaosdb.load.locust_common import Pacer, ProcessState, add_common_options, report, resolve_dsn
+from chaosdb.workloads.tpcc.loader import read_meta
 from chaosdb.workloads.tpcc.rand import Scale
 from chaosdb.workloads.tpcc.terminal import Terminal, TerminalConfig
 
@@ -47,9 +47,7 @@ def _options(parser) -> None:
 def _config(environment) -> TerminalConfig:
     if "config" in _process.extra:
         return _process.extra["config"]
-    import psycopg
-
-    from chaosdb.workloads.tpcc.loader import read_meta
+    import psycopg  # noqa: PLC0415 - needs the postgres extra
 
     opts = environment.parsed_options
     with psycopg.connect(resolve_dsn(opts, "TPC-C"), connect_timeout=10, target_session_attrs="read-write") as conn:

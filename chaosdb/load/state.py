@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
+from chaosdb.core.errors import ChaosDBError
+
 __all__ = ["current", "process", "set_current", "samples_dir_for"]
 
 _record: dict[str, Any] = {}
@@ -26,7 +28,6 @@ def process() -> subprocess.Popen | None:
 
 def samples_dir_for(samples: str = "", configuration: dict[str, Any] | None = None) -> str:
     """Where live probes read samples: argument, configuration ``chaosdb_samples_dir``, the running load."""
-    from chaosdb.core.errors import ChaosDBError
 
     if samples:
         return samples

@@ -40,10 +40,11 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.targets import Target
 from chaosdb.core.timeutil import Stopwatch
 from chaosdb.local import cluster as _cluster
+from chaosdb.local import scale
 from chaosdb.local.nodes import check_target, choose, is_node_name, open_cluster
 from chaosdb.local.processes import node_processes, signal_pids, wait_gone
 from chaosdb.local.revert import schedule_revert
-from chaosdb.local.state import ClusterLayout
+from chaosdb.local.state import ClusterLayout, resolve_cluster_dir
 
 __all__ = [
     "cluster_up",
@@ -85,7 +86,6 @@ def cluster_up(cluster: str = "", cluster_dir: str = "", nodes: int = 3, timeout
     existing data. Returns the leader, DSN (password in the pgpass file, never
     in the DSN), Patroni and etcd URLs and how long it took.
     """
-    from chaosdb.local.state import resolve_cluster_dir
 
     directory = resolve_cluster_dir(cluster, cluster_dir, configuration)
     return _cluster.up(directory, cluster or directory.name, nodes=nodes, timeout=timeout_s)
@@ -308,7 +308,6 @@ def rolling_restart(wait_healthy_s: float = 120.0, pause_s: float = 0.0, switcho
     (``wait_healthy_s``), then ``pause_s``. Returns per node the switchover, stop, serving and
     healthy times.
     """
-    from chaosdb.local import scale
 
     if wait_healthy_s <= 0 or pause_s < 0:
         raise ChaosDBError("wait_healthy_s must be > 0 and pause_s >= 0")
@@ -329,7 +328,6 @@ def scale_out(timeout_s: float = 180.0, cluster: str = "", cluster_dir: str = ""
     ``etcd_join_s``. A node that does not come up within ``timeout_s`` is removed again before the
     action fails. Roll back with ``scale_in``.
     """
-    from chaosdb.local import scale
 
     if timeout_s <= 0:
         raise ChaosDBError("timeout_s must be > 0")
@@ -345,7 +343,6 @@ def scale_in(node: str = "", keep_nodes: int = 3, cluster: str = "", cluster_dir
     cluster has more than ``keep_nodes`` nodes; a no-op otherwise (so it is safe as a rollback that
     runs whether or not the scale-out happened). A leader is switched over first; its etcd member is
     removed and its directory deleted."""
-    from chaosdb.local import scale
 
     layout = open_cluster(cluster, cluster_dir, configuration)
     if len(layout.nodes) <= max(3, keep_nodes):

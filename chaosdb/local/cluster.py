@@ -521,8 +521,8 @@ def wait_healthy(layout: ClusterLayout, timeout: float = 90.0, max_lag_bytes: in
 
 def _ensure_app_database(layout: ClusterLayout, secrets: dict[str, str]) -> None:
     try:
-        import psycopg
-        from psycopg import sql
+        import psycopg  # noqa: PLC0415 - needs the postgres extra
+        from psycopg import sql  # noqa: PLC0415 - needs the postgres extra
     except ImportError:
         raise ChaosDBError("psycopg is not installed: pip install 'chaostoolkit-db[local]'") from None
     dsn = layout.dsn(user="postgres", database="postgres")

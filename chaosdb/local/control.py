@@ -1,7 +1,6 @@
 """Chaos Toolkit control: an embedded cluster for the duration of an experiment.
 
 Declare it first among the controls::
-
     {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.local.control",
       "arguments": {"nodes": 3, "tpcc_warehouses": 2, "tpcc_scale_down": 10, "down_after": true}}}
 
@@ -19,6 +18,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from chaoslib.exceptions import InterruptExecution
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.experiment.checks import refuse_bad_arguments
+from chaosdb.load.control import stop_load
+from chaosdb.local import cluster
+from chaosdb.local.state import load_layout, resolve_cluster_dir
+from chaosdb.workloads import kv, ycsb
+from chaosdb.workloads.tpcc import loader
+from chaosdb.workloads.tpcc.rand import Scale
+
 __all__ = ["before_experiment_control", "after_experiment_control"]
 
 logger = logging.getLogger("chaostoolkit")
@@ -29,13 +39,6 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
                               ycsb_records: int = 0, etcd_ycsb_records: int = 0, timeout_s: float = 180.0,
                               address_base: str = "127.0.0.11", secrets: dict[str, Any] | None = None,
                               **kwargs: Any) -> None:
-    from chaoslib.exceptions import InterruptExecution
-
-    from chaosdb.core.errors import ChaosDBError
-    from chaosdb.experiment.checks import refuse_bad_arguments
-    from chaosdb.local import cluster
-    from chaosdb.local.state import load_layout, resolve_cluster_dir
-
     refuse_bad_arguments(context, configuration, secrets)  # nothing starts on bad input
     directory = resolve_cluster_dir("", "", configuration)
     try:
@@ -45,19 +48,12 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
                     "created" if result["created"] else "up", result["seconds"], result["leader"])
         dsn = load_layout(directory).dsn()
         if int(tpcc_warehouses) > 0:
-            from chaosdb.workloads.tpcc import loader
-            from chaosdb.workloads.tpcc.rand import Scale
-
             loaded = loader.load(dsn, Scale.reduced(int(tpcc_warehouses), int(tpcc_scale_down)))
             logger.info("chaosdb: TPC-C data: %d warehouse(s), %d part(s) loaded in %.1fs", loaded["warehouses"],
                         len(loaded["loaded"]), loaded["seconds"])
         if int(ycsb_records) > 0:
-            from chaosdb.workloads import ycsb
-
             ycsb.load(dsn, int(ycsb_records))
         if int(etcd_ycsb_records) > 0:
-            from chaosdb.workloads import kv
-
             loaded = kv.load_etcd(",".join(load_layout(directory).etcd_urls), int(etcd_ycsb_records))
             logger.info("chaosdb: YCSB records in etcd: %d (%d inserted)", loaded["records"], loaded["inserted"])
     except (ChaosDBError, OSError, ValueError) as exc:
@@ -67,10 +63,6 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None,
                              configuration: dict[str, Any] | None = None, down_after: bool = True,
                              purge: bool = False, **kwargs: Any) -> None:
-    from chaosdb.load.control import stop_load
-    from chaosdb.local import cluster
-    from chaosdb.local.state import load_layout, resolve_cluster_dir
-
     record = stop_load()
     if state is not None and record and "chaosdb_load" not in state:
         state["chaosdb_load"] = {k: v for k, v in record.items() if k != "running"}

@@ -11,6 +11,7 @@ from chaoslib.types import Configuration
 from chaosdb.core.arguments import check_arguments, choice, one_of_or_names
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.local.nodes import is_node_name, open_cluster, status_of, targets_of
+from chaosdb.local.processes import node_processes
 
 __all__ = ["cluster_status", "cluster_is_healthy", "nodes_with_role", "node_process_count"]
 
@@ -46,7 +47,6 @@ def node_process_count(node: str = "all", cluster: str = "", cluster_dir: str = 
                        configuration: Configuration = None) -> int:
     """How many live processes belong to ``node`` (or to every node with ``all``).
     0 after ``cluster_down`` is the proof that nothing was left behind."""
-    from chaosdb.local.processes import node_processes
 
     layout = open_cluster(cluster, cluster_dir, configuration)
     names = [n.name for n in layout.nodes] if node == "all" else [layout.node(node).name]

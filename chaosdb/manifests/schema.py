@@ -103,7 +103,7 @@ def _strict(node: Any) -> Any:
 
 @functools.lru_cache(maxsize=None)
 def _validator(api_version: str, kind: str):
-    from openapi_schema_validator import OAS30Validator, oas30_format_checker
+    from openapi_schema_validator import OAS30Validator, oas30_format_checker  # noqa: PLC0415 - needs the k8s extra
 
     record, path, n = _index()[(api_version, kind)] if (api_version, kind) in _index() else (None, None, None)
     if record is None:

@@ -3,7 +3,6 @@
 A template is a valid manifest as it is (its values are the defaults: ``kubectl apply -f`` and any validator
 take it unchanged) with a header that documents each variable, and a marker comment on every line a variable
 sets::
-
     # chaosdb-variables:
     #   NAME          name      cockroachdb-pod-kill   name of the chaos object
     #   GRACE_PERIOD  integer   0                      seconds the database gets to shut down
@@ -245,7 +244,7 @@ def render(name: str, values: Mapping[str, Any] | None = None, directory: str | 
 
     Raises ChaosDBError for unknown variables, missing required ones, ill-typed values, and (``validate``)
     objects the API server or the Chaos Mesh webhook would refuse."""
-    from chaosdb.manifests.validate import load_documents, validate_documents
+    from chaosdb.manifests.validate import load_documents, validate_documents  # noqa: PLC0415 - needs the k8s extra
 
     template = load_template(name, directory)
     values = dict(values or {})

@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 import yaml
 
+from chaosdb.core.errors import ChaosDBError
 from chaosdb.manifests.admission import admission_errors, advice, metadata_errors
 from chaosdb.manifests.schema import SchemaUnavailable, schema_errors
 
@@ -56,8 +57,8 @@ class ObjectReport:
 
 def _builtin_errors(obj: dict[str, Any]) -> tuple[list[str], str]:
     try:
-        import kubernetes_validate
-        from kubernetes_validate.utils import SchemaNotFoundError, ValidationError, latest_version
+        import kubernetes_validate  # noqa: PLC0415 - needs the k8s extra
+        from kubernetes_validate.utils import SchemaNotFoundError, ValidationError, latest_version  # noqa: PLC0415 - needs the k8s extra
     except ImportError:
         return ([f"no schema for {obj.get('kind')} in {obj.get('apiVersion')}: install kubernetes-validate "
                  "(pip install 'chaostoolkit-db[k8s]') to check built-in kinds"], "unchecked")
@@ -120,7 +121,6 @@ def validate_file(path: str | Path) -> list[ObjectReport]:
 
 def require_valid(obj: dict[str, Any], what: str = "object") -> None:
     """Raise :class:`chaosdb.core.errors.ChaosDBError` listing every error, before anything is sent."""
-    from chaosdb.core.errors import ChaosDBError
 
     report = validate_object(obj, what)
     if not report.ok:

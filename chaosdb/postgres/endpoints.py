@@ -24,6 +24,8 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.etcd.client import EtcdClient
+from chaosdb.local.cluster import patroni_client as embedded_client
+from chaosdb.local.state import load_layout, resolve_cluster_dir
 from chaosdb.postgres.patroni import PatroniClient
 
 __all__ = ["patroni_client", "etcd_client", "postgres_dsn", "split_urls", "secret_values"]
@@ -38,8 +40,6 @@ def split_urls(value: Any) -> list[str]:
 
 
 def _embedded(configuration: dict[str, Any] | None):
-    from chaosdb.local.state import load_layout, resolve_cluster_dir
-
     configuration = configuration or {}
     if not (configuration.get("chaosdb_cluster") or configuration.get("chaosdb_cluster_dir")
             or os.environ.get("CHAOSDB_CLUSTER_DIR")):
@@ -59,7 +59,6 @@ def patroni_client(configuration: dict[str, Any] | None, secrets: dict[str, Any]
     if layout is None:
         raise ChaosDBError("no Patroni cluster configured: set configuration 'patroni_urls' "
                            "(or 'chaosdb_cluster' for the embedded cluster)")
-    from chaosdb.local.cluster import patroni_client as embedded_client
 
     return embedded_client(layout)
 
@@ -94,7 +93,7 @@ def secret_values(secrets: dict[str, Any] | None) -> list[str]:
         if isinstance(v, str):
             out.append(v)
             try:
-                from psycopg.conninfo import conninfo_to_dict
+                from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415 - needs the postgres extra
 
                 pw = conninfo_to_dict(v).get("password")
                 if pw:

@@ -14,7 +14,7 @@ def query_primary(dsn: str, sql: str, params: tuple[Any, ...] = (), secrets: lis
                   timeout_s: float = 5.0) -> list[tuple[Any, ...]]:
     """Run *sql* on a read-write server reached through *dsn* and return all rows."""
     try:
-        import psycopg
+        import psycopg  # noqa: PLC0415 - needs the postgres extra
     except ImportError:
         raise ChaosDBError("psycopg is not installed: pip install 'chaostoolkit-db[postgres]'") from None
     try:

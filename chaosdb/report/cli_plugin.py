@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from chaosdb.cli import main
+
 __all__ = ["db_report"]
 
 
@@ -17,7 +19,6 @@ __all__ = ["db_report"]
 @click.option("--rule", type=click.Choice(["runs", "literal"]), default="runs", help="recovery rule")
 def db_report(journal: str, samples: str | None, out: str | None, rule: str) -> None:
     """Degradation and recovery report of a chaostoolkit-db run (metrics.json, report.md/.html, PNGs)."""
-    from chaosdb.cli import main
 
     argv = ["report", "build", journal, "--rule", rule]
     if samples:

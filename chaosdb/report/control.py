@@ -2,7 +2,6 @@
 
 Declare it beside the load control (in any order: it stops the load itself first, which is
 idempotent, so the samples are complete and the load's record is in the journal)::
-
     {"name": "report", "provider": {"type": "python", "module": "chaosdb.report.control",
                                     "arguments": {"out_dir": "reports/run1"}}}
 
@@ -18,6 +17,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from chaosdb.core.redact import redact
+from chaosdb.load.control import stop_load
+from chaosdb.report.journal import secret_values_of
+
 __all__ = ["after_experiment_control"]
 
 logger = logging.getLogger("chaostoolkit")
@@ -27,10 +30,7 @@ def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | No
                              out_dir: str = "", rule: str = "runs", **kwargs: Any) -> None:
     if state is None:
         return
-    from chaosdb.core.redact import redact
-    from chaosdb.load.control import stop_load
-    from chaosdb.report.build import build_report
-    from chaosdb.report.journal import secret_values_of
+    from chaosdb.report.build import build_report  # noqa: PLC0415 - needs the report extra
 
     record = stop_load()  # idempotent: normally the load control already stopped it
     if record and "chaosdb_load" not in state:

@@ -13,6 +13,7 @@ Columns become arrays sorted by start time: ``ts`` (float64), ``lat`` (float64 m
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,7 +79,6 @@ def _codes(column: np.ndarray) -> tuple[np.ndarray, list[str]]:
 def _fast_read(f: Path, header: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str],
                                                       np.ndarray, list[str]] | None:
     """numpy's C parser over the complete lines; None when the file needs the tolerant reader."""
-    import io
 
     data = f.read_bytes()
     data = data[: data.rfind(b"\n") + 1]  # drop an incomplete last line

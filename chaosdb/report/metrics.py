@@ -137,7 +137,7 @@ def _longest_chain(done_o: np.ndarray, outside: np.ndarray, length: int, quiet_s
     if not st.size:
         return 0.0
     longest, lo, hi = 0.0, float(done_o[st[0]]), float(done_o[en[0]])
-    for a, b in zip(st[1:], en[1:]):
+    for a, b in zip(st[1:], en[1:], strict=False):
         if float(done_o[a]) - hi < quiet_s:
             hi = float(done_o[b])
         else:

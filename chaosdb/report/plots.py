@@ -14,10 +14,10 @@ __all__ = ["timeline_png", "ecdf_png", "pyplot"]
 
 def pyplot():
     """matplotlib's pyplot on the file-only Agg backend (imported on first use: plots are optional)."""
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - needs the report extra
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - needs the report extra
 
     return plt
 
@@ -36,7 +36,7 @@ def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Pa
         y = np.array([w[key] if w[key] is not None else np.nan for w in wins], dtype=float)
         ax1.plot(x, y, style, label=key.replace("_ms", ""), linewidth=1.6 if key == "p99_ms" else 1.2)
     ax1.set_yscale("log")
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: PLC0415 - needs the report extra
 
     ax1.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax1.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
@@ -73,8 +73,8 @@ def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Pa
         drawn["pauses"].append({"start": s, "end": e})
     if rec.get("onset_ts") and rec.get("end_ts"):
         ax1.axvspan(rec["onset_ts"] - zero, rec["end_ts"] - zero, color="tab:red", alpha=0.08)
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
+    from matplotlib.lines import Line2D  # noqa: PLC0415 - needs the report extra
+    from matplotlib.patches import Patch  # noqa: PLC0415 - needs the report extra
 
     handles, labels = ax1.get_legend_handles_labels()
     handles += [Patch(color="tab:orange", alpha=0.25), Line2D([], [], color="tab:purple", linestyle="-.")]
@@ -116,7 +116,7 @@ def ecdf_png(baseline: Samples, impact: Samples | None, path: Path, title: str) 
         x, y = _ecdf_points(s.lat[s.ok])
         ax.step(x, y, where="post", label=f"{label} (n={int(s.ok.sum())})", color=color)
     ax.set_xscale("log")
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter  # noqa: PLC0415 - needs the report extra
 
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
     ax.set_xlabel("latency (ms, log)")

@@ -5,6 +5,8 @@ Stores are chosen when the action runs: a store id, or ``"leader"`` / ``"followe
 holding ``key`` (see :mod:`chaosdb.tikv.probes` for ``mode`` / ``api_version``).
 """
 
+import os as _os
+import signal as _signal
 import time
 from typing import Any, Dict, Optional, Union
 
@@ -17,6 +19,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.k8s import kubectl
 from chaosdb.tikv import cluster
 from chaosdb.tikv.keys import MODES
+from chaosdb.tikv.local import store_pids
 from chaosdb.tikv.pd import pd_client
 
 __all__ = ["transfer_region_leader", "evict_leaders", "remove_leader_eviction", "set_store_state",
@@ -180,11 +183,6 @@ def kill_store(store: Union[int, str] = "leader", key: Optional[str] = None, sig
     region): on Kubernetes (``k8s_namespace`` set) ``kill`` inside its pod (``container`` or
     ``k8s_container``, default ``tikv``), locally the ``tikv-server`` serving its address. Nothing restarts a
     local store: start it again the way you started it."""
-    import os as _os
-    import signal as _signal
-
-    from chaosdb.k8s import kubectl
-    from chaosdb.tikv.local import store_pids
 
     cfg = configuration or {}
     sig = str(signal).upper().removeprefix("SIG")

@@ -26,6 +26,7 @@ from typing import Any
 
 from chaosdb.core.binaries import find_binary
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.http import request_json
 from chaosdb.core.processes import pids_under, signal_pids, wait_gone
 from chaosdb.core.servers import spawn_server, wait_ready
 from chaosdb.tikv import cluster as pd_cluster
@@ -172,7 +173,6 @@ def status(directory: Path) -> dict[str, Any]:
 
 def sim_event(layout_or_dir: dict[str, Any] | Path, event: str, node_id: int) -> str:
     """Send the simulator an event (``down-node``, ``add-node``) through its status address."""
-    from chaosdb.core.http import request_json
 
     layout = layout_or_dir if isinstance(layout_or_dir, dict) else _layout(Path(layout_or_dir))
     url = f"http://{layout['simulator']['status_addr']}/event?event={event}&node-id={int(node_id)}"

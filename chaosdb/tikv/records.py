@@ -8,6 +8,7 @@ an Up store whose last heartbeat is older than 20 s reported ``Disconnected`` an
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timezone
 from typing import Any
@@ -164,7 +165,6 @@ def normalise_health(body: Any) -> list[dict[str, Any]]:
 
 def pd_error_text(body: str) -> str:
     """PD's error bodies are usually a JSON string: ``"[PD:region:ErrRegionNotFound]region ... not found"``."""
-    import json
 
     try:
         value = json.loads(body)

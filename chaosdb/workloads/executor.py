@@ -60,13 +60,13 @@ class Executor:
         self._backoff = random.Random(self.seed)
 
     def connection(self) -> Any:
-        import psycopg
+        import psycopg  # noqa: PLC0415 - needs the postgres extra
 
         if self.conn is not None and not self.conn.closed and not self.conn.broken:
             return self.conn
         self.close()
         if self._tcp_extra is None:  # parsed once: reconnect loops during an outage are frequent
-            from psycopg.conninfo import conninfo_to_dict
+            from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415 - needs the postgres extra
 
             given = conninfo_to_dict(self.dsn)
             self._tcp_extra = {k: v for k, v in self.tcp_options.items() if k not in given}
@@ -103,7 +103,7 @@ class Executor:
 
         ``keep_key_for``: outcomes whose key is recorded (by default committed and ambiguous writes).
         """
-        import psycopg
+        import psycopg  # noqa: PLC0415 - needs the postgres extra
 
         start_ts = time.time()
         t0 = time.perf_counter()

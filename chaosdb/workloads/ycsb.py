@@ -128,7 +128,7 @@ class SqlBackend:
 
 def load(dsn: str, records: int, seed: int = 7) -> dict[str, Any]:
     """Create ``usertable`` and insert the records that are missing (idempotent)."""
-    import psycopg
+    import psycopg  # noqa: PLC0415 - needs the postgres extra
 
     t0 = time.monotonic()
     rng = random.Random(seed)

@@ -49,7 +49,7 @@ def test_status_shows_roles_lag_timeline_and_etcd_leader(healthy):
 def test_cluster_runs_unprivileged_when_started_as_root(healthy):
     st = lc.status(healthy)
     per_node = {}
-    for n, sn in zip(healthy.nodes, st["nodes"]):
+    for n, sn in zip(healthy.nodes, st["nodes"], strict=False):
         uids = {os.stat(f"/proc/{sn['pids'][kind]}").st_uid for kind in ("etcd", "patroni", "postmaster")}
         assert uids == {healthy.node_user(n)[1]}, n.name  # every process of a node runs as the node's user
         per_node[n.name] = uids.pop()

@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from chaosdb.cockroach import actions, probes
-from chaosdb.cockroach.sql import run_sql
+from chaosdb.cockroach.channels import run_sql
 
 URL = os.environ.get("COCKROACH_URL")
 BIN = os.environ.get("CHAOSDB_REAL_COCKROACH_BIN")

@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from chaosdb.core.errors import ChaosDBError
-from tools import make_manifests
 from chaosdb.manifests.schema import CRD_DIR
 from chaosdb.manifests.templates import list_templates, render, templates_dir
 from chaosdb.manifests.validate import validate_object, validate_text
+from tools import make_manifests
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"

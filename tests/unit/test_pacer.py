@@ -18,11 +18,11 @@ def test_pacer_offers_users_over_rate_interval_and_catches_up_briefly():
     p = Pacer(max_backlog_s=1.0)
     p._time = clock = FakeTime()
     starts = []
-    for i in range(10):
+    for _i in range(10):
         p.wait(rate=10, users=2)  # each user: one start every 0.2 s
         starts.append(clock.now)
         clock.now += 0.05  # a fast transaction
-    gaps = [round(b - a, 3) for a, b in zip(starts, starts[1:])]
+    gaps = [round(b - a, 3) for a, b in zip(starts, starts[1:], strict=False)]
     assert gaps == [0.2] * 9
     # a 0.5 s stall: the next starts come without sleeping until the backlog is gone
     clock.now += 0.5

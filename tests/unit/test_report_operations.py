@@ -126,7 +126,7 @@ def test_report_of_a_real_rolling_restart_journal(tmp_path):
     failed = (ts >= primary["start_ts"] + 3) & (ts < primary["start_ts"] + 4.5)
     lines = ["start_ts,latency_ms,name,outcome"] + [
         f"{t:.6f},{1.0 if bad else rng.normal(10, 1):.3f},new_order,{'error' if bad else 'ok'}"
-        for t, bad in zip(ts, failed)]
+        for t, bad in zip(ts, failed, strict=False)]
     samples = tmp_path / "samples.csv"
     samples.write_text("\n".join(lines) + "\n")
     res = build_report(journal, samples=samples, out_dir=tmp_path / "out")

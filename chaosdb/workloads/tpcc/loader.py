@@ -31,7 +31,7 @@ __all__ = ["load", "read_meta", "create_schema", "drop_schema", "loaded_parts"]
 
 
 def _connect(dsn: str):
-    import psycopg
+    import psycopg  # noqa: PLC0415 - needs the postgres extra
 
     return psycopg.connect(dsn, connect_timeout=10)
 
