@@ -138,7 +138,8 @@ def rebalance_summary(samples: list[dict[str, Any]], key: str = "replicas", tole
         spreads.append(round(max(abs(v - mean) for v in vals) / mean, 4))
     balanced_from = None
     for i in range(len(spreads) - 1, -1, -1):
-        if spreads[i] is None or spreads[i] > tolerance:
+        spread = spreads[i]
+        if spread is None or spread > tolerance:
             break
         balanced_from = i
     t0 = samples[0]["t"] if samples else 0.0

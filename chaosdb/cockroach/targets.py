@@ -43,6 +43,7 @@ def resolve_node(configuration: dict[str, Any], secrets: dict[str, Any] | None, 
         if chosen is None:
             raise ChaosDBError(f"node {node} is not in the cluster (nodes: {', '.join(map(str, sorted(by_id)))})")
     elif node in ("leaseholder", "not-leaseholder"):
+        assert table is not None  # check_selector refused a leaseholder selector without table and row
         range_info = ranges.leaseholder_of_row(configuration, secrets, table, row)
         if node == "leaseholder":
             chosen = by_id.get(range_info["lease_holder"])

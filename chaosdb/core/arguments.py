@@ -91,8 +91,8 @@ def _did_you_mean(word: str, options: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def choice(name: str, *values: str) -> Check:
-    """One of *values* (a string)."""
+def choice(name: str, *values: Any) -> Check:
+    """One of *values* (strings, or numbers such as an API version)."""
     def check(value: Any) -> None:
         if value not in values:
             raise ChaosDBError(f"{name} must be one of {', '.join(values)}, got {value!r}"

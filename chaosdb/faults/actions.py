@@ -88,7 +88,7 @@ def _result(rec: FaultRecord, **extra: Any) -> Dict[str, Any]:
     return out
 
 
-def _groups(target: Any, count: Any, components: List[str], processes: str, configuration: Any, cluster: str,
+def _groups(target: Any, count: Any, components: List[str] | None, processes: str, configuration: Any, cluster: str,
             cluster_dir: str, secrets: Any = None):
     if processes:
         return [matching_processes(processes)], ""

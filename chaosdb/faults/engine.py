@@ -65,7 +65,7 @@ class ProcessGroup:
 # helpers
 
 
-def _spawn_detached(argv: list[str]) -> dict[str, int]:
+def _spawn_detached(argv: list[str]) -> dict[str, Any]:
     """A helper (reverter, proxy) that outlives us and finds the same fault records."""
     pid = spawn_detached(argv, {"CHAOSDB_FAULTS_DIR": str(faults_dir())})
     return {"pid": pid, "start": process_start_time(pid)}
@@ -73,7 +73,7 @@ def _spawn_detached(argv: list[str]) -> dict[str, int]:
 
 def _same_process(entry: dict[str, Any]) -> bool:
     pid = int(entry.get("pid", 0))
-    return pid > 0 and entry.get("start") and process_start_time(pid) == entry.get("start")
+    return pid > 0 and bool(entry.get("start")) and process_start_time(pid) == entry.get("start")
 
 
 def _stop_process(entry: dict[str, Any], timeout: float = 3.0) -> bool:

@@ -129,8 +129,7 @@ def _group_stats(entries: list[dict[str, Any]], metrics: list[dict[str, Any] | N
 
 
 def _worst_step(steps: list[dict[str, Any]], key: str) -> float | None:
-    vals = [(st.get("load") or {}).get(key) for st in steps]
-    vals = [v for v in vals if v is not None]
+    vals = [float(v) for v in ((st.get("load") or {}).get(key) for st in steps) if v is not None]
     return max(vals) if vals else None
 
 
@@ -231,8 +230,9 @@ def aggregate(results: Path | str) -> dict[str, Any]:
         scenarios.append({"scenario": sc["name"], "description": sc.get("description", ""),
                           "experiment": sc["experiment"], "upb": sc.get("upb"), **stats})
         for e in mine:
-            if loaded[e["id"]] is not None and loaded[e["id"]].get("impact") is not None:
-                pairs.append((sc["name"], loaded[e["id"]]))
+            run_metrics = loaded[e["id"]]
+            if run_metrics is not None and run_metrics.get("impact") is not None:
+                pairs.append((sc["name"], run_metrics))
         if sc.get("sweep"):
             points = []
             for value in sc["sweep"]["values"]:
@@ -446,18 +446,18 @@ def render_html(summary: dict[str, Any], pngs: dict[str, Path]) -> str:
                   img(f"sweep-{sw['scenario']}", f"sweep {sw['scenario']}"), _html_table(*_sweep_rows(sw))]
     if summary["upb"]:
         parts += ["<h2>UPB</h2>", f"<pre>{html.escape(json.dumps(summary['upb'], indent=2))}</pre>"]
-    rows = []
+    run_rows: list[str] = []
     for r in summary.get("run_list", []):
         link = (f'<a href="{html.escape(r["dir"])}/report.html">{html.escape(r["id"])}</a>'
                 if r.get("dir") and r["status"] in ("completed", "deviated", "unsteady") else html.escape(r["id"]))
         params = ", ".join(f"{k}={v}" for k, v in r["parameters"].items())
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in (
+        run_rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in (
             link, html.escape(r["status"]), str(r["attempts"]), html.escape(params), _f(r["p99_ms"]),
             _f(r["recovery_s"]), _f(r["error_rate"], 4))) + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in ("run", "status", "attempts", "parameters", "p99 ms", "recovery s",
                                               "errors"))
     parts += ["<h2>Runs</h2><p>Each run's own report (timeline, latency ECDF) is linked.</p>",
-              f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"]
+              f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(run_rows)}</tbody></table>"]
     style = ("body{font-family:sans-serif;margin:2em}"
              "table{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto}"
              "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;white-space:nowrap}"

@@ -167,6 +167,8 @@ def move_leader(directory: Path, node: str, timeout: float = 90.0) -> dict[str, 
     if leader is None or leader.name != node:
         cluster.wait_healthy(layout, timeout=timeout)
         leader = client.leader()
+        if leader is None:
+            raise ChaosDBError(f"the cluster at {directory} has no leader to move away from")
         # in synchronous mode Patroni switches over only to the synchronous standby: drop to asynchronous
         # for the switchover (no load runs between runs) and restore the setting after it
         config = _get_config(layout)

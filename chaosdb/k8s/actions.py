@@ -188,6 +188,7 @@ def restart_statefulset(name: str, namespace: str = "", image: str = "", contain
     sts = _sts(configuration, secrets, ns, name)
     if container and container not in [c["name"] for c in sts["spec"]["template"]["spec"]["containers"]]:
         raise ChaosDBError(f"statefulset {ns}/{name} has no container {container!r}")
+    patch: dict[str, Any]
     if image:
         patch = {"spec": {"template": {"spec": {"containers": [{"name": container, "image": image}]}}}}
     else:

@@ -42,7 +42,7 @@ def run_chaos_engine(template: str = "", variables: Dict[str, Any] = None, engin
             raise ChaosDBError(f"template {template} does not hold exactly one ChaosEngine")
         obj = objects[0]
     else:
-        obj = dict(engine)
+        obj = dict(engine or {})
     obj.setdefault("metadata", {}).setdefault("labels", {}).update(_MANAGED)
     require_valid(obj, "ChaosEngine")
     ns = api.namespace_of(configuration, obj["metadata"].get("namespace"))

@@ -20,7 +20,7 @@ def summarise_result(obj: dict[str, Any]) -> dict[str, Any]:
     exp = status.get("experimentStatus") or {}
     raw = exp.get("probeSuccessPercentage")
     try:
-        pct: float | None = float(raw)
+        pct: float | None = float(raw)  # type: ignore[arg-type]  # None and junk land in except
     except (TypeError, ValueError):
         pct = None
     verdict = exp.get("verdict") or "Awaited"

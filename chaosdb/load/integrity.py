@@ -73,7 +73,8 @@ def acknowledged_writes(samples: str = "", dsn: str = "", configuration: Configu
     """Ledger check: of the New-Orders the client saw commit, how many are missing from the
     database (must be 0); ambiguous commits are reported apart with how many are present."""
     location = load_state.samples_dir_for(samples, configuration)
-    committed, ambiguous = [], []
+    committed: list[Any] = []
+    ambiguous: list[Any] = []
     for s in read_samples(location):
         if s.name == "new_order" and s.key:
             (committed if s.outcome == "committed" else ambiguous if s.outcome == "ambiguous" else []).append(s.key)
@@ -121,7 +122,7 @@ def kv_lost_acknowledged_writes(samples: str = "", dsn: str = "", configuration:
 def _load_paused(enabled: bool) -> Iterator[None]:
     record, proc = load_state.current(), load_state.process()
     active = enabled and record.get("running") and proc is not None and proc.poll() is None
-    if not active:
+    if not active or proc is None:
         yield
         return
     start = time.time()
@@ -146,7 +147,7 @@ def _node_dsns(base: str, configuration: Configuration, secrets: Secrets) -> Dic
     params = conninfo_to_dict(base)
     params.pop("target_session_attrs", None)
     params.pop("load_balance_hosts", None)
-    return {m.name: make_conninfo(**dict(params, host=m.host, port=str(m.port))) for m in members
+    return {m.name: make_conninfo("", **dict(params, host=m.host, port=str(m.port))) for m in members
             if m.host and m.port}
 
 

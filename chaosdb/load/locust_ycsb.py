@@ -43,6 +43,7 @@ class YcsbUser(User):
         self.client_number = _process.next_terminal()
         seed = None if opts.chaosdb_seed is None else opts.chaosdb_seed * 1009 + self.client_number
         self.workload = WorkloadA(opts.ycsb_records, seed)
+        self.backend: EtcdBackend | SqlBackend
         if opts.ycsb_backend == "etcd":
             self.backend = EtcdBackend(opts.chaosdb_dsn, self.client_number, seed)
         else:

@@ -634,8 +634,8 @@ def status(layout: ClusterLayout) -> dict[str, Any]:
     members: dict[str, Any] = {}
     patroni_error = ""
     try:
-        for m in patroni_client(layout).members():
-            members[m.name] = m
+        for member in patroni_client(layout).members():
+            members[member.name] = member
     except ChaosDBError as exc:
         patroni_error = str(exc)
     # processes first: they are the ground truth at this instant (network answers may take a while)
@@ -645,7 +645,7 @@ def status(layout: ClusterLayout) -> dict[str, Any]:
     leader_ids = {r.get("leader_id") for r in etcd_rows.values() if r.get("leader_id") not in (None, "", "0")}
     live = _live_patroni_states(layout)
     etcd_leader = None
-    nodes = []
+    nodes: list[dict[str, Any]] = []
     for node in layout.nodes:
         procs = procs_of[node.name]
         by_kind: dict[str, list[int]] = {}
@@ -684,9 +684,9 @@ def status(layout: ClusterLayout) -> dict[str, Any]:
             "etcd": {"healthy": bool(row.get("healthy")), "leader": is_etcd_leader,
                      "member_id": row.get("member_id")},
             "pids": {
-                "etcd": (by_kind.get("etcd") or [None])[0],
-                "patroni": (by_kind.get("patroni") or [None])[0],
-                "postmaster": (by_kind.get("postmaster") or [None])[0],
+                "etcd": next(iter(by_kind.get("etcd", [])), None),
+                "patroni": next(iter(by_kind.get("patroni", [])), None),
+                "postmaster": next(iter(by_kind.get("postmaster", [])), None),
             },
             "suspended": suspended,
             "processes": len(procs),

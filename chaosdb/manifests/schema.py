@@ -108,6 +108,7 @@ def _validator(api_version: str, kind: str):
     record, path, n = _index()[(api_version, kind)] if (api_version, kind) in _index() else (None, None, None)
     if record is None:
         raise SchemaUnavailable(f"no CRD schema for {kind} in {api_version}")
+    assert path is not None and n is not None
     doc = list(_load_yaml_documents(path))[n]
     version = next(v for v in doc["spec"]["versions"] if v["name"] == record.version)
     schema = _strict(copy.deepcopy(version["schema"]["openAPIV3Schema"]))

@@ -78,7 +78,7 @@ def validate_object(obj: Any, source: str = "<object>", index: int = 0) -> Objec
     """Check one object; never raises for bad input (the report says what is wrong)."""
     if not isinstance(obj, dict):
         return ObjectReport(source, index, "?", "?", [f"a Kubernetes object is a mapping, got {type(obj).__name__}"])
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     report = ObjectReport(source, index, str(obj.get("kind") or "?"), str(meta.get("name") or "?"))
     try:
         report.errors = schema_errors(obj)

@@ -225,6 +225,7 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
         lo_runs = float(start_o[starts[first]:ends[first] + 1].min())
         hi_runs = float(done_o[ends[first]])
     else:
+        assert crowd is not None  # no run after the fault and no crowd returned above
         lo_runs = float(start_o[crowd[1]].min())
         hi_runs = float(done_o[crowd[1]].max())
         base["onset_by"] = f"{need} transactions in flight at once"
@@ -464,6 +465,7 @@ def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: fl
         why = "no fault in the journal" if fault_start is None else "the baseline has fewer than 2 successes"
         result.update(impact=None, recovery={"duration_s": None, "reason": why}, degradation=None)
     else:
+        assert impact is not None  # there is a fault, so there is an impact window
         impact_paused = overlap_s(fault_start, end, pause_spans(pauses))
         result["impact"] = window_stats(impact, end - fault_start - impact_paused)
         mean, std = result["baseline"]["mean_ms"], result["baseline"]["std_ms"]

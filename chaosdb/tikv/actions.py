@@ -48,7 +48,7 @@ def transfer_region_leader(key: Optional[str] = None, region_id: Optional[int] =
     if (key is None) == (region_id is None):
         raise ChaosDBError("give exactly one of key and region_id")
     region = (cluster.region_for_key(cfg, key, mode, api_version, keyspace_id, key_format) if key is not None
-              else cluster.region_by_id(cfg, int(region_id)))
+              else cluster.region_by_id(cfg, int(region_id or 0)))  # one of the two is given (checked)
     if to_store == "follower":
         up = {s["id"] for s in cluster.stores(cfg) if s["state"] == "Up"}
         candidates = [s for s in region["follower_store_ids"] if s in up]

@@ -140,7 +140,7 @@ def resolve_store(cfg: dict[str, Any], store_sel: Any = "leader", key: str | Non
     if isinstance(store_sel, int) or (isinstance(store_sel, str) and store_sel.isdigit()):
         chosen = store(cfg, int(store_sel))
     elif store_sel in STORE_SELECTORS:
-        region = region_for_key(cfg, key, mode, api_version, keyspace_id, key_format)
+        region = region_for_key(cfg, str(key), mode, api_version, keyspace_id, key_format)  # checked: not None
         by_id = {s["id"]: s for s in stores(cfg)}
         if store_sel == "leader":
             if region["leader_store_id"] is None:

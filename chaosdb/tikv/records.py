@@ -91,7 +91,7 @@ def normalise_store(item: dict[str, Any], now: float | None = None, down_after_s
     started = _ts(status.get("start_ts")) or (st.get("start_timestamp") or None)
     # a store that never reported its start (pd-simulator's mock stores) shows the epoch, and an uptime
     # counted from 1970: unknown, not 56 years
-    known_start = bool(started) and float(started) > 0
+    known_start = started is not None and float(started) > 0
     return {
         "id": int(st["id"]), "address": st.get("address"), "peer_address": st.get("peer_address"),
         "status_address": st.get("status_address"), "version": st.get("version"),

@@ -106,7 +106,7 @@ class EtcdKV:
             text = resp.read()
         except (OSError, http.client.HTTPException) as exc:
             self.close()
-            exc.sent = sent  # type: ignore[attr-defined]
+            setattr(exc, "sent", sent)  # noqa: B010 - what was sent tells an ambiguous write from a failed one
             raise
         try:
             answer = json.loads(text or b"{}")
