@@ -1,6 +1,7 @@
 """Run a game-day suite into a results directory, resumably.
 
 Results directory::
+
     RESULTS/
       manifest.json        the suite, every planned run and its state (written after every change)
       suite.json           the suite as read (for the record)

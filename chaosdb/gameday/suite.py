@@ -1,6 +1,7 @@
 """Game-day suites: what to run, how often, with which parameters, and what to do between runs.
 
 A suite is a YAML or JSON file::
+
     name: thesis-node-failure-levels          # letters, digits, '-', '_'
     description: three node-failure levels, repeated, the primary on each node in turn
     cluster:                                   # the embedded cluster every run uses (optional)

@@ -1,6 +1,7 @@
 """Chaos Toolkit control that runs the load for the whole experiment.
 
 Declare it in the experiment::
+
     "controls": [{
       "name": "tpcc-load",
       "provider": {"type": "python", "module": "chaosdb.load.control",

@@ -5,6 +5,7 @@ terminals are spread evenly across warehouses and worker processes
 (:mod:`chaosdb.load.locust_common`).
 
 Options (command line, or the environment variable in brackets)::
+
     --chaosdb-dsn DSN          [CHAOSDB_LOAD_DSN]    libpq DSN, multi-host with target_session_attrs=read-write
     --chaosdb-samples-dir DIR  [CHAOSDB_SAMPLES_DIR] where samples-*.csv go (default ./samples)
     --chaosdb-isolation LEVEL  default | read_committed | repeatable_read | serializable (CockroachDB)

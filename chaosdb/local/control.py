@@ -1,6 +1,7 @@
 """Chaos Toolkit control: an embedded cluster for the duration of an experiment.
 
 Declare it first among the controls::
+
     {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.local.control",
       "arguments": {"nodes": 3, "tpcc_warehouses": 2, "tpcc_scale_down": 10, "down_after": true}}}
 

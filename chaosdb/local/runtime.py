@@ -298,8 +298,8 @@ def _stage_python(dest: Path) -> tuple[str, str, str]:
         base = Path(str(dist.locate_file("")))
         for packaged in dist.files or []:
             src = base / str(packaged)  # a PackagePath is relative to the distribution's base
-            if src.is_file() and not str(f).startswith(".."):
-                _link_or_copy(src, site / f)
+            if src.is_file() and not str(packaged).startswith(".."):
+                _link_or_copy(src, site / str(packaged))
     return str(pydir / rel_exe), str(site), ld_path
 
 

@@ -3,6 +3,7 @@
 A template is a valid manifest as it is (its values are the defaults: ``kubectl apply -f`` and any validator
 take it unchanged) with a header that documents each variable, and a marker comment on every line a variable
 sets::
+
     # chaosdb-variables:
     #   NAME          name      cockroachdb-pod-kill   name of the chaos object
     #   GRACE_PERIOD  integer   0                      seconds the database gets to shut down

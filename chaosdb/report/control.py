@@ -2,6 +2,7 @@
 
 Declare it beside the load control (in any order: it stops the load itself first, which is
 idempotent, so the samples are complete and the load's record is in the journal)::
+
     {"name": "report", "provider": {"type": "python", "module": "chaosdb.report.control",
                                     "arguments": {"out_dir": "reports/run1"}}}
 

@@ -42,7 +42,8 @@ def test_quickstart_experiment_end_to_end():
         # the verdict is the run's last word
         assert out.rstrip().splitlines()[-1].endswith(journal["chaosdb_verdict"]["sentence"])
         assert [p["tolerance_met"] for p in journal["steady_states"]["after"]["probes"]] == [True] * 5
-        assert journal["chaosdb_report"]["recovery_s"] is not None
+        recovery = json.loads((report / "metrics.json").read_text())["recovery"] if (report / "metrics.json").exists() else None
+        assert journal["chaosdb_report"]["recovery_s"] is not None, (journal["chaosdb_report"], recovery)
         # the load control's record: its samples, its phases, its process gone, no password in its DSN
         load = journal["chaosdb_load"]
         assert load["samples_dir"] == str(report / "samples") and load["warmup_end_ts"] > load["start_ts"]
