@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from chaosdb.load import integrity
 from tools import make_kv_experiments as gen
 
 pytestmark = pytest.mark.integration
@@ -44,14 +45,29 @@ def _run(name: str, cluster_dir: str, tmp_path: Path) -> dict:
     return {"journal": journal, "metrics": metrics}
 
 
+def _nothing_acknowledged_lost(name: str, run: dict, cluster_dir: str, tmp_path: Path) -> None:
+    """The kill succeeded, etcd is healthy afterwards and no acknowledged put is lost. The hypothesis stops at
+    its first failing probe: when that is a load probe (latency or errors, which a busy machine can push over
+    its limit), the ledger is checked here, right after the run, with the same probe function."""
+    runs = {x["activity"]["name"]: x for x in run["journal"]["run"]}
+    assert any(k.startswith("kill-the-etcd-") and v["status"] == "succeeded" for k, v in runs.items())
+    after = {p["activity"]["name"]: p for p in run["journal"]["steady_states"]["after"]["probes"]}
+    assert after["etcd-is-healthy"]["output"] is True
+    if "acknowledged-puts-lost" in after:
+        assert after["acknowledged-puts-lost"]["output"] == 0
+        return
+    failed = [n for n, p in after.items() if not p["tolerance_met"]]
+    assert failed and failed[0] in ("p99-vs-baseline-last-10s", "error-rate-last-10s"), after
+    lost = integrity.kv_lost_acknowledged_writes(samples=str(tmp_path / name / "samples"),
+                                                 configuration={"chaosdb_cluster_dir": cluster_dir})
+    assert lost == 0
+
+
 def test_kill_leader_versus_follower(pg_cluster, tmp_path, healthy):
     leader = _run("kill-leader", pg_cluster.dir, tmp_path)
+    _nothing_acknowledged_lost("kill-leader", leader, pg_cluster.dir, tmp_path)
     follower = _run("kill-follower", pg_cluster.dir, tmp_path)
-    for r in (leader, follower):
-        runs = {x["activity"]["name"]: x for x in r["journal"]["run"]}
-        assert any(k.startswith("kill-the-etcd-") and v["status"] == "succeeded" for k, v in runs.items())
-        after = {p["activity"]["name"]: p for p in r["journal"]["steady_states"]["after"]["probes"]}
-        assert after["acknowledged-puts-lost"]["output"] == 0 and after["etcd-is-healthy"]["output"] is True
+    _nothing_acknowledged_lost("kill-follower", follower, pg_cluster.dir, tmp_path)
     # killing the leader forces an election: for a while no operation completes; killing a follower does
     # not (the single slowest operation is noise at ~1,000 operations/s: the game-day example of 3 runs
     # each shows 1.0-1.6 s without a completed operation for the leader, 0.0-0.2 s for a follower)
