@@ -166,7 +166,7 @@ def processes_serving(address: str, is_server: Callable[[list[str]], bool]) -> l
         if not entry.isdigit() or int(entry) == me:
             continue
         pid = int(entry)
-        argv = [a for a in read_proc(f"/proc/{pid}/cmdline").split("\0") if a]
+        argv = argv_of(pid)
         if argv and is_server(argv) and want in listen_addresses(argv) and pid_alive(pid):
             out.append(pid)
     return sorted(out)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
-from chaosdb.core.adapters import load_adapter, resolve_role_target, split_role
+from chaosdb.core.adapters import resolve_role_target, split_role
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.targets import Target
 from chaosdb.faults.classify import NodeIdentity
@@ -67,7 +67,7 @@ def role_group(target: dict[str, Any], configuration: Any, secrets: Any = None) 
 
     def pids() -> list[int]:
         try:
-            return load_adapter(adapter.name).local_pids(node, target)
+            return adapter.local_pids(node, target)
         except ChaosDBError:
             return []
 

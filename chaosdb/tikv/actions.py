@@ -139,9 +139,9 @@ def _store_fault(action: str, store: Union[int, str], key: Optional[str], mode: 
                  process_match: str, configuration: Configuration, secrets: Secrets,
                  **params: Any) -> Dict[str, Any]:
     selector = str(store)
-    role = {"tikv-store": {"store": int(selector)}} if selector.isdigit() else {f"tikv-{selector}": {"key": key}}
-    (name, extra), = role.items()
-    target = {"role": name, **extra, "mode": mode, "api_version": api_version, "process_match": process_match}
+    chosen = {"role": "tikv-store", "store": int(selector)} if selector.isdigit() else \
+        {"role": f"tikv-{selector}", "key": key}
+    target = {**chosen, "mode": mode, "api_version": api_version, "process_match": process_match}
     out = engine_action("local", action)(target=target, configuration=configuration, secrets=secrets, **params)
     first = out["targets"][0]
     out["store"] = {"id": first.get("store_id"), "address": first.get("address"),
