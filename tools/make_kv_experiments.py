@@ -122,9 +122,11 @@ def render(name: str) -> str:
 
 TIKV = "chaosdb.tikv.actions"
 TIKV_HYPOTHESIS = {
-    "title": "every store Up, every PD member healthy, no region missing a peer",
+    "title": "every store Up, every PD member healthy, no region missing a peer (or all that again within 30 s)",
     "probes": [{"type": "probe", "name": "tikv-cluster-is-healthy", "tolerance": True,
-                "provider": {"type": "python", "module": "chaosdb.tikv.probes", "func": "cluster_is_healthy"}}],
+                "provider": {"type": "python", "module": "chaosdb.tikv.probes", "func": "cluster_is_healthy",
+                             # PD finishing an operator, a heartbeat late: "Up, or back within 30 s"
+                             "arguments": {"within_s": 30}}}],
 }
 KEY = {"key": "${tikv_key}", "mode": "${tikv_mode}"}
 

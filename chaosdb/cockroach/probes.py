@@ -7,6 +7,7 @@ from chaoslib.types import Configuration, Secrets
 from chaosdb.cockroach import channels, ranges
 from chaosdb.core.arguments import check_arguments, choice
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.health import healthy_within
 
 __all__ = ["node_status", "cluster_health", "cluster_is_healthy", "node_is_ready", "leaseholder_of_row",
            "table_leaseholders", "ranges_per_node", "ranges_per_node_over_time"]
@@ -45,10 +46,12 @@ def cluster_health(configuration: Configuration = None, secrets: Secrets = None)
     return {"healthy": not problems, "problems": problems, "nodes": nodes}
 
 
-def cluster_is_healthy(configuration: Configuration = None, secrets: Secrets = None) -> bool:
+def cluster_is_healthy(within_s: float = 0, configuration: Configuration = None, secrets: Secrets = None) -> bool:
     """True when :func:`cluster_health` finds nothing wrong: usable as a steady-state probe and as a
-    safety gate before injecting (a degraded cluster stops the experiment first)."""
-    return bool(cluster_health(configuration, secrets)["healthy"])
+    safety gate before injecting (a degraded cluster stops the experiment first). With ``within_s`` it asks
+    again every second until healthy or that many seconds have passed. A False logs the problems it found
+    last."""
+    return healthy_within(lambda: cluster_health(configuration, secrets), "the CockroachDB cluster", within_s)
 
 
 def node_is_ready(url: str, configuration: Configuration = None) -> Dict[str, Any]:

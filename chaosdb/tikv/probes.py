@@ -11,6 +11,7 @@ from typing import Any, Dict, List
 from chaoslib.types import Configuration, Secrets
 
 from chaosdb.core.arguments import check_arguments, choice, number
+from chaosdb.core.health import healthy_within
 from chaosdb.tikv import cluster
 from chaosdb.tikv.keys import MODES
 
@@ -68,9 +69,12 @@ def cluster_health(configuration: Configuration = None, secrets: Secrets = None)
     return cluster.cluster_health(configuration or {})
 
 
-def cluster_is_healthy(configuration: Configuration = None, secrets: Secrets = None) -> bool:
-    """True when :func:`cluster_health` finds nothing wrong (steady state; safety gate)."""
-    return bool(cluster.cluster_health(configuration or {})["healthy"])
+def cluster_is_healthy(within_s: float = 0, configuration: Configuration = None, secrets: Secrets = None) -> bool:
+    """True when :func:`cluster_health` finds nothing wrong (steady state; safety gate). With ``within_s``
+    it asks again every second until healthy or that many seconds have passed ("every store Up, or back
+    within 30 s"). A False logs the problems it found last."""
+    cfg = configuration or {}
+    return healthy_within(lambda: cluster.cluster_health(cfg), "the TiKV cluster", within_s)
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)

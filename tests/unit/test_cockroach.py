@@ -196,7 +196,8 @@ def test_http_channel_logs_in_and_sums_store_metrics(http_standin):
     assert by_id[1]["replicas"] == 210 and by_id[1]["ranges"] == 41 and by_id[1]["leaseholders"] == 41
     assert by_id[1]["is_live"]
     assert by_id[3]["membership"] == "decommissioned" and not by_id[3]["is_live"] and by_id[3]["replicas"] is None
-    assert probes.cluster_is_healthy(cfg, {"cockroach_username": "root", "cockroach_password": "s3cret"})
+    assert probes.cluster_is_healthy(configuration=cfg,
+                                     secrets={"cockroach_username": "root", "cockroach_password": "s3cret"})
     with pytest.raises(ChaosDBError, match="cockroach_username and cockroach_password"):
         probes.node_status(cfg, {})
     with pytest.raises(ChaosDBError, match="login .* failed .*HTTP 401"):

@@ -4,6 +4,7 @@ against a local PD stand-in (tests/unit/pd_standin.py; no PD can run here)."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
 
@@ -160,13 +161,16 @@ def test_evict_leaders_of_the_keys_leader_then_roll_back(pd):
     assert actions.transfer_region_leader(key="usertable:user1", to_store=1, configuration=pd.cfg)["moved"]
 
 
-def test_store_state_needs_the_explicit_flag(pd):
+def test_store_state_needs_the_explicit_flag(pd, caplog):
     with pytest.raises(ChaosDBError, match="i_understand_offline_removes_the_store"):
         actions.set_store_state(3, "Offline", configuration=pd.cfg)
     assert probes.stores(configuration=pd.cfg)[2]["state"] == "Up"
     res = actions.set_store_state(3, "Offline", i_understand_offline_removes_the_store=True, configuration=pd.cfg)
     assert (res["from"], res["now"]) == ("Up", "Offline")
-    assert not probes.cluster_is_healthy(configuration=pd.cfg)
+    with caplog.at_level(logging.WARNING, logger="chaostoolkit"):
+        assert not probes.cluster_is_healthy(configuration=pd.cfg)
+    # the journal keeps only False: the log says why
+    assert "the TiKV cluster is not healthy: store 3 " in caplog.text and "is Offline" in caplog.text
     assert actions.set_store_state(3, "Up", configuration=pd.cfg)["now"] == "Up"
 
 
