@@ -7,8 +7,9 @@ from v22.1, the node's own ``--host`` before), with ``--certs-dir`` or ``--insec
 configuration, as argv lists: nothing a user passes reaches a shell.
 
 Where a node runs is decided by the configuration: with ``k8s_namespace`` set, nodes are pods (their pod
-name comes from the StatefulSet address or ``cockroach_pods``) and processes are killed with
-``kubectl exec`` in ``k8s_container``; otherwise they are local ``cockroach start`` processes.
+name comes from the StatefulSet address or ``cockroach_pods``) and the Kubernetes engine
+(:mod:`chaosdb.k8s.actions`, the official client) kills, deletes and restarts them; otherwise they are local
+``cockroach start`` processes.
 """
 
 import re
@@ -23,9 +24,10 @@ from chaosdb.cockroach.records import parse_decommission_output
 from chaosdb.cockroach.targets import check_selector, resolve_node
 from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.core.commands import describe_argv, run_argv_full
+from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError, UnsafeFault
+from chaosdb.core.signals import SIGNALS, signal_name
 from chaosdb.core.timeutil import parse_go_duration
-from chaosdb.k8s import kubectl, rollout
 
 __all__ = ["drain_node", "quit_node", "decommission_nodes", "recommission_nodes", "kill_node", "delete_node_pod",
            "restart_node", "restart_killed_nodes", "wait_for_node", "wait_until_healthy", "rolling_restart"]
@@ -190,27 +192,31 @@ def recommission_nodes(nodes: Union[int, str, List[Union[int, str]]], configurat
     return result
 
 
+def _pod_of(target: Dict[str, Any]) -> Dict[str, Any]:
+    if not target["pod"]:
+        raise ChaosDBError(f"n{target['id']} ({target['address']}) is not a StatefulSet pod address: set "
+                           "cockroach_pods (node id -> pod name) in the configuration")
+    return {"pod": target["pod"]}
+
+
 def kill_node(node: Union[int, str] = "any", signal: str = "KILL", container: Optional[str] = None, pid: int = 1,
               table: Optional[str] = None, row: Optional[List[Any]] = None,
               configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Kill a node's process, the thesis's first failure level: ``KILL`` (crash, no drain) or ``TERM``
     (graceful drain, then exit). On Kubernetes (``k8s_namespace`` set) ``kill`` runs inside the node's
-    pod with ``kubectl exec`` in ``container`` (or ``k8s_container``), PID ``pid`` (1: the database);
-    the kubelet restarts the container. Locally the ``cockroach start`` process serving the node's
+    pod (exec through the official client) in ``container`` (or ``k8s_container``), PID ``pid`` (1: the
+    database); the kubelet restarts the container. Locally the ``cockroach start`` process serving the node's
     address is signalled, after saving how to start it again (``restart_node``)."""
     cfg = channels.settings(configuration, secrets)
-    sig = str(signal).upper().removeprefix("SIG")
-    if sig not in kubectl.SIGNALS:
-        raise ChaosDBError(f"signal must be one of {', '.join(kubectl.SIGNALS)}; got {signal!r}")
+    sig = signal_name(signal)
     target = resolve_node(cfg, secrets, node, table, row)
     base = {"node": target["id"], "pod": target["pod"], "address": target["address"], "signal": sig,
             "range": target.get("range")}
     if _on_k8s(cfg):
         cont = container or cfg.get("k8s_container")
-        if not target["pod"]:
-            raise ChaosDBError(f"n{target['id']} ({target['address']}) is not a StatefulSet pod address: set "
-                               "cockroach_pods (node id -> pod name) in the configuration")
-        kubectl.exec_kill(cfg, target["pod"], str(cont or ""), sig, pid)
+        # the Kubernetes engine's one kill; it returns at once (the kubelet restarts the container)
+        engine_action("kubernetes", "kill_container_process")(
+            _pod_of(target), str(cont or ""), sig, pid, wait_restarted=False, configuration=cfg, secrets=secrets)
         return {**base, "where": "kubernetes", "container": cont, "pid": pid}
     return {**base, "where": "local", **localproc.signal_node(target["id"], target["address"], sig)}
 
@@ -219,21 +225,18 @@ def delete_node_pod(node: Union[int, str] = "any", grace_period_s: Optional[int]
                     table: Optional[str] = None, row: Optional[List[Any]] = None,
                     configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Delete the node's pod with a grace period (``grace_period_s``: SIGTERM, that long to drain, then
-    SIGKILL) or forced (``force``: removed from the API at once), the thesis's second and third levels;
-    the StatefulSet recreates it. Needs ``k8s_namespace``."""
+    SIGKILL; null: the pod's own) or forced (``force``: removed from the API at once), the thesis's second and
+    third levels; the StatefulSet recreates it. Needs ``k8s_namespace``; returns without waiting."""
     cfg = channels.settings(configuration, secrets)
     if not _on_k8s(cfg):
         raise ChaosDBError("delete_node_pod needs Kubernetes: set k8s_namespace (use kill_node locally)")
     if force and grace_period_s not in (None, 0):
         raise ChaosDBError("force deletion has no grace period: leave grace_period_s unset")
     target = resolve_node(cfg, secrets, node, table, row)
-    if not target["pod"]:
-        raise ChaosDBError(f"n{target['id']} ({target['address']}) is not a StatefulSet pod address: set "
-                           "cockroach_pods (node id -> pod name) in the configuration")
-    before = kubectl.get_pod(cfg, target["pod"])
-    out = kubectl.delete_pod(cfg, target["pod"], grace_period_s, force)
-    return {"node": target["id"], "pod": target["pod"], "uid": before["uid"], "grace_period_s": grace_period_s,
-            "force": bool(force), "kubectl": out.strip(), "range": target.get("range")}
+    done = engine_action("kubernetes", "delete_pods")(
+        _pod_of(target), grace_period_s, force, wait_replaced=False, configuration=cfg, secrets=secrets)
+    return {"node": target["id"], "pod": target["pod"], "uid": done["old_uids"][target["pod"]],
+            "grace_period_s": done["grace_period_s"], "force": bool(force), "range": target.get("range")}
 
 
 def wait_for_node(node: Union[int, str], timeout_s: float = 300, ready: bool = True, interval_s: float = 2.0,
@@ -270,9 +273,9 @@ def restart_node(node: Union[int, str], grace_period_s: int = 60, wait: bool = T
     nid = int(node)
     if _on_k8s(cfg):
         target = resolve_node(cfg, secrets, nid, require_live=False)
-        if not target["pod"]:
-            raise ChaosDBError(f"n{nid} has no pod name: set cockroach_pods")
-        how = {"deleted_pod": target["pod"], "kubectl": kubectl.delete_pod(cfg, target["pod"], grace_period_s).strip()}
+        engine_action("kubernetes", "delete_pods")(_pod_of(target), grace_period_s, wait_replaced=False,
+                                                  configuration=cfg, secrets=secrets)
+        how = {"deleted_pod": target["pod"], "grace_period_s": grace_period_s}
     else:
         if not localproc.saved_path(nid).exists():
             target = resolve_node(cfg, secrets, nid, require_live=False)
@@ -288,10 +291,11 @@ def rolling_restart(statefulset: str = "cockroachdb", selector: str = "app=cockr
                     image: Optional[str] = None, container: Optional[str] = None, timeout_s: float = 1800,
                     poll_s: float = 1.0, configuration: Configuration = None,
                     secrets: Secrets = None) -> Dict[str, Any]:
-    """Restart every pod of the StatefulSet one at a time (``kubectl rollout restart``), or change its
+    """Restart every pod of the StatefulSet one at a time (as ``kubectl rollout restart``), or change its
     image (``image`` + ``container``: a version upgrade, the evaluation's hot swap), wait for the
-    rollout, and report each pod's down time (not Ready), how many were down at once and whether each
-    pod was really replaced. Refused when a pod is not Ready beforehand."""
+    rollout, and report each pod's down time (not Ready), how many were down at once, whether each
+    pod was really replaced and which node it serves. Refused when a pod is not Ready beforehand. The
+    Kubernetes engine's ``restart_statefulset`` does the rollout."""
     cfg = channels.settings(configuration, secrets)
     if not _on_k8s(cfg):
         raise ChaosDBError("rolling_restart needs Kubernetes: set k8s_namespace")
@@ -299,9 +303,9 @@ def rolling_restart(statefulset: str = "cockroachdb", selector: str = "app=cockr
         pods = {ranges.pod_of(n, cfg): n["id"] for n in channels.node_status(cfg, secrets)}
     except ChaosDBError:
         pods = {}
-    result = rollout.rolling_restart(cfg, statefulset, selector, image=image,
-                                     container=container or (cfg.get("k8s_container") if image else None),
-                                     timeout_s=timeout_s, poll_s=poll_s)
+    result = engine_action("kubernetes", "restart_statefulset")(
+        statefulset, "", image=image or "", container=(container or cfg.get("k8s_container") or "") if image else "",
+        timeout_s=timeout_s, poll_s=poll_s, selector=selector, configuration=cfg, secrets=secrets)
     for name, rec in result["pods"].items():
         rec["node"] = pods.get(name)
     return result
@@ -360,7 +364,7 @@ def _node_id_list(value: Any) -> None:
 
 check_arguments(globals(), {name: _node_rule for name in ("drain_node", "quit_node", "kill_node", "delete_node_pod")},
                 {"decommission_nodes": {"wait": choice("wait", "all", "none")}},
-                drain_wait=_drain_wait, nodes=_node_id_list, signal=choice("signal", *kubectl.SIGNALS),
+                drain_wait=_drain_wait, nodes=_node_id_list, signal=choice("signal", *SIGNALS),
                 checks=choice("checks", "enabled", "strict", "skip"), pid=number("pid", 1, integer=True),
                 min_active_after=number("min_active_after", 1, integer=True),
                 grace_period_s=number("grace_period_s", 0, integer=True, hint=" (seconds)"))

@@ -1,6 +1,8 @@
-"""Kubernetes through ``kubectl`` (argv lists, never a shell): pods, exec, delete, rollouts.
+"""The Kubernetes engine, through the official ``kubernetes`` client: pods (read, delete, a signal inside a
+container through the exec stream), StatefulSets (scale, rolling restart with each pod's down time), database
+role targets (``{"role": "tikv-leader", "key": ...}``) and the after-experiment cleanup.
 
-Configuration: ``k8s_namespace`` (default ``default``), ``k8s_kubectl`` (the binary, default
-``kubectl``), ``k8s_context``, ``k8s_kubeconfig``. kubectl reads the usual kubeconfig / in-cluster
-service account, so an experiment run from a pod with a service account needs nothing else.
+Configuration: ``k8s_namespace`` (default ``default``), ``k8s_kubeconfig`` (else ``$KUBECONFIG`` or
+``~/.kube/config``), ``k8s_context``, ``k8s_in_cluster: true`` for a pod's service account (see
+:mod:`chaosdb.k8s.api`).
 """

@@ -8,14 +8,14 @@ exec here always names the container and fails if it is not in the pod.
 """
 
 import time
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional
 
 from chaoslib.types import Configuration, Secrets
 
 from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.k8s import api
-from chaosdb.k8s.kubectl import SIGNALS, pod_summary
+from chaosdb.k8s import api, pods, rollout
+from chaosdb.k8s.pods import SIGNALS
 from chaosdb.k8s.roles import check_target, resolve_target
 
 __all__ = ["delete_pods", "kill_container_process", "scale_statefulset", "restart_statefulset",
@@ -23,8 +23,7 @@ __all__ = ["delete_pods", "kill_container_process", "scale_statefulset", "restar
 
 
 def _pod_json(configuration, secrets, namespace: str, name: str) -> dict[str, Any]:
-    core = api.core_v1(configuration, secrets)
-    return pod_summary(api.call_json(f"reading pod {namespace}/{name}", core.read_namespaced_pod, name, namespace))
+    return pods.read_pod(configuration, secrets, namespace, name)
 
 
 def _wait_for_pods(configuration, secrets, ns: str, before: dict[str, dict[str, Any]], started: float,
@@ -52,24 +51,26 @@ def _wait_for_pods(configuration, secrets, ns: str, before: dict[str, dict[str, 
     return reached
 
 
-def delete_pods(target: Dict[str, Any], grace_period_s: int = 30, force: bool = False,
+def delete_pods(target: Dict[str, Any], grace_period_s: Optional[int] = 30, force: bool = False,
                 wait_replaced: bool = True, timeout_s: float = 300.0, configuration: Configuration = None,
                 secrets: Secrets = None) -> Dict[str, Any]:
-    """Delete the target pod(s) with a grace period (``grace_period_s``), or ``force`` (grace period 0, the
-    thesis's hard pod failure). With ``wait_replaced`` returns once the StatefulSet's replacement (a new uid)
-    is Ready, with the time it took."""
-    if force and grace_period_s not in (0, 30):
+    """Delete the target pod(s) with a grace period (``grace_period_s``; null: the pod's own
+    ``terminationGracePeriodSeconds``), or ``force`` (grace period 0, the thesis's hard pod failure). With
+    ``wait_replaced`` returns once the StatefulSet's replacement (a new uid) is Ready, with the time it took."""
+    if force and grace_period_s not in (None, 0, 30):
         raise ChaosDBError("force deletes with grace period 0: leave grace_period_s unset")
-    grace = 0 if force else int(grace_period_s)
-    if grace < 0:
+    if not force and grace_period_s is not None and int(grace_period_s) < 0:
         raise ChaosDBError("grace_period_s must be >= 0")
     resolved = resolve_target(target, configuration, secrets)
     ns = resolved["namespace"]
-    core = api.core_v1(configuration, secrets)
     before = {p: _pod_json(configuration, secrets, ns, p) for p in resolved["pods"]}
     started = time.monotonic()
+    grace: Optional[int] = None
     for pod in resolved["pods"]:
-        api.call_json(f"deleting pod {ns}/{pod}", core.delete_namespaced_pod, pod, ns, grace_period_seconds=grace)
+        if force or grace_period_s == 0:
+            grace = pods.delete_pod(configuration, secrets, ns, pod, force=True)["grace_period_s"]
+        else:
+            grace = pods.delete_pod(configuration, secrets, ns, pod, grace_period_s)["grace_period_s"]
     result: dict[str, Any] = {"target": resolved, "grace_period_s": grace, "force": bool(force),
                               "deleted": resolved["pods"], "old_uids": {p: b["uid"] for p, b in before.items()}}
     if not wait_replaced:
@@ -86,18 +87,13 @@ def kill_container_process(target: Dict[str, Any], container: str, signal: str =
     """``kill -s SIGNAL PID`` inside ``container`` of the target pod(s) (PID 1 is the database when the
     container execs it): the thesis's process-level failure. The container name is required. With
     ``wait_restarted`` returns once the kubelet restarted the container and the pod is Ready again."""
-    from kubernetes.stream import stream  # noqa: PLC0415 - needs the k8s extra
-
-    sig = str(signal).upper().removeprefix("SIG")
-    if sig not in SIGNALS:
-        raise ChaosDBError(f"signal must be one of {', '.join(SIGNALS)}; got {signal!r}")
+    sig = pods.signal_name(signal)
     if not container:
         raise ChaosDBError("name the container: pods with sidecars would otherwise get the default one")
     if not str(pid).isdigit():
         raise ChaosDBError(f"pid must be a number, got {pid!r}")
     resolved = resolve_target(target, configuration, secrets)
     ns = resolved["namespace"]
-    core = api.core_v1(configuration, secrets)
     before = {}
     for pod in resolved["pods"]:
         info = _pod_json(configuration, secrets, ns, pod)
@@ -107,16 +103,7 @@ def kill_container_process(target: Dict[str, Any], container: str, signal: str =
         before[pod] = info
     started = time.monotonic()
     for pod in resolved["pods"]:
-        command = ["kill", "-s", sig, str(pid)]
-        resp = api.call(f"exec kill in {ns}/{pod}", stream, core.connect_get_namespaced_pod_exec, pod, ns,
-                        command=command, container=container, stderr=True, stdin=False, stdout=True, tty=False,
-                        _preload_content=False)
-        resp.run_forever(timeout=30)
-        code = resp.returncode
-        err = resp.read_channel(3) if hasattr(resp, "read_channel") else ""
-        resp.close()
-        if code not in (0, None):
-            raise ChaosDBError(f"kill -s {sig} {pid} in {ns}/{pod} ({container}) exited with {code}: {err}")
+        pods.exec_signal(configuration, secrets, ns, pod, container, sig, pid)
     result: dict[str, Any] = {"target": resolved, "container": container, "signal": sig, "pid": int(pid),
                               "restarts_before": {p: b["restarts"] for p, b in before.items()}}
     if not wait_restarted:
@@ -176,17 +163,24 @@ def scale_statefulset(name: str, replicas: int, namespace: str = "", wait: bool 
 
 
 def restart_statefulset(name: str, namespace: str = "", image: str = "", container: str = "",
-                        wait: bool = True, timeout_s: float = 1200.0, configuration: Configuration = None,
-                        secrets: Secrets = None) -> Dict[str, Any]:
-    """Rolling restart (``kubectl rollout restart``: the ``kubectl.kubernetes.io/restartedAt`` template
+                        wait: bool = True, timeout_s: float = 1200.0, poll_s: float = 1.0, selector: str = "",
+                        configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Rolling restart (as ``kubectl rollout restart``: the ``kubectl.kubernetes.io/restartedAt`` template
     annotation) or, with ``image`` and ``container``, a version change (hot swap). The StatefulSet replaces
-    pods one at a time from the highest ordinal; with ``wait`` returns when all are Ready on the new
-    revision, with the time it took and the pods seen not Ready while polling."""
+    pods one at a time from the highest ordinal. Refused when a pod is not Ready beforehand. With ``wait``
+    returns when the controller reports all Ready on the new revision, with each pod's down time (polled every
+    ``poll_s``; ``resolution_s`` is the longest gap between two polls), how many were down together and
+    whether each was replaced. ``selector`` (default: the StatefulSet's own) picks the pods to watch."""
     ns = api.namespace_of(configuration, namespace)
     if bool(image) != bool(container):
         raise ChaosDBError("an image change needs both image and container")
+    if wait:
+        done = rollout.rolling_restart(configuration, secrets, name, ns, selector, image=image or None,
+                                       container=container or None, timeout_s=timeout_s, poll_s=poll_s)
+        return {"name": name, **done}
     sts = _sts(configuration, secrets, ns, name)
-    if container and container not in [c["name"] for c in sts["spec"]["template"]["spec"]["containers"]]:
+    names = [c["name"] for c in sts["spec"]["template"]["spec"]["containers"]]
+    if container and container not in names:
         raise ChaosDBError(f"statefulset {ns}/{name} has no container {container!r}")
     patch: dict[str, Any]
     if image:
@@ -196,36 +190,9 @@ def restart_statefulset(name: str, namespace: str = "", image: str = "", contain
         patch = {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": stamp}}}}}
     apps = api.apps_v1(configuration, secrets)
     api.call_json(f"patching statefulset {ns}/{name}", apps.patch_namespaced_stateful_set, name, ns, patch)
-    out: dict[str, Any] = {"name": name, "namespace": ns, "image": image or None,
-                           "previous_image": None if not image else next(
-                               c.get("image") for c in sts["spec"]["template"]["spec"]["containers"]
-                               if c["name"] == container)}
-    if not wait:
-        return out
-    started = time.monotonic()
-    selector = ",".join(f"{k}={v}" for k, v in (sts["spec"]["selector"].get("matchLabels") or {}).items())
-    core = api.core_v1(configuration, secrets)
-    not_ready: dict[str, int] = {}
-    max_down = 0
-    time.sleep(0.1)
-    while True:
-        pods = api.call_json(f"listing pods of {ns}/{name}", core.list_namespaced_pod, ns, label_selector=selector)
-        summaries = [pod_summary(p) for p in pods.get("items") or []]
-        down = [p["name"] for p in summaries if not p["ready"]]
-        max_down = max(max_down, len(down))
-        for p in down:
-            not_ready[p] = not_ready.get(p, 0) + 1
-        st = _sts(configuration, secrets, ns, name).get("status") or {}
-        want = sts["spec"]["replicas"]
-        if (st.get("updatedReplicas") or 0) >= want and (st.get("readyReplicas") or 0) >= want and not down:
-            break
-        if time.monotonic() - started > float(timeout_s):
-            raise ChaosDBError(f"rolling restart of {ns}/{name} not finished after {timeout_s:g}s "
-                               f"({st.get('updatedReplicas') or 0}/{want} updated)")
-        time.sleep(0.2)
-    out.update({"duration_s": round(time.monotonic() - started, 3), "max_not_ready_together": max_down,
-                "pods_seen_not_ready": sorted(not_ready)})
-    return out
+    return {"name": name, "statefulset": name, "namespace": ns, "image": image or None,
+            "previous_image": next((c.get("image") for c in sts["spec"]["template"]["spec"]["containers"]
+                                    if c["name"] == container), None) if image else None}
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)

@@ -6,7 +6,7 @@ from chaoslib.types import Configuration, Secrets
 
 from chaosdb.core.arguments import check_arguments
 from chaosdb.k8s import api
-from chaosdb.k8s.kubectl import pod_summary
+from chaosdb.k8s.pods import pod_summary
 
 __all__ = ["statefulset_status", "statefulset_is_ready", "pods_of_statefulset"]
 

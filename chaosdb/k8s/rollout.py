@@ -1,22 +1,22 @@
-"""Rolling restarts and image changes of a StatefulSet, with each pod's down time measured.
+"""Rolling restarts and image changes of a StatefulSet, with each pod's down time measured (official client).
 
-``kubectl rollout restart`` (or ``kubectl set image``) starts the rollout; ``kubectl rollout status``
-waits for it while the pods are polled every ``poll_s``: a pod is *down* from the first poll that sees
-it not Ready (or gone, or terminating) until the first poll that sees it Ready again, so each down time
-is accurate to the time between two polls: ``resolution_s`` is the longest such gap measured (``poll_s``
-plus the time each poll took, which a busy machine stretches), each end of a down span within it.
+The rollout starts as ``kubectl rollout restart`` does (the ``kubectl.kubernetes.io/restartedAt`` template
+annotation) or as ``kubectl set image`` does (the container's image in the template); it is done when the
+StatefulSet controller reports every replica updated and Ready on the new revision. Meanwhile the pods are
+polled every ``poll_s``: a pod is *down* from the first poll that sees it not Ready (or gone, or terminating)
+until the first poll that sees it Ready again, so each down time is accurate to the time between two polls:
+``resolution_s`` is the longest such gap measured (``poll_s`` plus the time each poll took, which a busy machine
+stretches), each end of a down span within it.
 """
 
 from __future__ import annotations
 
-import subprocess
 import time
 from typing import Any, Callable
 
-from chaosdb.core.commands import describe_argv
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.timeutil import iso_from_epoch
-from chaosdb.k8s import kubectl
+from chaosdb.k8s import api, pods
 
 __all__ = ["DowntimeTracker", "rolling_restart"]
 
@@ -64,58 +64,80 @@ class DowntimeTracker:
                 "resolution_s": round(self.max_gap_s, 3)}
 
 
-def _ready_map(configuration: dict[str, Any], selector: str) -> tuple[dict[str, bool], dict[str, dict]]:
-    pods = kubectl.list_pods(configuration, selector)
-    return {p["name"]: p["ready"] for p in pods}, {p["name"]: p for p in pods}
+def _statefulset(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None, namespace: str,
+                 name: str) -> dict[str, Any]:
+    apps = api.apps_v1(configuration, secrets)
+    return api.call_json(f"reading statefulset {namespace}/{name}", apps.read_namespaced_stateful_set, name,
+                         namespace)
 
 
-def rolling_restart(configuration: dict[str, Any], statefulset: str, selector: str, image: str | None = None,
-                    container: str | None = None, timeout_s: float = 900.0, poll_s: float = 1.0,
+def _rolled_out(sts: dict[str, Any]) -> bool:
+    """The controller's own verdict: it saw the latest spec, and every replica is updated, Ready and on the
+    update revision."""
+    want = int((sts.get("spec") or {}).get("replicas") or 0)
+    st = sts.get("status") or {}
+    return (st.get("observedGeneration", 0) >= (sts.get("metadata") or {}).get("generation", 0)
+            and (st.get("updatedReplicas") or 0) >= want and (st.get("readyReplicas") or 0) >= want
+            and (not st.get("updateRevision") or st.get("currentRevision") == st.get("updateRevision")))
+
+
+def rolling_restart(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None, statefulset: str,
+                    namespace: str, selector: str = "", image: str | None = None, container: str | None = None,
+                    timeout_s: float = 900.0, poll_s: float = 1.0,
                     clock: Callable[[], float] = time.time) -> dict[str, Any]:
+    """Restart every pod of the StatefulSet (or change ``container``'s image), wait until the controller has
+    rolled it out, and measure each pod's down time. ``selector`` defaults to the StatefulSet's own. Refused
+    when a pod is not Ready beforehand (a rollout would take a second replica down)."""
     if poll_s <= 0 or timeout_s <= 0:
         raise ChaosDBError("poll_s and timeout_s must be positive")
-    if image is not None and not container:
+    if image and not container:
         raise ChaosDBError("changing the image needs the container name (container)")
-    before_ready, before = _ready_map(configuration, selector)
+    sts = _statefulset(configuration, secrets, namespace, statefulset)
+    template = sts["spec"]["template"]
+    names = [c["name"] for c in template["spec"]["containers"]]
+    if image and container not in names:
+        raise ChaosDBError(f"statefulset {namespace}/{statefulset} has no container {container!r} "
+                           f"(it has {', '.join(names)})")
+    selector = selector or ",".join(f"{k}={v}" for k, v in (sts["spec"]["selector"].get("matchLabels") or {}).items())
+
+    def ready_map() -> tuple[dict[str, bool], dict[str, dict[str, Any]]]:
+        found = pods.list_pods(configuration, secrets, namespace, selector)
+        return {p["name"]: p["ready"] for p in found}, {p["name"]: p for p in found}
+
+    before_ready, before = ready_map()
     if not before:
-        raise ChaosDBError(f"no pod matches {selector!r} in namespace {kubectl.namespace_of(configuration)}")
+        raise ChaosDBError(f"no pod matches {selector!r} in namespace {namespace}")
     not_ready = sorted(n for n, ok in before_ready.items() if not ok)
     if not_ready:
         raise ChaosDBError(f"pods not Ready before the rollout: {', '.join(not_ready)}; refusing to restart more")
-    t0 = clock()
-    if image is None:
-        started = kubectl.run_kubectl(configuration, "rollout", "restart", f"statefulset/{statefulset}")
+    previous_image = next((c.get("image") for c in template["spec"]["containers"] if c["name"] == container), None)
+    if image:
+        patch: dict[str, Any] = {"spec": {"template": {"spec": {"containers": [{"name": container, "image": image}]}}}}
     else:
-        started = kubectl.run_kubectl(configuration, "set", "image", f"statefulset/{statefulset}",
-                                      f"{container}={image}")
-    argv = kubectl.kubectl_argv(configuration, "rollout", "status", f"statefulset/{statefulset}",
-                                f"--timeout={int(timeout_s)}s")
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        patch = {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": stamp}}}}}
     tracker = DowntimeTracker(sorted(before))
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = clock()
+    apps = api.apps_v1(configuration, secrets)
+    api.call_json(f"patching statefulset {namespace}/{statefulset}", apps.patch_namespaced_stateful_set,
+                  statefulset, namespace, patch)
+    deadline = time.monotonic() + float(timeout_s)
     poll_errors = 0
-    try:
-        while True:
-            try:
-                ready, _ = _ready_map(configuration, selector)
-                tracker.observe(clock(), ready)
-            except ChaosDBError:
-                poll_errors += 1  # the API server may blink; the rollout status decides
-            if proc.poll() is not None:
-                break
-            time.sleep(poll_s)
-        out, err = proc.communicate()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    # after the rollout reports done, keep polling until every pod is Ready again (bounded by the timeout)
-    deadline = t0 + timeout_s
-    while proc.returncode == 0 and tracker.down_since and clock() < deadline:
+    completed = False
+    while True:
+        try:
+            ready, _ = ready_map()
+            tracker.observe(clock(), ready)
+            completed = _rolled_out(_statefulset(configuration, secrets, namespace, statefulset))
+        except ChaosDBError:
+            poll_errors += 1  # the API server may blink; the next poll decides
+        if completed and not tracker.down_since:
+            break
+        if time.monotonic() > deadline:
+            break
         time.sleep(poll_s)
-        ready, _ = _ready_map(configuration, selector)
-        tracker.observe(clock(), ready)
     t_end = clock()
-    ready, after = _ready_map(configuration, selector)
+    _, after = ready_map()
     result = tracker.result(t_end, t0)
     for name, rec in result["pods"].items():
         rec["restarted"] = (after.get(name, {}).get("uid") != before[name]["uid"]
@@ -123,12 +145,15 @@ def rolling_restart(configuration: dict[str, Any], statefulset: str, selector: s
         rec["image_before"] = before[name]["images"]
         rec["image_after"] = after.get(name, {}).get("images")
     result.update({
-        "statefulset": statefulset, "started_at": iso_from_epoch(t0), "duration_s": round(t_end - t0, 3),
-        "poll_s": poll_s, "completed": proc.returncode == 0, "kubectl": started.strip(),
-        "rollout_status": (out or "").strip().splitlines()[-1:] or [], "poll_errors": poll_errors,
+        "statefulset": statefulset, "namespace": namespace, "image": image or None,
+        "previous_image": previous_image if image else None, "started_at": iso_from_epoch(t0),
+        "duration_s": round(t_end - t0, 3), "poll_s": poll_s, "completed": completed, "poll_errors": poll_errors,
         "total_down_s": round(sum(p["down_s"] for p in result["pods"].values()), 3),
+        # the names the Kubernetes engine's restart_statefulset has always returned
+        "max_not_ready_together": result["max_down_together"],
+        "pods_seen_not_ready": sorted(n for n, p in result["pods"].items() if p["down"]),
     })
-    if proc.returncode != 0:
-        raise ChaosDBError(f"{describe_argv(argv)} failed: {(err or out).strip()[-300:]} "
+    if not completed:
+        raise ChaosDBError(f"rolling restart of {namespace}/{statefulset} not finished after {timeout_s:g} s "
                            f"(down so far: {result['pods']})")
     return result

@@ -16,7 +16,7 @@ from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.core.deprecation import warn_deprecated
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.k8s import kubectl
+from chaosdb.core.signals import SIGNALS, signal_name
 from chaosdb.tikv import cluster
 from chaosdb.tikv.keys import MODES
 from chaosdb.tikv.local import store_pids
@@ -185,17 +185,19 @@ def kill_store(store: Union[int, str] = "leader", key: Optional[str] = None, sig
     local store: start it again the way you started it."""
 
     cfg = configuration or {}
-    sig = str(signal).upper().removeprefix("SIG")
-    if sig not in kubectl.SIGNALS:
-        raise ChaosDBError(f"signal must be one of {', '.join(kubectl.SIGNALS)}")
+    sig = signal_name(signal)
     target = cluster.resolve_store(cfg, store, key, mode, api_version)
     base = {"store": target["id"], "address": target["address"], "pod": target["pod"], "signal": sig,
             "region": target.get("region")}
     if cfg.get("k8s_namespace"):
         if not target["pod"]:
-            raise ChaosDBError(f"store {target['id']} ({target['address']}) is not a StatefulSet pod address")
-        kubectl.exec_kill(cfg, target["pod"], str(container or cfg.get("k8s_container") or "tikv"), sig)
-        return {**base, "where": "kubernetes"}
+            raise ChaosDBError(f"store {target['id']} ({target['address']}) is not a StatefulSet pod address: "
+                               "set tikv_pods (store id -> pod name) in the configuration")
+        # the Kubernetes engine's one kill: exec through the official client, never waiting for the restart
+        cont = str(container or cfg.get("k8s_container") or "tikv")
+        engine_action("kubernetes", "kill_container_process")(
+            {"pod": target["pod"]}, cont, sig, wait_restarted=False, configuration=cfg, secrets=secrets)
+        return {**base, "where": "kubernetes", "container": cont}
     pids = store_pids(target["address"], process_match)
     if not pids:
         raise ChaosDBError(f"no local {process_match} serves store {target['id']} ({target['address']})")
@@ -230,6 +232,6 @@ check_arguments(globals(), {"transfer_region_leader": _transfer_rule, "evict_lea
                 {"remove_leader_eviction": {"store": _store_id}, "set_store_state": {"store": _store_id}},
                 state=choice("state", "Up", "Offline"), mode=choice("mode", *MODES),
                 key_format=choice("key_format", "utf8", "hex"), api_version=choice("api_version", 1, 2),
-                signal=choice("signal", *kubectl.SIGNALS), quota_s=number("quota_s", 0.001, hint=" (seconds)"),
+                signal=choice("signal", *SIGNALS), quota_s=number("quota_s", 0.001, hint=" (seconds)"),
                 period_s=number("period_s", 0.001, maximum=1.0, hint=" (seconds, the kernel's range)"),
                 limit_mb=number("limit_mb", 8, hint=" (MiB)"), keyspace_id=number("keyspace_id", 0, integer=True))

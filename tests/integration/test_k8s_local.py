@@ -27,7 +27,7 @@ from chaosdb.k8s import actions as k8s
 from chaosdb.k8s import api
 from chaosdb.k8s import control as k8s_control
 from chaosdb.k8s import probes as k8sp
-from chaosdb.k8s.kubectl import pod_summary
+from chaosdb.k8s.pods import pod_summary
 from chaosdb.local.processes import node_processes
 from chaosdb.localkube import cluster as localkube
 from chaosdb.manifests.templates import list_templates, render
@@ -371,6 +371,12 @@ def test_rolling_restart_replaces_every_pod_one_at_a_time(cfg):
     after = {p["name"]: p["uid"] for p in k8sp.pods_of_statefulset("basic-tikv", TIKV_NS, configuration=cfg)}
     assert set(after) == set(uids) and all(after[n] != uids[n] for n in uids)
     assert res["max_not_ready_together"] <= 1, res  # one pod at a time
+    # each pod's down time as the rollout tracker saw it, from the real controller's replacements
+    assert res["completed"] and set(res["pods"]) == set(uids), res
+    assert all(p["restarted"] and not p["down_at_end"] for p in res["pods"].values()), res["pods"]
+    seen_down = [n for n, p in res["pods"].items() if p["down"]]
+    firsts = sorted(seen_down, key=lambda n: res["pods"][n]["down"][0][0])
+    assert firsts == sorted(seen_down, reverse=True), res["pods"]  # highest ordinal first
     assert k8sp.statefulset_is_ready("basic-tikv", TIKV_NS, configuration=cfg)
 
 

@@ -130,6 +130,7 @@ class KubeStandin:
         self.objects: dict[tuple[str, str, str, str], dict[str, Any]] = {}   # (group, plural, ns, name)
         self.requests: list[tuple[str, str]] = []
         self.execs: list[dict[str, Any]] = []
+        self.deletions: list[dict[str, Any]] = []     # every pod deletion: pod, namespace, grace_period_s asked
         self.posted: list[dict[str, Any]] = []        # every object a client tried to create
         self.events: list[dict[str, Any]] = []
         self.server: ThreadingHTTPServer | None = None
@@ -176,6 +177,7 @@ class KubeStandin:
             self.statefulsets[(namespace, name)] = {
                 "name": name, "namespace": namespace, "replicas": replicas, "labels": dict(labels),
                 "containers": list(containers), "image": image, "annotations": {}, "revision": "rev1",
+                "current_revision": "rev1",
                 "generation": 1, "rolling": None}
             for i in range(replicas):
                 self._new_pod(namespace, name, i, ready_now=True)
@@ -430,8 +432,11 @@ class KubeStandin:
             return 200, pod.body(now)
         if method == "DELETE":
             grace = (body or {}).get("gracePeriodSeconds")
+            if grace is None and query.get("gracePeriodSeconds"):
+                grace = int(query["gracePeriodSeconds"][0])
+            self.deletions.append({"pod": name, "namespace": ns, "grace_period_s": grace})
             if grace is None:
-                grace = int((query.get("gracePeriodSeconds") or ["30"])[0])
+                grace = 30  # the pod's terminationGracePeriodSeconds (Kubernetes' default)
             if pod.deleting_at is None:
                 pod.deleting_at = now
                 pod.gone_at = now + (0.05 if int(grace) == 0 else min(int(grace), 3) * 0.15)
@@ -454,7 +459,10 @@ class KubeStandin:
                                                               for c in sts["containers"]]}}},
                 "status": {"replicas": len([p for p in pods if p]), "readyReplicas": ready,
                            "currentReplicas": len(pods) - updated, "updatedReplicas": updated,
-                           "observedGeneration": sts["generation"], "currentRevision": "rev1",
+                           "observedGeneration": sts["generation"],
+                           # as the real controller: the current revision becomes the update revision once every
+                           # pod runs it
+                           "currentRevision": sts["revision"] if updated == len(pods) else sts["current_revision"],
                            "updateRevision": sts["revision"]}}
 
     def _statefulset(self, method, ns, name, scale, body):
@@ -489,6 +497,7 @@ class KubeStandin:
                     sts["image"] = c["image"]
                     changed = True
             if changed:
+                sts["current_revision"] = sts["revision"]
                 sts["generation"] += 1
                 sts["revision"] = f"rev{sts['generation']}"
                 sts["rolling"] = True

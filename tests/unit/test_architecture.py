@@ -20,8 +20,6 @@ DATABASE_DEBT = {
     "postgres": {"etcd",  # Patroni's DCS: the etcd client
                  "local"},  # the embedded cluster as the default Patroni endpoint
     "etcd": {"postgres"},  # the etcd endpoints are read from the same configuration as Patroni's
-    "cockroach": {"k8s"},  # kill_node / restart_nodes on Kubernetes still call kubectl (one client: to do)
-    "tikv": {"k8s"},  # kill_store on Kubernetes still calls kubectl (to do)
 }
 
 

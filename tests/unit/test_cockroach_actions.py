@@ -1,5 +1,5 @@
-"""CockroachDB leaseholders, ranges and actions against stand-ins that behave like the real CLI and kubectl
-(tests/data/cockroach/standin/cockroach, tests/data/k8s/standin/kubectl: no CockroachDB or Kubernetes can run
+"""CockroachDB leaseholders, ranges and actions against stand-ins that behave like the real CLI and the Kubernetes
+API (tests/data/cockroach/standin/cockroach, tests/unit/k8s_api_standin.py: no CockroachDB or kubelet can run
 here). Output shapes, messages and version quirks follow ../shared/reference/cockroachdb (see PROVENANCE.md)."""
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ import pytest
 from chaosdb.cockroach import actions, channels, localproc, probes, ranges
 from chaosdb.cockroach.version import parse_version
 from chaosdb.core.errors import ChaosDBError, UnsafeFault
+from chaosdb.k8s import api, pods
+from tests.polling import poll
+from tests.unit.k8s_api_standin import KubeStandin
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 POD = "cockroachdb-{}.cockroachdb.crdb.svc.cluster.local:26257"
@@ -36,8 +39,7 @@ def _cluster(version: str, nodes: int = 5, **node_extra) -> dict:
 @pytest.fixture
 def crdb(tmp_path, monkeypatch):
     """A simulated cluster behind the stand-in CLI; returns (configuration, state path, argv log)."""
-    monkeypatch.setenv("PATH", f"{DATA / 'cockroach' / 'standin'}{os.pathsep}{DATA / 'k8s' / 'standin'}"
-                               f"{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PATH", f"{DATA / 'cockroach' / 'standin'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(channels, "_VERSIONS", {})
     monkeypatch.setenv("CHAOSDB_HOME", str(tmp_path / "home"))
     state = tmp_path / "cluster.json"
@@ -260,103 +262,98 @@ def test_kill_local_node_and_restart_it(crdb, tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# Kubernetes through the kubectl stand-in
-
-
-#: the simulated pod timings on a quiet machine (seconds); scaled by what one kubectl call costs here, so that
-#: every simulated state lasts several polls however busy the machine is
-STANDIN_TIMES = {"restart_s": 0.8, "gap_s": 0.3, "term_s": 0.4, "kill_restart_s": 0.6}
-
-
-def _standin_params() -> dict:
-    return json.loads(Path(os.environ["STANDIN_KUBE"]).read_text())["params"]
+# Kubernetes through the official client, against the API stand-in (exec needs a kubelet, which no real server
+# here has; deletion and rollouts also run against the real controller-manager in tests/integration/test_k8s_local)
 
 
 @pytest.fixture
-def kube(crdb, tmp_path, monkeypatch):
-    path = tmp_path / "kube.json"
-    now = time.time() - 100
-    pods = {f"cockroachdb-{i}": {"sts": "cockroachdb", "down": [], "versions": [
-        {"from": now, "uid": f"uid-{i}", "image": "cockroachdb/cockroach:v23.2.4", "restarts": 0}]} for i in range(3)}
-    state = {"namespace": "crdb", "params": dict(STANDIN_TIMES),
-             "statefulsets": {"cockroachdb": {"replicas": 3, "container": "db", "image": "cockroachdb/cockroach:v23.2.4",
-                                              "labels": {"app": "cockroachdb"}}},
-             "pods": pods}
-    path.write_text(json.dumps(state))
-    monkeypatch.setenv("STANDIN_KUBE", str(path))
-    cfg = {**crdb(nodes=3), "k8s_namespace": "crdb", "k8s_container": "db"}
-    from chaosdb.k8s import kubectl
-
+def kube(crdb, tmp_path):
+    api.reset_clients()
+    standin = KubeStandin().start()
+    standin.add_statefulset("cockroachdb", "crdb", 3, {"app": "cockroachdb"}, containers=("db",))
+    cfg = {**crdb(nodes=3), "k8s_namespace": "crdb", "k8s_container": "db",
+           "k8s_kubeconfig": standin.write_kubeconfig(tmp_path / "kubeconfig")}
     t0 = time.monotonic()
-    kubectl.get_pod(cfg, "cockroachdb-0")
-    cost = time.monotonic() - t0  # one poll of the stand-in on this machine, now
-    scale = max(1.0, 4 * cost / STANDIN_TIMES["gap_s"])
-    state["params"] = {k: round(v * scale, 3) for k, v in STANDIN_TIMES.items()}
-    path.write_text(json.dumps(state))
-    return cfg
+    pods.read_pod(cfg, None, "crdb", "cockroachdb-0")
+    cost = time.monotonic() - t0  # one poll on this machine, now: every simulated state lasts several polls
+    standin.restart_s = max(0.6, 8 * cost)
+    standin.cfg = cfg
+    yield standin
+    standin.stop()
+    api.reset_clients()
 
 
-def test_kill_in_pod_and_delete_pod_levels(kube, crdb):
-    res = actions.kill_node("leaseholder", table="vehicles", row=["boston"], configuration=kube)
-    assert res["where"] == "kubernetes" and res["pod"] == "cockroachdb-1"
-    exec_argv = [a for a in _argvs(crdb.log) if "exec" in a][-1]
-    assert exec_argv[exec_argv.index("exec"):] == ["exec", "cockroachdb-1", "-c", "db", "--", "kill", "-s", "KILL",
-                                                   "1"]
-    from chaosdb.k8s import kubectl
-    pod = kubectl.get_pod(kube, "cockroachdb-1")
-    assert pod["restarts"] == 1 and not pod["ready"] and pod["uid"] == "uid-1"
-    with pytest.raises(ChaosDBError, match="container not found"):
-        actions.kill_node(1, container="sidecar", configuration=kube)
-    forced = actions.delete_node_pod(3, force=True, configuration=kube)
-    assert "force deleted" in forced["kubectl"] and kubectl.get_pod(kube, "cockroachdb-2")["uid"] != "uid-2"
-    graceful = actions.delete_node_pod(1, grace_period_s=1, configuration=kube)
-    after = kubectl.get_pod(kube, "cockroachdb-0")
-    # still terminating within its 1 s grace, or (a busy machine took longer than that to ask) already replaced
-    assert graceful["uid"] == "uid-0" and (after["deleting"] or after["uid"] != "uid-0"), after
-    deletes = [a[a.index("delete"):] for a in _argvs(crdb.log) if "delete" in a]
-    assert deletes == [["delete", "pod", "cockroachdb-2", "--wait=false", "--grace-period=0", "--force"],
-                       ["delete", "pod", "cockroachdb-0", "--wait=false", "--grace-period=1"]]
+def test_kill_in_pod_and_delete_pod_levels(kube):
+    cfg = kube.cfg
+    res = actions.kill_node("leaseholder", table="vehicles", row=["boston"], configuration=cfg)
+    assert res["where"] == "kubernetes" and res["pod"] == "cockroachdb-1" and res["container"] == "db"
+    assert kube.execs[-1] == {"pod": "cockroachdb-1", "namespace": "crdb", "container": "db",
+                              "command": ["kill", "-s", "KILL", "1"]}
+    pod = pods.read_pod(cfg, None, "crdb", "cockroachdb-1")
+    assert pod["restarts"] == 1 and not pod["ready"]
+    with pytest.raises(ChaosDBError, match="has no container 'sidecar'"):
+        actions.kill_node(1, container="sidecar", configuration=cfg)
+    uid2 = pods.read_pod(cfg, None, "crdb", "cockroachdb-2")["uid"]
+    forced = actions.delete_node_pod(3, force=True, configuration=cfg)
+    assert forced["pod"] == "cockroachdb-2" and forced["uid"] == uid2 and forced["grace_period_s"] == 0
+    assert poll(lambda: pods.read_pod(cfg, None, "crdb", "cockroachdb-2")["uid"] != uid2, 60, 0.05)
+    uid0 = pods.read_pod(cfg, None, "crdb", "cockroachdb-0")["uid"]
+    graceful = actions.delete_node_pod(1, grace_period_s=1, configuration=cfg)
+    assert graceful["uid"] == uid0 and graceful["grace_period_s"] == 1
+    own = actions.delete_node_pod(2, configuration=cfg)  # no grace period given: the pod's own
+    assert own["grace_period_s"] is None
+    assert kube.deletions == [{"pod": "cockroachdb-2", "namespace": "crdb", "grace_period_s": 0},
+                              {"pod": "cockroachdb-0", "namespace": "crdb", "grace_period_s": 1},
+                              {"pod": "cockroachdb-1", "namespace": "crdb", "grace_period_s": None}]
     with pytest.raises(ChaosDBError, match="no grace period"):
-        actions.delete_node_pod(1, grace_period_s=5, force=True, configuration=kube)
+        actions.delete_node_pod(1, grace_period_s=5, force=True, configuration=cfg)
     with pytest.raises(ChaosDBError, match="needs Kubernetes"):
-        actions.delete_node_pod(1, configuration={k: v for k, v in kube.items() if k != "k8s_namespace"})
+        actions.delete_node_pod(1, configuration={k: v for k, v in cfg.items() if k != "k8s_namespace"})
+
+
+def test_restart_node_on_kubernetes_deletes_its_pod_gracefully(kube):
+    out = actions.restart_node(2, grace_period_s=5, wait=False, configuration=kube.cfg)
+    assert out == {"node": 2, "deleted_pod": "cockroachdb-1", "grace_period_s": 5}
+    assert kube.deletions == [{"pod": "cockroachdb-1", "namespace": "crdb", "grace_period_s": 5}]
 
 
 def test_rolling_restart_reports_each_pods_down_time(kube):
-    res = actions.rolling_restart("cockroachdb", "app=cockroachdb", poll_s=0.1, timeout_s=300, configuration=kube)
+    cfg = kube.cfg
+    res = actions.rolling_restart("cockroachdb", "app=cockroachdb", poll_s=0.1, timeout_s=300, configuration=cfg)
     assert res["completed"] and res["max_down_together"] == 1
     assert set(res["pods"]) == {"cockroachdb-0", "cockroachdb-1", "cockroachdb-2"}
     assert {n: p["node"] for n, p in res["pods"].items()} == {"cockroachdb-0": 1, "cockroachdb-1": 2,
                                                                "cockroachdb-2": 3}
+    # the stand-in's pod is gone 0.05 s after its deletion and Ready restart_s after that
+    down_s = kube.restart_s + 0.05
     for name, p in res["pods"].items():
         assert p["restarted"] and not p["down_at_end"], name
-        # restart_s in the simulation; each end of the span is seen within one gap between polls, which a busy
-        # machine stretches far beyond poll_s: the tracker reports the longest gap it had
-        restart_s = _standin_params()["restart_s"]
-        assert abs(p["down_s"] - restart_s) <= 2 * res["resolution_s"], (name, p, restart_s, res["resolution_s"])
+        # each end of the span is seen within one gap between polls, which a busy machine stretches far beyond
+        # poll_s: the tracker reports the longest gap it had
+        assert abs(p["down_s"] - down_s) <= 2 * res["resolution_s"], (name, p, down_s, res["resolution_s"])
     # highest ordinal first, as the StatefulSet controller does
     firsts = {n: p["down"][0][0] for n, p in res["pods"].items()}
     assert firsts["cockroachdb-2"] < firsts["cockroachdb-1"] < firsts["cockroachdb-0"]
     up = actions.rolling_restart("cockroachdb", "app=cockroachdb", image="cockroachdb/cockroach:v24.1.0",
-                                 poll_s=0.1, timeout_s=300, configuration=kube)
+                                 poll_s=0.1, timeout_s=300, configuration=cfg)
     assert all(p["image_after"] == {"db": "cockroachdb/cockroach:v24.1.0"} for p in up["pods"].values())
+    assert up["previous_image"] == "cockroachdb/cockroach:v23.2.4"
 
 
 def test_rolling_restart_refuses_when_a_pod_is_not_ready(kube):
     # the killed container stays down long enough for any machine to ask (the refusal is under test, not timing)
-    state_file = Path(os.environ["STANDIN_KUBE"])
-    state = json.loads(state_file.read_text())
-    state["params"]["kill_restart_s"] = 120
-    state_file.write_text(json.dumps(state))
-    actions.kill_node(1, configuration=kube)
+    kube.restart_s = 120
+    actions.kill_node(1, configuration=kube.cfg)
     with pytest.raises(ChaosDBError, match="not Ready before the rollout: cockroachdb-0"):
-        actions.rolling_restart(configuration=kube)
+        actions.rolling_restart(configuration=kube.cfg)
 
 
-def test_cli_through_a_client_pod_gateway(kube, crdb):
-    cfg = {**kube, "cockroach_cli_prefix": ["kubectl", "exec", "-n", "crdb", "cockroachdb-0", "-c", "db", "--"]}
+def test_cli_through_a_client_pod_gateway(crdb):
+    # what a prefix such as ["kubectl", "exec", "-n", "crdb", "cockroachdb-0", "-c", "db", "--"] does: run the CLI
+    # through another program; env stands in for it here
+    cfg = {**crdb(nodes=3), "cockroach_cli_prefix": ["env", "CHAOSDB_THROUGH=gateway"]}
+    assert channels.cli_argv(cfg, "node", "status")[:2] == ["env", "CHAOSDB_THROUGH=gateway"]
     assert [n["id"] for n in probes.node_status(cfg)] == [1, 2, 3]
-    assert any(a[:6] == ["exec", "-n", "crdb", "cockroachdb-0", "-c", "db"] for a in _argvs(crdb.log))
 
 
 # ---------------------------------------------------------------------------

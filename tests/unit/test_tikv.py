@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.k8s import api
 from chaosdb.tikv import actions, probes
 from chaosdb.tikv.keys import decode_bytes, encode_bytes, encode_key
 from chaosdb.tikv.records import normalise_region, normalise_store, normalise_stores, parse_go_duration, parse_size
+from tests.unit.k8s_api_standin import KubeStandin
 from tests.unit.pd_standin import PDStandin
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tikv"
@@ -172,6 +174,24 @@ def test_store_state_needs_the_explicit_flag(pd, caplog):
     # the journal keeps only False: the log says why
     assert "the TiKV cluster is not healthy: store 3 " in caplog.text and "is Offline" in caplog.text
     assert actions.set_store_state(3, "Up", configuration=pd.cfg)["now"] == "Up"
+
+
+def test_kill_store_on_kubernetes_sends_the_signal_in_its_pod_through_the_api(pd, tmp_path):
+    api.reset_clients()
+    kube = KubeStandin().start()
+    try:
+        kube.add_statefulset("basic-tikv", "tidb", 3, {"app.kubernetes.io/component": "tikv"}, containers=("tikv",))
+        cfg = {**pd.cfg, "k8s_namespace": "tidb", "k8s_kubeconfig": kube.write_kubeconfig(tmp_path / "kubeconfig"),
+               "tikv_pods": {"1": "basic-tikv-0", "2": "basic-tikv-1", "3": "basic-tikv-2"}}
+        res = actions.kill_store("leader", key="usertable:user7", signal="SIGTERM", configuration=cfg)
+        assert (res["store"], res["pod"], res["where"], res["container"]) == (2, "basic-tikv-1", "kubernetes", "tikv")
+        assert kube.execs == [{"pod": "basic-tikv-1", "namespace": "tidb", "container": "tikv",
+                               "command": ["kill", "-s", "TERM", "1"]}]
+        with pytest.raises(ChaosDBError, match="has no container 'db'"):
+            actions.kill_store("leader", key="usertable:user7", container="db", configuration=cfg)
+    finally:
+        kube.stop()
+        api.reset_clients()
 
 
 def test_configuration_errors_are_clear():
