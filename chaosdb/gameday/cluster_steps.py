@@ -52,11 +52,12 @@ def _layout(directory: Path):
 
 
 def restore(directory: Path, control: dict[str, Any], address_base: str, timeout: float) -> dict[str, Any]:
-    """Remove local fault residue, start the cluster (created on first use, with its data loaded, as the
-    experiment's control would), start whatever is not running, take out nodes a scale-out left."""
+    """Remove this cluster's fault residue (another cluster's live faults on the machine stay), start the cluster
+    (created on first use, with its data loaded, as the experiment's control would), start whatever is not
+    running, take out nodes a scale-out left."""
 
     t0 = time.monotonic()
-    cleaned = cleanup()
+    cleaned = cleanup(str(directory))
     out: dict[str, Any] = {"reverted_faults": len(cleaned.get("reverted", [])),
                            "swept": len(cleaned.get("swept", []))}
     args = {k: v for k, v in control.items() if k in ("nodes", "tpcc_warehouses", "tpcc_scale_down", "ycsb_records",

@@ -362,6 +362,35 @@ def test_cleanup_removes_faults_whose_records_are_lost(no_residue, config):
     assert probes.no_fault_residue()
 
 
+def test_cleanup_of_one_cluster_leaves_the_faults_of_another(no_residue, config):
+    """A game day's between-run restore cleans its own cluster: another cluster's live fault on the same machine
+    (its cgroup, its record) stays, while this cluster's faults and whatever has no record go."""
+    from chaosdb.faults import engine
+    from chaosdb.faults.records import faults_dir, load_record
+
+    st = lc.status(no_residue)
+    replica = next(n["name"] for n in st["nodes"] if n["name"] != st["leader"])
+    try:
+        other = actions.limit_cpu(target=replica, quota_s=0.5, period_s=1.0, configuration=config)["fault_id"]
+        rec = load_record(other)
+        assert rec is not None
+        rec.cluster_dir = "/var/lib/another-cluster"  # as if another cluster on this machine had injected it
+        rec.save()
+        mine = actions.limit_bandwidth(target=st["leader"], rate_kbit=100000, configuration=config)["fault_id"]
+        lost = actions.partition_node(target=replica, scope="clients", direction="inbound", configuration=config)["fault_id"]
+        (faults_dir() / f"{lost}.json").unlink()  # a fault whose record is lost: no cluster claims it
+        done = engine.cleanup(config["chaosdb_cluster_dir"])
+        assert [r["id"] for r in done["reverted"]] == [mine] and done["kept_other_faults"] == [other], done
+        assert done["clean"], done["residue"]  # nothing left but the other cluster's fault
+        assert any(f"CHAOSDB-{lost}" in x or f"chaosdb:{lost}" in x for x in done["swept"]), done["swept"]
+        left = probes.fault_residue()
+        assert [r["id"] for r in left["records"]] == [other] and any(other in g for g in left["cgroups"]), left
+        assert not left["iptables"] and not left["tc"], left
+    finally:
+        actions.cleanup_faults()
+    assert probes.no_fault_residue()
+
+
 CYCLES = {
     "cpu": lambda c: actions.limit_cpu(target="leader", quota_s=0.5, period_s=1.0, configuration=c),
     "memory": lambda c: actions.limit_memory(target="replica", limit_mb=1024, configuration=c),
