@@ -280,22 +280,15 @@ def cmd_load_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_report_build(args: argparse.Namespace) -> int:
-    from chaosdb.report.build import build_report  # noqa: PLC0415 - needs the report extra
-
-    result = build_report(args.journal, samples=args.samples, out_dir=args.out, rule=args.rule)
-    m = result["metrics"]
     if args.json:
+        from chaosdb.report.build import build_report  # noqa: PLC0415 - needs the report extra
+
+        result = build_report(args.journal, samples=args.samples, out_dir=args.out, rule=args.rule)
         _print_json({"out_dir": result["out_dir"], "files": result["files"]})
         return 0
-    from chaosdb.report.build import recovery_lines  # noqa: PLC0415 - needs the report extra
+    from chaosdb.report.console import build_and_summarise  # noqa: PLC0415 - needs the report extra
 
-    print(f"report written to {result['out_dir']}: {', '.join(result['files'])}")
-    b, i = m["baseline"], m.get("impact") or {}
-    print(f"  baseline: p99 {b.get('p99_ms')} ms, {b.get('throughput_tps')} tx/s;  "
-          f"impact: p99 {i.get('p99_ms')} ms, {i.get('throughput_tps')} tx/s, errors {i.get('error_rate')}")
-    for line in recovery_lines(m):
-        print("  " + line.replace("**", ""))
-    print(f"  open {Path(result['out_dir']) / 'report.html'}")
+    build_and_summarise(args.journal, samples=args.samples, out_dir=args.out, rule=args.rule)
     return 0
 
 

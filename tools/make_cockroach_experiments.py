@@ -95,14 +95,14 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "story": "cockroach node drain <leaseholder> --drain-wait=1s --shutdown: too short to move every lease, "
                  "so the shutdown cuts the drain. Expected: errors close to a process kill.",
         "fault": _activity("action", "drain-the-leaseholder-1s", _MOD_A, "drain_node",
-                           {**LEASEHOLDER, "drain_wait": "1s", "shutdown": True}, after=60),
+                           {**LEASEHOLDER, "drain_wait_s": 1, "shutdown": True}, after=60),
     },
     "k8s-drain-wait-60s": {
         "title": "Thesis level 2b on Kubernetes: the leaseholder drains with --drain-wait=60s and shuts down",
         "story": "cockroach node drain <leaseholder> --drain-wait=60s --shutdown: leases and SQL clients move "
                  "away before the process exits. Expected: little or no client-visible disruption.",
         "fault": _activity("action", "drain-the-leaseholder-60s", _MOD_A, "drain_node",
-                           {**LEASEHOLDER, "drain_wait": "60s", "shutdown": True}, after=60),
+                           {**LEASEHOLDER, "drain_wait_s": 60, "shutdown": True}, after=60),
     },
     "k8s-pod-delete-grace-1s": {
         "title": "Thesis level 3a on Kubernetes: the leaseholder's pod is deleted with a 1 s grace period",
@@ -164,13 +164,13 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "title": "Thesis level 2a on a local cluster: drain with --drain-wait=1s and shut down",
         "story": "cockroach node drain <leaseholder> --drain-wait=1s --shutdown, restarted 60 s later.",
         "fault": _activity("action", "drain-the-leaseholder-1s", _MOD_A, "drain_node",
-                           {**LEASEHOLDER, "drain_wait": "1s", "shutdown": True}, after=60),
+                           {**LEASEHOLDER, "drain_wait_s": 1, "shutdown": True}, after=60),
     },
     "local-drain-wait-60s": {
         "title": "Thesis level 2b on a local cluster: drain with --drain-wait=60s and shut down",
         "story": "cockroach node drain <leaseholder> --drain-wait=60s --shutdown, restarted 60 s later.",
         "fault": _activity("action", "drain-the-leaseholder-60s", _MOD_A, "drain_node",
-                           {**LEASEHOLDER, "drain_wait": "60s", "shutdown": True}, after=60),
+                           {**LEASEHOLDER, "drain_wait_s": 60, "shutdown": True}, after=60),
     },
 }
 

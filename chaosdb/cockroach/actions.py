@@ -24,6 +24,7 @@ from chaosdb.cockroach.records import parse_decommission_output
 from chaosdb.cockroach.targets import check_selector, resolve_node
 from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.core.commands import describe_argv, run_argv_full
+from chaosdb.core.deprecation import warn_deprecated
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError, UnsafeFault
 from chaosdb.core.signals import SIGNALS, signal_name
@@ -71,17 +72,35 @@ def _remaining(stderr: str) -> List[int]:
     return [int(x) for x in re.findall(r"remaining: (\d+)", stderr)]
 
 
-def drain_node(node: Union[int, str] = "any", drain_wait: Union[str, int] = "60s", shutdown: bool = False,
-               table: Optional[str] = None, row: Optional[List[Any]] = None,
+def _drain_wait(drain_wait_s: Union[float, str], drain_wait: Union[str, int, None]) -> tuple:
+    """(flag text, seconds) from ``drain_wait_s`` (seconds), or from the deprecated ``drain_wait`` (a Go
+    duration such as ``"60s"``, also when it arrives in ``drain_wait_s``'s place by position)."""
+    if drain_wait is not None:
+        warn_deprecated("drain_wait (a duration text) of CockroachDB's drain_node / quit_node",
+                        "drain_wait_s (seconds, a number)")
+        return _duration(drain_wait, "drain_wait")
+    if isinstance(drain_wait_s, str) and parse_go_duration(drain_wait_s) is not None \
+            and not drain_wait_s.strip().replace(".", "", 1).isdigit():
+        warn_deprecated("a duration text for drain_wait_s", "a number of seconds")
+        return _duration(drain_wait_s, "drain_wait_s")
+    try:
+        secs = float(drain_wait_s)
+    except (TypeError, ValueError):
+        raise ChaosDBError(f"drain_wait_s must be a number of seconds, got {drain_wait_s!r}") from None
+    return _duration(secs, "drain_wait_s")
+
+
+def drain_node(node: Union[int, str] = "any", drain_wait_s: float = 60, shutdown: bool = False,
+               table: Optional[str] = None, row: Optional[List[Any]] = None, drain_wait: Optional[str] = None,
                configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Drain a node (``cockroach node drain``): it stops taking SQL clients, moves its range leases and
-    Raft leaderships away, and with ``shutdown`` its process exits afterwards. ``drain_wait`` (a
-    duration, ``"1s"`` or ``"60s"`` as in the thesis) bounds the drain; a drain that does not finish in
-    time fails with advice. From v22.1 the node is drained by id through any gateway; older CLIs are
-    pointed at the node itself. Without ``shutdown`` the node stays draining until it restarts
-    (``restart_node``). Returns the node, the drain's progress (``remaining`` per report) and its time."""
+    Raft leaderships away, and with ``shutdown`` its process exits afterwards. ``drain_wait_s`` (seconds,
+    1 or 60 as in the thesis) bounds the drain; a drain that does not finish in time fails with advice.
+    From v22.1 the node is drained by id through any gateway; older CLIs are pointed at the node itself.
+    Without ``shutdown`` the node stays draining until it restarts (``restart_node``). Returns the node, the
+    drain's progress (``remaining`` per report) and its time. ``drain_wait`` (a duration text) is deprecated."""
     cfg = channels.settings(configuration, secrets)
-    flag, secs = _duration(drain_wait, "drain_wait")
+    flag, secs = _drain_wait(drain_wait_s, drain_wait)
     target = resolve_node(cfg, secrets, node, table, row)
     feats = channels.cli_version(cfg)
     if feats.drain_by_node_id:
@@ -96,24 +115,25 @@ def drain_node(node: Union[int, str] = "any", drain_wait: Union[str, int] = "60s
         out, err = run_argv_full(argv, timeout=None if secs == 0 else secs + 120)
     except ChaosDBError as exc:
         if "drain timeout" in str(exc):
-            raise ChaosDBError(f"n{target['id']} did not finish draining within {flag}: raise drain_wait (the "
+            raise ChaosDBError(f"n{target['id']} did not finish draining within {flag}: raise drain_wait_s (the "
                                f"server.shutdown.* settings add up to the time a drain needs) or drain again; "
                                f"the node stays draining. ({exc})") from None
         raise
     return {"node": target["id"], "pod": target["pod"], "address": target["address"], "drain_wait": flag,
-            "shutdown": bool(shutdown), "ok": out.strip().endswith("ok"), "remaining": _remaining(err),
+            "drain_wait_s": secs, "shutdown": bool(shutdown), "ok": out.strip().endswith("ok"), "remaining": _remaining(err),
             "warnings": [ln for ln in err.splitlines() if ln.startswith("warning")],
             "elapsed_s": round(time.monotonic() - t0, 3), "command": describe_argv(argv, 8),
             "cli_version": repr(feats), "range": target.get("range")}
 
 
-def quit_node(node: Union[int, str] = "any", drain_wait: Union[str, int] = "60s", table: Optional[str] = None,
-              row: Optional[List[Any]] = None, configuration: Configuration = None,
-              secrets: Secrets = None) -> Dict[str, Any]:
+def quit_node(node: Union[int, str] = "any", drain_wait_s: float = 60, table: Optional[str] = None,
+              row: Optional[List[Any]] = None, drain_wait: Optional[str] = None,
+              configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Drain and stop a node with ``cockroach quit --drain-wait`` (CLIs before v22.2 only; the command
-    was removed in v22.2: use ``drain_node`` with ``shutdown: true`` or ``kill_node`` with ``TERM``)."""
+    was removed in v22.2: use ``drain_node`` with ``shutdown: true`` or ``kill_node`` with ``TERM``).
+    ``drain_wait_s`` in seconds; ``drain_wait`` (a duration text) is deprecated."""
     cfg = channels.settings(configuration, secrets)
-    flag, secs = _duration(drain_wait, "drain_wait")
+    flag, secs = _drain_wait(drain_wait_s, drain_wait)
     feats = channels.cli_version(cfg)
     if not feats.has_quit:
         raise ChaosDBError(f"cockroach quit was removed in v22.2 and this CLI is {feats!r}: use drain_node with "
@@ -124,7 +144,7 @@ def quit_node(node: Union[int, str] = "any", drain_wait: Union[str, int] = "60s"
     t0 = time.monotonic()
     out, err = run_argv_full(argv, timeout=None if secs == 0 else secs + 120)
     return {"node": target["id"], "pod": target["pod"], "address": target["address"], "drain_wait": flag,
-            "ok": "ok" in out, "remaining": _remaining(err), "elapsed_s": round(time.monotonic() - t0, 3),
+            "drain_wait_s": secs, "ok": "ok" in out, "remaining": _remaining(err), "elapsed_s": round(time.monotonic() - t0, 3),
             "command": describe_argv(argv, 8), "cli_version": repr(feats)}
 
 
@@ -352,7 +372,7 @@ def _node_rule(args: Dict[str, Any]) -> None:
     check_selector(args["node"], args.get("table"), args.get("row"))
 
 
-def _drain_wait(value: Any) -> None:
+def _drain_wait_text(value: Any) -> None:
     _duration(value, "drain_wait")
 
 
@@ -364,7 +384,7 @@ def _node_id_list(value: Any) -> None:
 
 check_arguments(globals(), {name: _node_rule for name in ("drain_node", "quit_node", "kill_node", "delete_node_pod")},
                 {"decommission_nodes": {"wait": choice("wait", "all", "none")}},
-                drain_wait=_drain_wait, nodes=_node_id_list, signal=choice("signal", *SIGNALS),
+                drain_wait=_drain_wait_text, nodes=_node_id_list, signal=choice("signal", *SIGNALS),
                 checks=choice("checks", "enabled", "strict", "skip"), pid=number("pid", 1, integer=True),
                 min_active_after=number("min_active_after", 1, integer=True),
                 grace_period_s=number("grace_period_s", 0, integer=True, hint=" (seconds)"))

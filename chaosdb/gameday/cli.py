@@ -50,7 +50,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from chaosdb.gameday.aggregate import write_report  # noqa: PLC0415 - needs the report extra
+    from chaosdb.gameday.render import write_report  # noqa: PLC0415 - needs the report extra
 
     if args.rebuild_runs:
         print(f"rebuilt {rebuild_runs(Path(args.results))} run report(s) from their journals and samples")

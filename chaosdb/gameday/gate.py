@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.gameday.aggregate import METRICS, write_report
+from chaosdb.gameday.aggregate import METRICS
+from chaosdb.gameday.render import write_report
 
 __all__ = ["parse_check", "gate", "load_summary", "GATE_METRICS", "DEFAULT_CHECKS", "render_gate"]
 

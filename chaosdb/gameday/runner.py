@@ -40,24 +40,15 @@ from typing import Any, Callable
 from chaosdb.core.commands import die_with_parent
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.gameday import cluster_steps as steps
+from chaosdb.gameday.manifest import DONE_STATES, MANIFEST, RERUN_STATES, manifested, read_manifest
 from chaosdb.gameday.suite import PlannedRun, Suite, load_suite, plan_runs
 
 __all__ = ["run_suite", "read_manifest", "rebuild_runs", "RERUN_STATES", "DONE_STATES", "default_results_dir"]
 
-MANIFEST = "manifest.json"
-RERUN_STATES = ("pending", "running", "interrupted", "error", "unsteady")
-DONE_STATES = ("completed", "deviated")
 
 
 def default_results_dir(suite: Suite) -> Path:
     return Path("reports") / "gamedays" / suite.name
-
-
-def read_manifest(results: Path) -> dict[str, Any]:
-    path = Path(results) / MANIFEST
-    if not path.is_file():
-        raise ChaosDBError(f"{results} holds no game-day results (no {MANIFEST})")
-    return json.loads(path.read_text())
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -76,12 +67,6 @@ def _chaos_binary() -> str:
     return found
 
 
-def _manifested(m: dict[str, Any]) -> bool:
-    from chaosdb.gameday.aggregate import manifested  # noqa: PLC0415 - needs the report extra
-
-    return manifested(m)
-
-
 def _metrics_summary(m: dict[str, Any]) -> dict[str, Any]:
     impact = m.get("impact") or {}
     rec = m.get("recovery") or {}
@@ -90,7 +75,7 @@ def _metrics_summary(m: dict[str, Any]) -> dict[str, Any]:
             "impact_p99_ms": impact.get("p99_ms"), "impact_tps": impact.get("throughput_tps"),
             "error_rate": impact.get("error_rate"), "recovery_s": rec.get("duration_s"),
             "unavailability_s": rec.get("unavailability_s"),
-            "manifested": _manifested(m)}
+            "manifested": manifested(m)}
 
 
 class _Interrupt:
@@ -380,7 +365,7 @@ class Runner:
                      + (f"; recovery {m.get('recovery_s')} s, p99 {m.get('impact_p99_ms')} ms" if m else ""))
 
     def _conclude(self) -> int:
-        from chaosdb.gameday.aggregate import write_report  # noqa: PLC0415 - needs the report extra
+        from chaosdb.gameday.render import write_report  # noqa: PLC0415 - needs the report extra
 
         write_report(self.results)
         counts: dict[str, int] = {}

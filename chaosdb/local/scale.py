@@ -18,6 +18,8 @@ from typing import Any
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.etcd.client import EtcdClient
 from chaosdb.local import cluster as _cluster
+from chaosdb.local.config import _etcd_argv, _prepare_dirs, _write_configs
+from chaosdb.local.nodeproc import _check_ports, _spawn
 from chaosdb.local.runtime import RunAs, node_users
 from chaosdb.local.state import ClusterLayout, NodeLayout, load_secrets
 
@@ -68,7 +70,7 @@ def add_node(layout: ClusterLayout, timeout: float = 180.0) -> dict[str, Any]:
     """Scale out by one node; returns its name and how long each step took. On failure the half-added
     node is removed again before the error is raised."""
     node = _next_node(layout)
-    _cluster._check_ports([(node.host, node.pg_port, f"PostgreSQL of {node.name}"),
+    _check_ports([(node.host, node.pg_port, f"PostgreSQL of {node.name}"),
                            (node.host, node.api_port, f"Patroni of {node.name}"),
                            (node.host, node.etcd_client_port, f"etcd client of {node.name}"),
                            (node.host, node.etcd_peer_port, f"etcd peer of {node.name}")])
@@ -78,12 +80,12 @@ def add_node(layout: ClusterLayout, timeout: float = 180.0) -> dict[str, Any]:
     layout.nodes.append(node)
     layout.save()
     try:
-        _cluster._prepare_dirs(layout)
-        _cluster._write_configs(layout, secrets)
-        argv = _cluster._etcd_argv(layout, node)
+        _prepare_dirs(layout)
+        _write_configs(layout, secrets)
+        argv = _etcd_argv(layout, node)
         argv[argv.index("--initial-cluster-state") + 1] = "existing"
         run_as = RunAs(*layout.node_user(node))
-        _cluster._spawn(argv, node, "etcd.log", run_as, {"PATH": "/usr/bin:/bin", "HOME": str(node.path)})
+        _spawn(argv, node, "etcd.log", run_as, {"PATH": "/usr/bin:/bin", "HOME": str(node.path)})
         client = _cluster.etcd_client(layout)
         while not client.health(node.etcd_client_url):
             if time.monotonic() - t0 > min(timeout, 60):
@@ -132,7 +134,7 @@ def remove_node(layout: ClusterLayout, name: str = "", member_id: str = "", time
     _cluster.stop_node(layout, name, graceful=True, timeout=15.0, components=("etcd",))
     layout.nodes = others
     layout.save()
-    _cluster._write_configs(layout, load_secrets(layout.path))
+    _write_configs(layout, load_secrets(layout.path))
     shutil.rmtree(node.path, ignore_errors=True)
     return {"node": name, "switched_over_to": switched, "nodes": len(layout.nodes),
             "seconds": round(time.monotonic() - t0, 3)}

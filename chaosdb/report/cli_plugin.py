@@ -7,7 +7,8 @@ import sys
 
 import click
 
-from chaosdb.cli import main
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.report.console import build_and_summarise
 
 __all__ = ["db_report"]
 
@@ -20,11 +21,8 @@ __all__ = ["db_report"]
 def db_report(journal: str, samples: str | None, out: str | None, rule: str) -> None:
     """Degradation and recovery report of a chaostoolkit-db run (metrics.json, report.md/.html, PNGs)."""
 
-    argv = ["report", "build", journal, "--rule", rule]
-    if samples:
-        argv += ["--samples", samples]
-    if out:
-        argv += ["--out", out]
-    code = main(argv)
-    if code:
-        sys.exit(code)
+    try:
+        build_and_summarise(journal, samples=samples, out_dir=out, rule=rule)
+    except ChaosDBError as exc:  # as 'chaosdb report' says it: one line, exit status 2
+        click.echo(f"chaosdb: error: {exc}", err=True)
+        sys.exit(2)

@@ -10,6 +10,7 @@ import pytest
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.local import cluster as lc
+from chaosdb.local import config as local_config
 from chaosdb.local.processes import node_processes
 from chaosdb.local.state import load_layout
 
@@ -87,4 +88,4 @@ def test_data_dir_owned_by_someone_else_is_refused(local_extra, cluster_root):
     node = layout.nodes[0]
     node.data_dir.mkdir(parents=True)  # owned by root
     with pytest.raises(ChaosDBError, match=r"belongs to uid 0.*chown -R"):
-        lc._prepare_dirs(layout, lc.resolve_run_as(None))
+        local_config._prepare_dirs(layout, lc.resolve_run_as(None))

@@ -55,7 +55,7 @@ def test_real_local_cluster_kill_restart_drain(tmp_path, monkeypatch):
         assert killed["exited"]
         back = actions.restart_killed_nodes(timeout_s=120, configuration=cfg)
         assert back["restarted"][0]["back"]["status"]["is_live"]
-        drained = actions.drain_node(2, drain_wait="30s", configuration=cfg)
+        drained = actions.drain_node(2, drain_wait_s=30, configuration=cfg)
         assert drained["ok"] and drained["remaining"][-1] == 0
         actions.restart_node(2, timeout_s=120, configuration=cfg)
         actions.wait_until_healthy(timeout_s=300, interval_s=2, configuration=cfg)

@@ -114,8 +114,8 @@ def test_table_leaseholders_are_version_aware(crdb, version, expect):
 
 def test_drain_by_id_then_restart_brings_it_back_locally(crdb):
     cfg = crdb("v23.2.4", nodes=3)
-    res = actions.drain_node(2, drain_wait="1s", configuration=cfg)
-    assert res["ok"] and res["node"] == 2 and res["remaining"][-1] == 0 and res["drain_wait"] == "1s"
+    res = actions.drain_node(2, drain_wait_s=1, configuration=cfg)
+    assert res["ok"] and res["node"] == 2 and res["remaining"][-1] == 0 and res["drain_wait_s"] == 1
     drain_argv = [a for a in _argvs(crdb.log) if a[:2] == ["node", "drain"]][-1]
     assert drain_argv[:4] == ["node", "drain", "2", "--drain-wait=1s"] and "--insecure" in drain_argv
     n2 = {n["id"]: n for n in probes.node_status(cfg)}[2]
@@ -126,9 +126,11 @@ def test_drain_by_id_then_restart_brings_it_back_locally(crdb):
 
 def test_drain_timeout_and_selector_errors_are_actionable(crdb):
     cfg = crdb("v23.2.4", nodes=3, drain_s=2.0)
-    with pytest.raises(ChaosDBError, match="did not finish draining within 500ms: raise drain_wait"):
-        actions.drain_node(1, drain_wait="500ms", configuration=cfg)
-    with pytest.raises(ChaosDBError, match="duration like"):
+    with pytest.raises(ChaosDBError, match="did not finish draining within 0.5s: raise drain_wait_s"):
+        actions.drain_node(1, drain_wait_s=0.5, configuration=cfg)
+    with pytest.raises(ChaosDBError, match="drain_wait_s must be a number of seconds"):
+        actions.drain_node(1, drain_wait_s="soon", configuration=cfg)
+    with pytest.raises(ChaosDBError, match="duration like"), pytest.warns(DeprecationWarning):
         actions.drain_node(1, drain_wait="soon", configuration=cfg)
     with pytest.raises(ChaosDBError, match="needs table and row"):
         actions.drain_node("leaseholder", configuration=cfg)
@@ -138,13 +140,24 @@ def test_drain_timeout_and_selector_errors_are_actionable(crdb):
     assert len(drains) == 1  # bad input never reached the cluster
 
 
+def test_the_old_duration_text_still_drains_with_a_deprecation_warning(crdb):
+    cfg = crdb("v23.2.4", nodes=3)
+    with pytest.warns(DeprecationWarning, match="drain_wait_s"):
+        res = actions.drain_node(2, drain_wait="1m30s", configuration=cfg)
+    assert res["drain_wait_s"] == 90 and res["drain_wait"] == "1m30s"
+    with pytest.warns(DeprecationWarning, match="a number of seconds"):
+        assert actions.drain_node(3, "1s", configuration=cfg)["drain_wait_s"] == 1  # by position, as before
+    drains = [a[3] for a in _argvs(crdb.log) if a[:2] == ["node", "drain"]]
+    assert drains == ["--drain-wait=1m30s", "--drain-wait=1s"]
+
+
 def test_old_cli_drains_through_the_node_itself_and_quits(crdb):
     cfg = crdb("v21.2.17", nodes=3)
-    res = actions.drain_node(3, drain_wait=5, configuration=cfg)
+    res = actions.drain_node(3, drain_wait_s=5, configuration=cfg)
     argv = [a for a in _argvs(crdb.log) if a[:2] == ["node", "drain"]][-1]
     assert "3" not in argv and f"--host={POD.format(2)}" in argv and res["ok"]
     assert res["warnings"] and "deprecated" in res["warnings"][0]
-    quit_res = actions.quit_node(2, drain_wait="2s", configuration=cfg)
+    quit_res = actions.quit_node(2, drain_wait_s=2, configuration=cfg)
     assert quit_res["ok"]
     quit_argv = [a for a in _argvs(crdb.log) if a[:1] == ["quit"]][-1]
     assert quit_argv[:2] == ["quit", "--drain-wait=2s"] and f"--host={POD.format(1)}" in quit_argv
@@ -160,7 +173,7 @@ def test_quit_is_refused_on_v22_2_and_later(crdb):
 
 def test_drain_leaseholder_of_a_row(crdb):
     cfg = crdb()
-    res = actions.drain_node("leaseholder", table="vehicles", row=["boston"], drain_wait="10s", configuration=cfg)
+    res = actions.drain_node("leaseholder", table="vehicles", row=["boston"], drain_wait_s=10, configuration=cfg)
     assert res["node"] == 2 and res["pod"] == "cockroachdb-1" and res["range"]["range_id"] == 57
     res = actions.drain_node("not-leaseholder", table="vehicles", row=["boston"], configuration=cfg)
     assert res["node"] == 1  # first live replica of r57 besides the leaseholder
@@ -429,7 +442,7 @@ def test_local_cockroach_cluster_up_kill_restart_down(crdb, tmp_path, capsys):
         assert main(["cluster", "status", "--dir", str(d), "--check"]) == 0
         # a drain with shutdown stops the process; the rollback starts it again as it ran
         n2 = next(n["id"] for n in probes.node_status(cfg) if n["address"] == "127.0.31.2:26257")
-        assert actions.drain_node(n2, drain_wait="5s", shutdown=True, configuration=cfg)["ok"]
+        assert actions.drain_node(n2, drain_wait_s=5, shutdown=True, configuration=cfg)["ok"]
         deadline = time.time() + 5
         while localcluster.status(d)["pids"]["node2"] is not None and time.time() < deadline:
             time.sleep(0.05)

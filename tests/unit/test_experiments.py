@@ -93,8 +93,8 @@ def test_cockroach_experiment_is_generated_gated_and_restores(name):
 
 def test_the_thesis_levels_are_all_there():
     args = {n: [a["provider"]["arguments"] for a in crdb_exps.build(n)["method"]] for n in crdb_exps.EXPERIMENTS}
-    assert any(a.get("drain_wait") == "1s" for a in args["k8s-drain-wait-1s"])
-    assert any(a.get("drain_wait") == "60s" for a in args["k8s-drain-wait-60s"])
+    assert any(a.get("drain_wait_s") == 1 for a in args["k8s-drain-wait-1s"])
+    assert any(a.get("drain_wait_s") == 60 for a in args["k8s-drain-wait-60s"])
     assert any(a.get("grace_period_s") == 1 for a in args["k8s-pod-delete-grace-1s"])
     assert any(a.get("force") is True for a in args["k8s-pod-delete-force"])
     assert any(a.get("signal") == "KILL" for a in args["k8s-process-kill"])

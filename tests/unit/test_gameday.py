@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from chaosdb.gameday.aggregate import aggregate, spread, write_report
+from chaosdb.gameday.aggregate import aggregate, spread
 from chaosdb.gameday.gate import gate, load_summary, parse_check
+from chaosdb.gameday.render import write_report
 from chaosdb.gameday.suite import SuiteError, apply_parameters, load_suite, plan_runs, sweep_values
 from chaosdb.report.upb import upb_indices
 

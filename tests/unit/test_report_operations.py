@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chaosdb.gameday.aggregate import _operation_rows, _operation_stats
+from chaosdb.gameday.aggregate import _operation_stats
+from chaosdb.gameday.render import _operation_rows
 from chaosdb.report.build import build_report
 from chaosdb.report.data import Samples
 from chaosdb.report.journal import parse_ts

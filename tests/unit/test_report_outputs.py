@@ -86,6 +86,24 @@ def test_report_from_a_real_journal_and_a_plain_csv(real_journal, tmp_path, naiv
     assert "Recovery: **8.0 s**" in md and "timeline.png" in md
 
 
+def test_the_chaos_toolkit_plugin_builds_the_same_report_as_chaosdb_report(real_journal, tmp_path):
+    from click.testing import CliRunner
+
+    from chaosdb.report.cli_plugin import db_report
+
+    journal, samples, _ = _journal_with_samples(real_journal, tmp_path)
+    run = CliRunner().invoke(db_report, [str(journal), "--samples", str(samples), "-o", str(tmp_path / "plugin")])
+    assert run.exit_code == 0, run.output
+    assert "report written to" in run.output and "report.html" in run.output
+    assert cli(["report", str(journal), "--samples", str(samples), "-o", str(tmp_path / "cli")]) == 0
+    by_plugin, by_cli = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("plugin", "cli"))
+    assert by_plugin["recovery"] == by_cli["recovery"] and by_plugin["impact"] == by_cli["impact"]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"run": [')
+    refused = CliRunner().invoke(db_report, [str(bad), "--samples", str(samples)])
+    assert refused.exit_code == 2 and "chaosdb: error:" in refused.output, refused.output
+
+
 def test_compare_and_upb_commands(real_journal, tmp_path, capsys):
     journal, samples, _ = _journal_with_samples(real_journal, tmp_path)
     for i in range(3):

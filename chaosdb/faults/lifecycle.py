@@ -1,0 +1,221 @@
+"""A fault's life on this machine: its record written before anything changes, the changes added to it, a
+detached reverter for a timed fault, and ``revert`` working from the record alone, in any process, any number of
+times (with what the fault did: packets matched, limit hits). The kinds of faults are in their own modules."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from chaosdb.core.detach import spawn_detached
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.processes import start_time as process_start_time
+from chaosdb.faults import cgroups, netfilter, traffic
+from chaosdb.faults.host import cgroup_host
+from chaosdb.faults.records import (
+    FaultRecord,
+    faults_dir,
+    load_record,
+    load_records,
+)
+
+NETWORK_KINDS = ("partition", "loss", "bursty-loss", "bandwidth", "delay")
+FAULT_KINDS = ("cpu", "memory", *NETWORK_KINDS)
+
+PROXY_MARK = 0x10000000
+_OUR_MODULES = ("chaosdb.faults.netproxy", "chaosdb.faults.reverter")
+
+
+@dataclass
+class ProcessGroup:
+    """A fault target whose processes can be listed again at any moment (new backends appear)."""
+
+    target: dict[str, Any]  # name and details, as recorded
+    pids: Callable[[], list[int]]
+
+
+# ---------------------------------------------------------------------------
+# helpers
+
+
+def _spawn_detached(argv: list[str]) -> dict[str, Any]:
+    """A helper (reverter, proxy) that outlives us and finds the same fault records."""
+    pid = spawn_detached(argv, {"CHAOSDB_FAULTS_DIR": str(faults_dir())})
+    return {"pid": pid, "start": process_start_time(pid)}
+
+
+def _same_process(entry: dict[str, Any]) -> bool:
+    pid = int(entry.get("pid", 0))
+    return pid > 0 and bool(entry.get("start")) and process_start_time(pid) == entry.get("start")
+
+
+def _stop_process(entry: dict[str, Any], timeout: float = 3.0) -> bool:
+    if not _same_process(entry) or int(entry["pid"]) == os.getpid():
+        return False
+    pid = int(entry["pid"])
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _same_process(entry):
+        time.sleep(0.02)
+    if _same_process(entry):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return True
+
+
+def _schedule(rec: FaultRecord, duration_s: float) -> None:
+    if duration_s and duration_s > 0:
+        rec.deadline = rec.created + float(duration_s)
+        rec.reverter = _spawn_detached([sys.executable, "-m", "chaosdb.faults.reverter", "--fault-id", rec.id,
+                                        "--at", f"{rec.deadline:.3f}"])
+        rec.save()
+
+
+def _validate_duration(duration_s: float) -> float:
+    try:
+        d = float(duration_s or 0)
+    except (TypeError, ValueError):
+        raise ChaosDBError(f"duration_s must be a number of seconds, got {duration_s!r}") from None
+    if d < 0:
+        raise ChaosDBError(f"duration_s must be >= 0 (0 = until rolled back), got {d}")
+    return d
+
+
+def _inject(rec: FaultRecord, steps: Callable[[FaultRecord], None], duration_s: float) -> FaultRecord:
+    rec.save()
+    try:
+        steps(rec)
+        _schedule(rec, duration_s)
+    except BaseException:
+        revert(rec)
+        raise
+    return rec
+
+
+
+
+def fault_stats(rec: FaultRecord) -> dict[str, Any]:
+    """What the fault did so far: cgroup counters, packets dropped, bytes shaped."""
+    stats: dict[str, Any] = {}
+    if rec.cgroups:
+        host = cgroup_host()
+        stats["cgroups"] = {c["target"]: cgroups.group_stats(host, c["controller"], Path(c["path"]))
+                            for c in rec.cgroups}
+    for ch in rec.chains:
+        if ch["table"] == "filter" and ch["parent"] == "INPUT":
+            counters = netfilter.chain_counters("filter", ch["chain"])
+            stats["packets_matched"] = sum(c["packets"] for c in counters)
+    if rec.tc:
+        stats["tc"] = [traffic.class_stats(e) for e in rec.tc]
+    return stats
+
+
+def revert(rec: FaultRecord) -> dict[str, Any]:
+    """Undo everything *rec* lists (idempotent); delete the record; return what was undone."""
+    out: dict[str, Any] = {"id": rec.id, "kind": rec.kind, "targets": [t.get("name") for t in rec.targets]}
+    errors: list[str] = []
+    try:
+        out["stats"] = fault_stats(rec)
+    except Exception as exc:  # stats are a courtesy; reverting is the job
+        out["stats"] = {"error": str(exc)}
+    for entry in rec.processes:
+        _stop_process(entry)
+    for ch in rec.chains:
+        if ch.get("parent"):
+            try:
+                netfilter.remove_chain(ch["table"], ch["parent"], ch["chain"], rec.id)
+            except ChaosDBError as exc:
+                errors.append(str(exc))
+    for ch in rec.chains:  # helper chains (bursty loss) once nothing jumps to them
+        if not ch.get("parent"):
+            netfilter.iptables(ch["table"], "-F", ch["chain"], check=False)
+    for ch in rec.chains:
+        if not ch.get("parent"):
+            netfilter.iptables(ch["table"], "-X", ch["chain"], check=False)
+    for entry in rec.tc:
+        try:
+            traffic.remove_class(entry)
+        except ChaosDBError as exc:
+            errors.append(str(exc))
+    if rec.cgroups:
+        host = cgroup_host()
+        for c in rec.cgroups:
+            try:
+                cgroups.release_group(host, c["controller"], Path(c["path"]), c.get("origin", "/"))
+            except ChaosDBError as exc:
+                errors.append(str(exc))
+    if rec.reverter:
+        _stop_process(rec.reverter)
+    if errors:
+        rec.notes.append("revert errors: " + "; ".join(errors))
+        rec.save()
+        raise ChaosDBError(f"fault {rec.id} ({rec.kind}) could not be fully reverted: " + "; ".join(errors)
+                           + ". Run 'chaosdb local cleanup'")
+    rec.delete()
+    out["reverted_at"] = round(time.time(), 3)
+    return out
+
+
+def revert_id(fault_id: str) -> dict[str, Any] | None:
+    rec = load_record(fault_id)
+    return revert(rec) if rec else None
+
+
+def _timer_dir() -> Path:
+    return faults_dir() / "reverted"
+
+
+def keep_timer_result(done: dict[str, Any]) -> None:
+    """Keep what a timed fault did when its detached reverter ended it: the next ``revert_faults``
+    (the experiment's rollback) returns it, so the journal has the numbers."""
+    d = _timer_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"{done['id']}.json").write_text(json.dumps({**done, "reverted_by": "timer"}) + "\n")
+
+
+def take_timer_results(kinds: set[str] | None = None, targets: set[str] | None = None) -> list[dict]:
+    out = []
+    d = _timer_dir()
+    for p in sorted(d.glob("*.json")) if d.is_dir() else []:
+        try:
+            entry = json.loads(p.read_text())
+        except (OSError, ValueError):
+            p.unlink(missing_ok=True)
+            continue
+        if kinds and entry.get("kind") not in kinds:
+            continue
+        if targets and not targets & set(entry.get("targets") or []):
+            continue
+        out.append(entry)
+        p.unlink(missing_ok=True)
+    return out
+
+
+def revert_all(kinds: Iterable[str] = (), owner_pid: int | None = None, targets: Iterable[str] = (),
+               include_timed: bool = False) -> list[dict]:
+    """Revert the matching active faults; with *include_timed* also return (once) the results of faults
+    their timers already reverted."""
+    kinds, targets = set(kinds), set(targets)
+    done = []
+    for rec in load_records():
+        if kinds and rec.kind not in kinds:
+            continue
+        if owner_pid is not None and rec.owner_pid != owner_pid:
+            continue
+        if targets and not targets & {t.get("name") for t in rec.targets}:
+            continue
+        done.append(revert(rec))
+    if include_timed:
+        done += take_timer_results(kinds, targets)
+    return done

@@ -1,0 +1,158 @@
+"""Network faults with iptables (partition, loss, bursty loss with Gilbert-Elliott chains) and tc htb (bandwidth)
+on loopback, matched by the node users that open each connection: a fault hits one node, never its neighbours."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.faults import netfilter, traffic
+from chaosdb.faults.classify import (
+    NodeIdentity,
+    check_identities,
+    label_rules,
+    packet_matches,
+)
+from chaosdb.faults.host import netem_available, require_root, require_tool
+from chaosdb.faults.lifecycle import NETWORK_KINDS, _inject, _validate_duration
+from chaosdb.faults.records import (
+    FaultRecord,
+    new_record,
+)
+
+
+def _require_netfilter(what: str) -> None:
+    require_root(what)
+    require_tool("iptables", "iptables")
+    netfilter.iptables("filter", "-S", "INPUT")  # raises with iptables' own words when it cannot work here
+
+
+def _foreign_users(nodes: list[NodeIdentity], cluster_dir: str) -> list[str]:
+    """Processes running as a node's user but not belonging to this cluster (they would be matched too)."""
+    uids = {n.uid: n.name for n in nodes}
+    root = os.path.realpath(cluster_dir) if cluster_dir else ""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            uid = entry.stat().st_uid
+        except OSError:
+            continue
+        if uid not in uids:
+            continue
+        try:
+            cwd = os.path.realpath(os.readlink(f"/proc/{entry.name}/cwd"))
+        except OSError:
+            continue
+        if root and not (cwd == root or cwd.startswith(root + os.sep)):
+            found.append(f"pid {entry.name} (uid {uid}, cwd {cwd})")
+    return found
+
+
+def _check_network(targets: list[NodeIdentity], nodes: list[NodeIdentity], cluster_dir: str, what: str) -> None:
+    _require_netfilter(what)
+    check_identities(nodes)
+    names = {n.name for n in nodes}
+    for t in targets:
+        if t.name not in names:
+            raise ChaosDBError(f"target {t.name} is not one of the cluster's nodes")
+    foreign = _foreign_users(nodes, cluster_dir)
+    if foreign:
+        raise ChaosDBError("processes outside this cluster run as its nodes' users, so rules could not tell them "
+                           "apart (another cluster started with the same node users?): " + "; ".join(foreign[:5])
+                           + ". Stop the other cluster first")
+
+
+def _new_chain(rec: FaultRecord, table: str, chain: str, parent: str = "") -> str:
+    """Record the chain first (so a revert finds it whatever happens next), then create it."""
+    rec.chains.append({"table": table, "chain": chain, "parent": parent})
+    rec.save()
+    netfilter.create_chain(table, chain)
+    return chain
+
+
+def _gilbert_chains(rec: FaultRecord, loss: float, burst: float) -> str:
+    """Gilbert-model bursty loss: enter a burst with probability q, stay with 1 - 1/burst.
+
+    Mean burst = *burst* packets, long-run loss = *loss* when q = loss / (burst (1 - loss)).
+    The burst state is kept per source address (xt_recent)."""
+    q = loss / (burst * (1.0 - loss))
+    r = 1.0 / burst
+    good, bad = f"CHAOSDB-{rec.id}-G", f"CHAOSDB-{rec.id}-B"
+    name = f"chaosdb{rec.id}"
+    for chain in (bad, good):
+        _new_chain(rec, "filter", chain)
+    netfilter.append_rule("filter", bad, ["-m", "statistic", "--mode", "random", "--probability", f"{r:.6f}",
+                                          "-m", "recent", "--name", name, "--remove", "--rsource", "-j", "RETURN"])
+    netfilter.append_rule("filter", bad, ["-j", "DROP"])
+    netfilter.append_rule("filter", good, ["-m", "recent", "--name", name, "--rcheck", "--rsource", "-j", bad])
+    netfilter.append_rule("filter", good, ["-m", "statistic", "--mode", "random", "--probability", f"{q:.6f}",
+                                           "-m", "recent", "--name", name, "--set", "--rsource", "-j", "DROP"])
+    return good
+
+
+def inject_network(kind: str, targets: list[NodeIdentity], nodes: list[NodeIdentity], scope: str = "all",
+                   direction: str = "both", duration_s: float = 0, cluster_dir: str = "",
+                   loss_percent: float = 0.0, burst_packets: float = 0.0, rate_kbit: int = 0,
+                   delay_ms: float = 0.0, jitter_ms: float = 0.0) -> FaultRecord:
+    """``partition``, ``loss``, ``bursty-loss``, ``bandwidth`` or ``delay`` (netem hosts only) on *targets*."""
+    if kind not in NETWORK_KINDS:
+        raise ChaosDBError(f"unknown network fault {kind!r} (one of {', '.join(NETWORK_KINDS)})")
+    duration_s = _validate_duration(duration_s)
+    matches = {t.name: packet_matches(t, nodes, scope, direction) for t in targets}  # validates scope/direction
+    params: dict[str, Any] = {"scope": scope, "direction": direction}
+    if kind in ("loss", "bursty-loss"):
+        if not 0 < float(loss_percent) < 100:
+            raise ChaosDBError(f"loss_percent must be between 0 and 100 (exclusive), got {loss_percent}")
+        params["loss_percent"] = float(loss_percent)
+    if kind == "bursty-loss":
+        if not float(burst_packets) >= 1:
+            raise ChaosDBError(f"mean_burst_packets must be >= 1, got {burst_packets}")
+        params["mean_burst_packets"] = float(burst_packets)
+    if kind == "bandwidth":
+        if not int(rate_kbit) >= 8:
+            raise ChaosDBError(f"rate_kbit must be at least 8, got {rate_kbit}")
+        params["rate_kbit"] = int(rate_kbit)
+    if kind == "delay":
+        if not netem_available():
+            raise ChaosDBError("this kernel has no netem qdisc: use the latency proxy (delay_traffic does it)")
+        params.update(delay_ms=float(delay_ms), jitter_ms=float(jitter_ms))
+    if not targets:
+        raise ChaosDBError("no target for the network fault")
+    _check_network(targets, nodes, cluster_dir, f"a {kind} fault")
+    if kind in ("bandwidth", "delay"):
+        require_tool("tc", "iproute2")
+    rec = new_record(kind, targets=[{"name": t.name, "address": t.address, "uid": t.uid} for t in targets],
+                     params=params, cluster_dir=cluster_dir)
+
+    def steps(rec: FaultRecord) -> None:
+        mangle = _new_chain(rec, "mangle", f"CHAOSDB-{rec.id}-L", "OUTPUT")
+        for rule in label_rules(nodes):
+            netfilter.append_rule("mangle", mangle, rule)
+        if kind in ("bandwidth", "delay"):
+            entry = traffic.add_class(int(rate_kbit) if kind == "bandwidth" else 10_000_000,
+                                      delay_ms=float(delay_ms) if kind == "delay" else 0.0,
+                                      jitter_ms=float(jitter_ms) if kind == "delay" else 0.0)
+            rec.tc.append(entry)
+            rec.save()
+            for t in targets:
+                for m in matches[t.name]:
+                    netfilter.append_rule("mangle", mangle, m + ["-j", "CLASSIFY", "--set-class", entry["classid"]])
+        netfilter.hook_chain("mangle", "OUTPUT", mangle, rec.id)
+        if kind in ("partition", "loss", "bursty-loss"):
+            chain = _new_chain(rec, "filter", f"CHAOSDB-{rec.id}", "INPUT")
+            if kind == "partition":
+                action = ["-j", "DROP"]
+            elif kind == "loss":
+                action = ["-m", "statistic", "--mode", "random", "--probability",
+                          f"{float(loss_percent) / 100:.6f}", "-j", "DROP"]
+            else:
+                action = ["-j", _gilbert_chains(rec, float(loss_percent) / 100, float(burst_packets))]
+            for t in targets:
+                for m in matches[t.name]:
+                    netfilter.append_rule("filter", chain, m + action)
+            netfilter.hook_chain("filter", "INPUT", chain, rec.id)
+
+    return _inject(rec, steps, duration_s)

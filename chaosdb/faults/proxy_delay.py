@@ -1,0 +1,140 @@
+"""Latency without netem: a delaying TCP proxy per target port, reached through a DNAT rule for the connections
+the fault's scope covers; open connections are reset or kept, as asked."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.faults import netfilter
+from chaosdb.faults.classify import (
+    NodeIdentity,
+)
+from chaosdb.faults.host import require_tool
+from chaosdb.faults.lifecycle import PROXY_MARK, _inject, _same_process, _spawn_detached, _validate_duration
+from chaosdb.faults.network_faults import _check_network, _new_chain
+from chaosdb.faults.records import (
+    FaultRecord,
+    faults_dir,
+    new_record,
+)
+
+
+def _established(address: str, port: int) -> list[dict[str, Any]]:
+    """Established TCP connections to address:port seen from the client side, with the client's uid."""
+    ss = require_tool("ss", "iproute2")
+    proc = subprocess.run([ss, "-tnHe", "state", "established", "dst", f"{address}", "dport", "=", f":{port}"],
+                          capture_output=True, text=True)
+    out = []
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) < 4:
+            continue
+        local, peer = parts[2], parts[3]
+        uid = 0
+        for p in parts[4:]:
+            if p.startswith("uid:"):
+                uid = int(p[4:])
+        la, lp = local.rsplit(":", 1)
+        out.append({"local": la, "lport": int(lp), "peer": peer, "uid": uid})
+    return out
+
+
+def _reset(conn: dict[str, Any], address: str, port: int) -> bool:
+    ss = require_tool("ss", "iproute2")
+    proc = subprocess.run([ss, "-K", "-tn", "state", "established", "src", conn["local"], "sport", "=",
+                           f":{conn['lport']}", "dst", address, "dport", "=", f":{port}"],
+                          capture_output=True, text=True)
+    return proc.returncode == 0
+
+
+def _wait_port_file(path: Path, entry: dict[str, Any], timeout: float = 10.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            return int(path.read_text())
+        if not _same_process(entry):
+            break
+        time.sleep(0.02)
+    raise ChaosDBError("the latency proxy did not start (is the address in use?)")
+
+
+def inject_proxy_delay(targets: list[NodeIdentity], nodes: list[NodeIdentity], ports: dict[str, list[int]],
+                       delay_ms: float, jitter_ms: float = 0.0, scope: str = "clients", direction: str = "both",
+                       existing: str = "reset", duration_s: float = 0, cluster_dir: str = "") -> FaultRecord:
+    """Latency and jitter on connections to *targets*' *ports* through a TCP proxy per port.
+
+    New connections in *scope* are redirected (nat OUTPUT) to the proxy; existing ones are reset
+    (``existing="reset"``: the client reconnects, through the proxy) or kept undelayed (``"keep"``)."""
+    duration_s = _validate_duration(duration_s)
+    if not float(delay_ms) > 0:
+        raise ChaosDBError(f"delay_ms must be > 0, got {delay_ms}")
+    if not 0 <= float(jitter_ms) <= float(delay_ms):
+        raise ChaosDBError(f"jitter_ms must be between 0 and delay_ms ({delay_ms}), got {jitter_ms}")
+    if existing not in ("reset", "keep"):
+        raise ChaosDBError(f"existing_connections must be 'reset' or 'keep', got {existing!r}")
+    if scope not in ("peers", "clients", "all") or direction not in ("both", "inbound", "outbound"):
+        raise ChaosDBError("scope must be peers|clients|all and direction both|inbound|outbound")
+    if not targets:
+        raise ChaosDBError("no target for the delay fault")
+    _check_network(targets, nodes, cluster_dir, "a delay fault")
+    require_tool("ss", "iproute2")
+    node_uids = [n.uid for n in nodes]
+    params = {"delay_ms": float(delay_ms), "jitter_ms": float(jitter_ms), "scope": scope, "direction": direction,
+              "existing_connections": existing, "via": "proxy (no netem on this kernel)"}
+    rec = new_record("delay", targets=[{"name": t.name, "address": t.address, "uid": t.uid,
+                                        "ports": ports[t.name]} for t in targets],
+                     params=params, cluster_dir=cluster_dir)
+
+    def steps(rec: FaultRecord) -> None:
+        chain = _new_chain(rec, "nat", f"CHAOSDB-{rec.id}-N", "OUTPUT")
+        before: list[tuple[str, int, dict[str, Any]]] = []
+        for t in targets:
+            peers = [n for n in nodes if n.name != t.name]
+            for port in ports[t.name]:
+                before += [(t.address, port, c) for c in _established(t.address, port)]
+                port_file = faults_dir() / f".{rec.id}-{t.name}-{port}.port"
+                entry = _spawn_detached([
+                    sys.executable, "-m", "chaosdb.faults.netproxy", "--listen", f"{t.address}:0",
+                    "--upstream", f"{t.address}:{port}", "--delay-ms", str(delay_ms), "--jitter-ms", str(jitter_ms),
+                    "--direction", {"inbound": "inbound", "outbound": "outbound"}.get(direction, "both"),
+                    "--mark", hex(PROXY_MARK), "--port-file", str(port_file), "--fault-id", rec.id])
+                entry["what"] = f"proxy {t.name}:{port}"
+                rec.processes.append(entry)
+                rec.save()
+                try:
+                    proxy_port = _wait_port_file(port_file, entry)
+                finally:
+                    port_file.unlink(missing_ok=True)
+                entry["port"] = proxy_port
+                dnat = ["-j", "DNAT", "--to-destination", f"{t.address}:{proxy_port}"]
+                base = ["-p", "tcp", "-d", t.address, "--dport", str(port)]
+                if scope in ("peers", "all"):
+                    for x in peers:
+                        netfilter.append_rule("nat", chain, base + ["-m", "owner", "--uid-owner", str(x.uid)] + dnat)
+                if scope in ("clients", "all"):
+                    for uid in node_uids:
+                        netfilter.append_rule("nat", chain, base + ["-m", "owner", "--uid-owner", str(uid),
+                                                                    "-j", "RETURN"])
+                    netfilter.append_rule("nat", chain, base + ["-m", "mark", "!", "--mark",
+                                                                f"0x{PROXY_MARK:x}/0x{PROXY_MARK:x}"] + dnat)
+        netfilter.hook_chain("nat", "OUTPUT", chain, rec.id)
+        rec.save()
+        if existing == "reset":
+            peer_uids = {n.uid for n in nodes}
+            reset = 0
+            for address, port, conn in before:
+                is_peer = conn["uid"] in peer_uids
+                t_uid = next(t.uid for t in targets if t.address == address)
+                if conn["uid"] == t_uid:
+                    continue  # the node's own connections to itself are never delayed
+                if (scope == "all") or (scope == "peers" and is_peer) or (scope == "clients" and not is_peer):
+                    reset += _reset(conn, address, port)
+            rec.notes.append(f"reset {reset} existing connection(s) so that they reconnect through the proxy")
+            rec.save()
+
+    return _inject(rec, steps, duration_s)

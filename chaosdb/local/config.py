@@ -1,0 +1,192 @@
+"""What the embedded cluster's servers read: Patroni's YAML, etcd's command line, their environments, the
+cluster's secrets and pgpass file, and the node directories they need (owned by the node users)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets as _secrets
+from pathlib import Path
+from typing import Any
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.local.layout import DEFAULT_TIMINGS
+from chaosdb.local.runtime import RunAs
+from chaosdb.local.state import (
+    ClusterLayout,
+    NodeLayout,
+)
+
+
+def _patroni_config(layout: ClusterLayout, node: NodeLayout, secrets: dict[str, str]) -> dict[str, Any]:
+    t = layout.timings or DEFAULT_TIMINGS
+    return {
+        "scope": layout.name,
+        "namespace": "/chaosdb/",
+        "name": node.name,
+        "log": {"dir": str(node.log_dir), "level": "INFO", "file_num": 3, "file_size": 10_000_000},
+        "restapi": {
+            "listen": f"{node.host}:{node.api_port}",
+            "connect_address": f"{node.host}:{node.api_port}",
+            "authentication": {"username": "patroni", "password": secrets["patroni_password"]},
+        },
+        "etcd3": {"hosts": [f"{n.host}:{n.etcd_client_port}" for n in layout.nodes], "protocol": "http"},
+        "bootstrap": {
+            "dcs": {
+                "ttl": t["ttl"],
+                "loop_wait": t["loop_wait"],
+                "retry_timeout": t["retry_timeout"],
+                "maximum_lag_on_failover": 1048576,
+                "synchronous_mode": layout.replication == "sync",
+                "synchronous_mode_strict": False,
+                "postgresql": {
+                    "use_pg_rewind": True,
+                    "use_slots": True,
+                    "parameters": {
+                        "max_connections": 200,
+                        "max_wal_senders": 10,
+                        "max_replication_slots": 10,
+                        "wal_level": "replica",
+                        "hot_standby": "on",
+                        "wal_keep_size": "256MB",
+                        "wal_log_hints": "on",
+                    },
+                },
+            },
+            "initdb": [{"encoding": "UTF8"}, {"locale": "C"}, "data-checksums"],
+        },
+        "postgresql": {
+            "listen": f"{node.host}:{node.pg_port}",
+            "connect_address": f"{node.host}:{node.pg_port}",
+            "data_dir": str(node.data_dir),
+            "bin_dir": layout.binaries["postgres_bin"],
+            "pgpass": str(node.run_dir / "pgpass"),
+            # a new replica (scale-out, a wiped node) asks for an immediate checkpoint instead of waiting
+            # for a spread one (up to checkpoint_timeout)
+            "basebackup": [{"checkpoint": "fast"}],
+            "authentication": {
+                "superuser": {"username": "postgres", "password": secrets["postgres_password"]},
+                "replication": {"username": "replicator", "password": secrets["replication_password"]},
+            },
+            "parameters": {
+                "unix_socket_directories": str(node.run_dir),
+                "shared_buffers": "64MB",
+                "logging_collector": "on",
+                "log_directory": str(node.log_dir / "postgresql"),
+                "log_filename": "postgresql-%a.log",
+                "log_truncate_on_rotation": "on",
+                "log_line_prefix": "%m [%p] %q%u@%d ",
+                "log_min_duration_statement": -1,
+            },
+            "pg_hba": [
+                "local all all trust",
+                "host replication replicator 127.0.0.0/8 scram-sha-256",
+                "host all all 127.0.0.0/8 scram-sha-256",
+            ],
+        },
+        "tags": {"nofailover": False, "noloadbalance": False, "clonefrom": False, "nosync": False},
+    }
+
+
+def _etcd_argv(layout: ClusterLayout, node: NodeLayout) -> list[str]:
+    initial = ",".join(f"{n.name}={n.etcd_peer_url}" for n in layout.nodes)
+    return [
+        layout.binaries["etcd"],
+        "--name", node.name,
+        "--data-dir", str(node.etcd_dir),
+        "--listen-client-urls", node.etcd_client_url,
+        "--advertise-client-urls", node.etcd_client_url,
+        "--listen-peer-urls", node.etcd_peer_url,
+        "--initial-advertise-peer-urls", node.etcd_peer_url,
+        "--initial-cluster", initial,
+        "--initial-cluster-token", f"chaosdb-{layout.name}",
+        "--initial-cluster-state", "new",
+        "--log-level", "warn",
+    ]
+
+
+def _patroni_env(layout: ClusterLayout, node: NodeLayout) -> dict[str, str]:
+    env = {
+        "PATH": f"{layout.binaries['postgres_bin']}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(node.path),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    if layout.binaries.get("pythonpath"):
+        env["PYTHONPATH"] = layout.binaries["pythonpath"]
+    if layout.binaries.get("ld_path"):
+        env["LD_LIBRARY_PATH"] = layout.binaries["ld_path"]
+    return env
+
+
+# ---------------------------------------------------------------------------
+# helpers
+
+
+def _prepare_dirs(layout: ClusterLayout, cluster_user: RunAs | None = None) -> None:
+    """Create the node directories for their users; refuse ones that belong to somebody else."""
+    for node in layout.nodes:
+        run_as = _node_run_as(layout, node)
+        for d in (node.path, node.log_dir, node.log_dir / "postgresql", node.run_dir):
+            if not d.exists():
+                d.mkdir(parents=True)
+                if os.geteuid() == 0:
+                    os.chown(d, run_as.uid, run_as.gid)
+                os.chmod(d, 0o700)
+        for d in (node.path, node.log_dir, node.run_dir, node.data_dir, node.etcd_dir):
+            if d.exists() and d.stat().st_uid != run_as.uid:
+                raise ChaosDBError(
+                    f"{d} belongs to uid {d.stat().st_uid}, not to {run_as.user!r} (uid {run_as.uid}) who runs "
+                    f"the cluster: give it back with 'chown -R {run_as.user} {node.path}' or use another --dir"
+                )
+
+
+def _write_private(path: Path, text: str, uid: int | None = None, gid: int | None = None) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o600)
+    if uid is not None and os.geteuid() == 0:
+        os.chown(path, uid, gid if gid is not None else -1)
+
+
+def _write_configs(layout: ClusterLayout, secrets: dict[str, str]) -> None:
+    for node in layout.nodes:
+        run_as = _node_run_as(layout, node)
+        cfg = _patroni_config(layout, node, secrets)
+        # JSON is YAML: Patroni reads it as is
+        _write_private(node.patroni_config, json.dumps(cfg, indent=2) + "\n", run_as.uid, run_as.gid)
+
+
+def _new_secrets() -> dict[str, str]:
+    return {k: _secrets.token_urlsafe(18) for k in
+            ("postgres_password", "replication_password", "patroni_password", "app_password")}
+
+
+def _write_pgpass(layout: ClusterLayout, secrets: dict[str, str]) -> None:
+    lines = [
+        f"*:*:*:postgres:{secrets['postgres_password']}",
+        f"*:*:*:{layout.app_user}:{secrets['app_password']}",
+        f"*:*:*:replicator:{secrets['replication_password']}",
+    ]
+    _write_private(layout.path / "pgpass", "\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------------------
+# per-node lifecycle
+
+
+def _run_as_of(layout: ClusterLayout) -> RunAs:
+    if os.geteuid() != 0 and os.geteuid() != layout.uid:
+        raise ChaosDBError(
+            f"the cluster at {layout.dir} runs as {layout.run_as!r} (uid {layout.uid}); "
+            "manage it as that user or as root"
+        )
+    return RunAs(layout.run_as, layout.uid, layout.gid)
+
+
+def _node_run_as(layout: ClusterLayout, node: NodeLayout) -> RunAs:
+    _run_as_of(layout)
+    return RunAs(*layout.node_user(node))
