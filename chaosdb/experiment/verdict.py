@@ -70,6 +70,10 @@ def hypothesis_rows(state: dict[str, Any] | None) -> list[dict[str, Any]]:
         rows.append({"name": act.get("name", "?"), "output": run.get("output"), "tolerance": act.get("tolerance"),
                      "met": bool(run.get("tolerance_met")) and not failed,
                      "error": _error_of(run) if failed else None})
+    for checked in (state or {}).get("chaosdb_skipped_probes") or []:  # run by the verdict control afterwards
+        rows.append({"name": checked.get("name", "?"), "output": checked.get("output"), "tolerance": None,
+                     "met": bool(checked.get("tolerance_met")), "error": checked.get("error"),
+                     "skipped_then_run": True})
     return rows
 
 
@@ -80,6 +84,17 @@ def _first_broken(rows: list[dict[str, Any]]) -> str:
     if row["error"]:
         return f"probe '{row['name']}' failed: {row['error']}"
     return f"probe '{row['name']}' returned {_short(row['output'])}, outside its tolerance {_short(row['tolerance'])}"
+
+
+def _skipped(state: dict[str, Any]) -> str:
+    """What the probes the hypothesis skipped said when the verdict control ran them anyway."""
+    checked = state.get("chaosdb_skipped_probes") or []
+    if not checked:
+        return ""
+    broken = [c["name"] for c in checked if not c.get("tolerance_met")]
+    if not broken:
+        return f" (the {len(checked)} probe(s) it skipped were run anyway and held)"
+    return f" (of the probes it skipped, these did not hold either: {', '.join(broken)})"
 
 
 def verdict_of(journal: dict[str, Any]) -> Verdict:
@@ -105,7 +120,7 @@ def verdict_of(journal: dict[str, Any]) -> Verdict:
                                              "control), so its results are incomplete.")
     if isinstance(before, dict) and not before.get("steady_state_met", True):
         return verdict(False, "failed", "The steady-state hypothesis did not hold before the method, so no fault "
-                                        f"was injected: {_first_broken(hypothesis['before'])}.")
+                                        f"was injected: {_first_broken(hypothesis['before'])}{_skipped(before)}.")
     if failed:
         first = failed[0]
         consequence = ("no fault was injected" if not succeeded
@@ -115,7 +130,7 @@ def verdict_of(journal: dict[str, Any]) -> Verdict:
         return verdict(False, "aborted", "The run was aborted by an unexpected error; see the log.")
     if isinstance(after, dict) and not after.get("steady_state_met", True):
         return verdict(False, status or "completed", "The steady-state hypothesis did not hold after the method: "
-                       f"{_first_broken(hypothesis['after'])}.", deviated=True)
+                       f"{_first_broken(hypothesis['after'])}{_skipped(after)}.", deviated=True)
     if status == "failed":
         return verdict(False, "failed", "The run failed; see the journal.")
     if before is None and after is None:

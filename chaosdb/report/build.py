@@ -154,7 +154,9 @@ def _hypothesis_cell(row: dict[str, Any] | None) -> str:
         return f"✗ failed: {row['error']}"
     value = row.get("output")
     shown = f"{value:,.3f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
-    return ("✓ " if row.get("met") else "✗ ") + shown
+    # a probe the hypothesis skipped after an earlier one failed, run anyway by the verdict control
+    late = " (run after the hypothesis stopped)" if row.get("skipped_then_run") else ""
+    return ("✓ " if row.get("met") else "✗ ") + shown + late
 
 
 def _hypothesis_rows(v: dict[str, Any]) -> list[list[str]]:

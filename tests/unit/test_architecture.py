@@ -108,3 +108,21 @@ def test_an_adapter_without_local_processes_says_so(monkeypatch):
                         lambda self, role, target, cfg, secrets: adapters.ResolvedNode(name="pg-0", pod="pg-0"))
     with pytest.raises(ChaosDBError, match="patroni nodes are not found among this machine's processes"):
         role_group({"role": "patroni-primary"}, {})
+
+
+def test_cluster_kinds_are_found_through_their_registry_and_the_cli_names_none():
+    from chaosdb.core import clusterkinds
+
+    for kind in clusterkinds.CLUSTER_KINDS:
+        module = clusterkinds.kind_module(kind)
+        assert isinstance(module.STATE_FILE, str) and module.DEFAULT_ADDRESS.startswith("127.")
+        assert callable(module.run), kind
+    files = {module.STATE_FILE for module in map(clusterkinds.kind_module, clusterkinds.CLUSTER_KINDS)}
+    assert len(files) == len(clusterkinds.CLUSTER_KINDS)  # a folder's kind is never ambiguous
+    kind_modules = set(clusterkinds.CLUSTER_KINDS.values()) | {"chaosdb.tikv.localpd", "chaosdb.cockroach.localcluster",
+                                                              "chaosdb.localkube.cluster", "chaosdb.local.cluster"}
+    named = [m for f, _, m, n in _imports() if f == "chaosdb/cli.py"
+             and (m in kind_modules or f"{m}.{n}" in kind_modules)]
+    assert not named, named
+    with pytest.raises(ChaosDBError, match="no cluster kind 'etcd-only'"):
+        clusterkinds.kind_module("etcd-only")

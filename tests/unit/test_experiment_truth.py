@@ -249,3 +249,29 @@ def test_a_run_that_holds_ends_completed_with_exit_0(tmp_path):
     assert code == 0, out[-2000:]
     assert journal["status"] == "completed" and (tmp_path / "touched").exists()
     assert journal["chaosdb_verdict"]["ok"] is True
+
+
+def test_the_probes_a_failed_hypothesis_skipped_still_run_and_reach_the_verdict(tmp_path):
+    """Chaos Toolkit stops a hypothesis at its first failing probe (a latency probe would hide the ledger's
+    answer): the verdict control runs the rest and records what they said."""
+    path = _experiment(tmp_path, [TOUCH], hypothesis_ok=False)
+    exp = json.loads(path.read_text())
+    exists = exp["steady-state-hypothesis"]["probes"][0]
+    held = copy.deepcopy(exists)
+    held["name"], held["provider"]["arguments"] = "root-exists-too", {"path": "/"}
+    broken = copy.deepcopy(exists)
+    broken["name"] = "absent-too"
+    exp["steady-state-hypothesis"]["probes"] += [held, broken]
+    path.write_text(json.dumps(exp))
+    code, out, journal = _chaos(tmp_path, "run", "--journal-path", "journal.json", str(path))
+    assert code == 1 and journal["run"] == []
+    before = journal["steady_states"]["before"]
+    assert [p["activity"]["name"] for p in before["probes"]] == ["root-exists"]  # where chaoslib stopped
+    assert [(c["name"], c["output"], c["tolerance_met"]) for c in before["chaosdb_skipped_probes"]] == \
+        [("root-exists-too", True, True), ("absent-too", False, False)]
+    sentence = journal["chaosdb_verdict"]["sentence"]
+    assert "of the probes it skipped, these did not hold either: absent-too" in sentence, sentence
+    rows = journal["chaosdb_verdict"]["hypothesis"]["before"]
+    assert [(r["name"], r["met"], r.get("skipped_then_run", False)) for r in rows] == \
+        [("root-exists", False, False), ("root-exists-too", True, True), ("absent-too", False, True)]
+    assert "the probes the hypothesis skipped still ran: held: root-exists-too; NOT held: absent-too" in out

@@ -1,0 +1,84 @@
+"""``chaosdb cluster up|status|down`` for the embedded HA PostgreSQL cluster (``--kind postgres-ha``, the default):
+etcd + Patroni + PostgreSQL nodes on loopback addresses (:mod:`chaosdb.local.cluster`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from chaosdb.core.console import fmt, print_json
+from chaosdb.local import cluster
+from chaosdb.local.state import STATE_FILE, load_layout
+
+__all__ = ["STATE_FILE", "DEFAULT_ADDRESS", "run"]
+
+DEFAULT_ADDRESS = "127.0.0.11"
+
+
+def run(args: argparse.Namespace, directory: Path, name: str) -> int:
+    return {"up": _up, "status": _status, "down": _down}[args.cluster_command](args, directory, name)
+
+
+def _print_status(st: dict[str, Any]) -> None:
+    print(f"cluster {st['cluster']} ({st['kind']}, {st['replication']} replication, runs as {st['run_as']}) "
+          f"at {st['dir']}")
+    print(f"healthy: {'yes' if st['healthy'] else 'NO'}   leader: {fmt(st['leader'])}   "
+          f"etcd leader: {fmt(st['etcd_leader'])}")
+    header = f"{'node':<7}{'address':<17}{'role':<14}{'state':<11}{'lag(B)':>8}{'TL':>4}  {'etcd':<14}pids"
+    print(header)
+    for n in st["nodes"]:
+        etcd = ("leader" if n["etcd"]["leader"] else "follower") if n["etcd"]["healthy"] else "down"
+        pids = ",".join(f"{k}={v}" for k, v in n["pids"].items() if v)
+        state = n["state"] + ("*" if n["suspended"] else "")
+        print(f"{n['name']:<7}{n['host'] + ':' + str(n['pg_port']):<17}{fmt(n['role']):<14}{state:<11}"
+              f"{fmt(n['lag_bytes']):>8}{fmt(n['timeline']):>4}  {etcd:<14}{pids or '-'}")
+    if any(n["suspended"] for n in st["nodes"]):
+        print("* = processes suspended (SIGSTOP): resume with the resume_node action or 'chaosdb cluster up'")
+    if st.get("patroni_error"):
+        print(f"Patroni: {st['patroni_error']}")
+    print(f"DSN: {st['dsn']}")
+
+
+def _up(args: argparse.Namespace, directory: Path, name: str) -> int:
+    result = cluster.up(
+        directory, name, nodes=args.nodes, run_as=args.run_as, postgres_bin=args.postgres_bin,
+        etcd_bin=args.etcd_bin, timeout=args.timeout, kind="postgres-ha", address_base=args.address_base or DEFAULT_ADDRESS,
+        single_address=args.single_address, pg_port=args.pg_port, api_port=args.api_port,
+        etcd_port=args.etcd_port, etcd_peer_port=args.etcd_peer_port, replication=args.replication,
+    )
+    if args.json:
+        print_json(result)
+        return 0
+    verb = "created and started" if result["created"] else ("restarted" if result["started"] else "already running")
+    print(f"cluster {result['cluster']} {verb} in {result['seconds']}s; leader: {result['leader']}")
+    print(f"  data:        {result['dir']}")
+    print(f"  DSN (app):   {result['dsn']}")
+    print(f"  DSN (admin): {result['admin_dsn']}")
+    print(f"  Patroni:     {', '.join(result['patroni_urls'])}")
+    print(f"  etcd:        {', '.join(result['etcd_urls'])}")
+    print("  passwords are in the pgpass file the DSNs name; 'chaosdb cluster status' shows the members")
+    return 0
+
+
+def _status(args: argparse.Namespace, directory: Path, name: str) -> int:
+    st = cluster.status(load_layout(directory))
+    if args.json:
+        print_json(st)
+    else:
+        _print_status(st)
+    return 0 if st["healthy"] or not args.check else 1
+
+
+def _down(args: argparse.Namespace, directory: Path, name: str) -> int:
+    d = directory
+    if not (d / STATE_FILE).exists():
+        print(f"no cluster at {d}: nothing to stop")
+        return 0
+    result = cluster.down(load_layout(d), purge=args.purge, timeout=args.timeout)
+    if args.json:
+        print_json(result)
+    else:
+        print(f"cluster {result['cluster']} stopped ({', '.join(result['stopped'])})"
+              + ("; data removed" if result["purged"] else f"; data kept in {result['dir']}"))
+    return 0

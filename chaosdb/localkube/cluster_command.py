@@ -1,0 +1,45 @@
+"""``chaosdb cluster up|status|down --kind kubernetes``: a local control plane with kwok nodes and the Chaos Mesh
+controller (:mod:`chaosdb.localkube.cluster`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from chaosdb.core.console import print_json, print_stopped
+from chaosdb.localkube import cluster as localkube
+
+__all__ = ["STATE_FILE", "DEFAULT_ADDRESS", "run"]
+
+STATE_FILE = localkube.STATE_FILE
+DEFAULT_ADDRESS = "127.0.50.1"
+
+
+def run(args: argparse.Namespace, directory: Path, name: str) -> int:
+    d = directory
+    if args.cluster_command == "up":
+        names = [] if args.workloads in ("", "none") else [w.strip() for w in args.workloads.split(",") if w.strip()]
+        res = localkube.up(d, name, address=args.address_base or DEFAULT_ADDRESS, nodes=args.nodes,
+                           workload_names=names, replicas=args.replicas, chaos_mesh=not args.no_chaos_mesh,
+                           bin_dir=args.bin_dir, timeout=max(args.timeout, 180.0))
+    elif args.cluster_command == "status":
+        res = localkube.status(d)
+    else:
+        res = localkube.down(d, purge=args.purge, timeout=args.timeout)
+    if args.json:
+        print_json(res)
+    elif args.cluster_command == "up":
+        print(f"Kubernetes cluster {res['cluster']}: {len(res['nodes'])} kwok nodes, "
+              + ("Chaos Mesh with its webhooks, " if res["chaos_mesh"] else "")
+              + f"workloads {', '.join(res['workloads']) or 'none'}"
+              + (f", ready in {res['seconds']}s" if res.get("seconds") else f" ({res.get('note', '')})"))
+        print(f"  API server: {res['server']}")
+        print(f"  export KUBECONFIG={res['kubeconfig']}   (configuration k8s_kubeconfig for experiments)")
+        print("  pods are fake (kwok): nothing runs inside them; 'chaosdb cluster down --kind kubernetes' stops it")
+    elif args.cluster_command == "status":
+        print(f"Kubernetes cluster {res['cluster']}: {'healthy' if res['healthy'] else 'NOT healthy'}; servers "
+              + ", ".join(f"{k}={'up' if v else 'DOWN'}" for k, v in res["servers"].items()))
+        print(f"  nodes: {res['nodes_ready']}; workloads: {res['workloads_ready']}")
+    else:
+        print_stopped(res, f"Kubernetes cluster {res['cluster']}")
+    return 1 if args.cluster_command == "status" and getattr(args, "check", False) and not res["healthy"] else 0

@@ -1,0 +1,43 @@
+"""``chaosdb cluster up|status|down --kind pd``: PD members and pd-simulator stores on this machine
+(:mod:`chaosdb.tikv.localpd`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from chaosdb.core.console import print_json, print_stopped
+from chaosdb.tikv import localpd
+
+__all__ = ["STATE_FILE", "DEFAULT_ADDRESS", "run"]
+
+STATE_FILE = localpd.STATE_FILE
+DEFAULT_ADDRESS = "127.0.40.1"
+
+
+def run(args: argparse.Namespace, directory: Path, name: str) -> int:
+    d = directory
+    if args.cluster_command == "up":
+        res = localpd.up(d, name, members=args.pd_members, stores=args.stores, regions=args.regions,
+                         address_base=args.address_base or DEFAULT_ADDRESS, bin_dir=args.bin_dir, timeout=args.timeout)
+    elif args.cluster_command == "status":
+        res = localpd.status(d)
+    else:
+        res = localpd.down(d, purge=args.purge, timeout=args.timeout)
+    if args.json:
+        print_json(res)
+    elif args.cluster_command == "up":
+        print(f"PD cluster {res['cluster']}: {res['members']} PD member(s), {res['stores']} simulated stores, "
+              f"{res['regions']} regions, every region leader known"
+              + (f", in {res['seconds']}s" if res.get("seconds") else f" ({res.get('note', '')})"))
+        print(f"  PD URL (configuration pd_url): {res['pd_url']}")
+        print(f"  simulator status: {res['simulator_status']}   data: {res['dir']}")
+    elif args.cluster_command == "status":
+        print(f"PD cluster {res['cluster']}: {'ready' if res['ready'] else 'not ready (' + res['why'] + ')'}, "
+              f"{'healthy' if res['healthy'] else 'unhealthy'}; stores "
+              + ", ".join(f"{k}={v}" for k, v in res["store_states"].items()))
+        for problem in res["problems"]:
+            print(f"  {problem}")
+    else:
+        print_stopped(res, f"PD cluster {res['cluster']}")
+    return 1 if args.cluster_command == "status" and getattr(args, "check", False) and not res["healthy"] else 0
