@@ -26,7 +26,7 @@ __all__ = ["EXPERIMENTS", "build", "render", "main"]
 
 SECRETS_SCOPE = "cockroach"
 _MOD_P, _MOD_A = "chaosdb.cockroach.probes", "chaosdb.cockroach.actions"
-LEASEHOLDER = {"node": "leaseholder", "table": "warehouse", "row": [1]}
+LEASEHOLDER = {"target": "leaseholder", "table": "warehouse", "row": [1]}
 
 
 def _activity(kind: str, name: str, module: str, func: str, arguments: dict[str, Any] | None = None,
@@ -130,7 +130,7 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
             _activity("probe", "acknowledged-writes-after-the-first-disruption", "chaosdb.load.integrity",
                       "lost_acknowledged_writes"),
             _activity("action", "force-delete-a-non-leaseholder-pod", _MOD_A, "delete_node_pod",
-                      {"node": "not-leaseholder", "table": "warehouse", "row": [1], "force": True}, after=30),
+                      {"target": "not-leaseholder", "table": "warehouse", "row": [1], "force": True}, after=30),
             _activity("probe", "ranges-rebalance", _MOD_P, "ranges_per_node_over_time",
                       {"duration_s": 300, "interval_s": 10, "stop_when_balanced": True}),
         ],

@@ -138,7 +138,7 @@ def _tikv_method(kind: str, role: str, value: float | None) -> list[dict[str, An
     after = {"type": "probe", "name": "leader-distribution-after",
              "provider": {"type": "python", "module": "chaosdb.tikv.probes", "func": "leader_distribution"}}
     if kind == "kill":
-        fault = action(f"kill-the-{role}-store", "kill_store", {"store": role, **KEY}, after=60, module=TIKV)
+        fault = action(f"kill-the-{role}-store", "kill_store", {"target": role, **KEY}, after=60, module=TIKV)
     elif kind == "cpu":
         fault = action(f"limit-the-{role}-store-cpu-{round(value * 100)}pct", "limit_cpu",
                        {"target": {"role": f"tikv-{role}", **KEY}, "quota_s": value, "period_s": 1.0,
@@ -148,7 +148,7 @@ def _tikv_method(kind: str, role: str, value: float | None) -> list[dict[str, An
                        {"target": {"role": f"tikv-{role}", **KEY}, "limit_mb": value, "duration_s": 60}, after=90,
                        module=FAULTS)
     else:
-        fault = action(f"evict-leaders-from-the-{role}-store", "evict_leaders", {"store": role, **KEY}, after=60,
+        fault = action(f"evict-leaders-from-the-{role}-store", "evict_leaders", {"target": role, **KEY}, after=60,
                        module=TIKV)
     return [before, fault, after]
 

@@ -1,7 +1,8 @@
 """CockroachDB actions: drain, quit, decommission / recommission, kill, pod delete, restart, rolling restart.
 
-Targets are chosen when the action runs (``node``: an id, ``"leaseholder"`` / ``"not-leaseholder"`` of a
-``table`` ``row``, ``"any"``, ``"random"``; see :mod:`chaosdb.cockroach.targets`). CLI commands are built
+Targets are chosen when the action runs (``target``: an id, ``"leaseholder"`` / ``"not-leaseholder"`` of a
+``table`` ``row``, ``"any"``, ``"random"``; see :mod:`chaosdb.cockroach.targets`; ``node`` is the old name of
+``target`` and still works, with a deprecation warning). CLI commands are built
 for the version of the ``cockroach`` binary that runs them (``quit`` only before v22.2, ``node drain <id>``
 from v22.1, the node's own ``--host`` before), with ``--certs-dir`` or ``--insecure`` from the
 configuration, as argv lists: nothing a user passes reaches a shell.
@@ -24,7 +25,7 @@ from chaosdb.cockroach.records import parse_decommission_output
 from chaosdb.cockroach.targets import check_selector, resolve_node
 from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.core.commands import describe_argv, run_argv_full
-from chaosdb.core.deprecation import warn_deprecated
+from chaosdb.core.deprecation import renamed_argument, warn_deprecated
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError, UnsafeFault
 from chaosdb.core.signals import SIGNALS, signal_name
@@ -49,6 +50,12 @@ def _duration(value: Union[str, int, float], what: str) -> tuple:
 
 def _on_k8s(configuration: Dict[str, Any]) -> bool:
     return bool(configuration.get("k8s_namespace"))
+
+
+def _target(target: Union[int, str], node: Union[int, str, None], action: str) -> Union[int, str]:
+    """``target`` (``"any"`` unless given), or the deprecated ``node`` it replaced."""
+    return renamed_argument(None if target == "any" else target, node, "node", "target", f"CockroachDB's {action}",
+                            "any")
 
 
 def _node_host_config(configuration: Dict[str, Any], node: Dict[str, Any]) -> Dict[str, Any]:
@@ -90,9 +97,9 @@ def _drain_wait(drain_wait_s: Union[float, str], drain_wait: Union[str, int, Non
     return _duration(secs, "drain_wait_s")
 
 
-def drain_node(node: Union[int, str] = "any", drain_wait_s: float = 60, shutdown: bool = False,
+def drain_node(target: Union[int, str] = "any", drain_wait_s: float = 60, shutdown: bool = False,
                table: Optional[str] = None, row: Optional[List[Any]] = None, drain_wait: Optional[str] = None,
-               configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+               node: Union[int, str, None] = None, configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Drain a node (``cockroach node drain``): it stops taking SQL clients, moves its range leases and
     Raft leaderships away, and with ``shutdown`` its process exits afterwards. ``drain_wait_s`` (seconds,
     1 or 60 as in the thesis) bounds the drain; a drain that does not finish in time fails with advice.
@@ -101,34 +108,35 @@ def drain_node(node: Union[int, str] = "any", drain_wait_s: float = 60, shutdown
     drain's progress (``remaining`` per report) and its time. ``drain_wait`` (a duration text) is deprecated."""
     cfg = channels.settings(configuration, secrets)
     flag, secs = _drain_wait(drain_wait_s, drain_wait)
-    target = resolve_node(cfg, secrets, node, table, row)
+    picked = resolve_node(cfg, secrets, _target(target, node, "drain_node"),
+                          table, row)
     feats = channels.cli_version(cfg)
     if feats.drain_by_node_id:
-        argv = channels.cli_argv(cfg, "node", "drain", str(target["id"]), f"--drain-wait={flag}")
+        argv = channels.cli_argv(cfg, "node", "drain", str(picked["id"]), f"--drain-wait={flag}")
     else:
-        argv = channels.cli_argv(_node_host_config(cfg, target), "node", "drain", f"--drain-wait={flag}")
+        argv = channels.cli_argv(_node_host_config(cfg, picked), "node", "drain", f"--drain-wait={flag}")
     if shutdown:
         argv.append("--shutdown")
-        _save_local(cfg, target)
+        _save_local(cfg, picked)
     t0 = time.monotonic()
     try:
         out, err = run_argv_full(argv, timeout=None if secs == 0 else secs + 120)
     except ChaosDBError as exc:
         if "drain timeout" in str(exc):
-            raise ChaosDBError(f"n{target['id']} did not finish draining within {flag}: raise drain_wait_s (the "
+            raise ChaosDBError(f"n{picked['id']} did not finish draining within {flag}: raise drain_wait_s (the "
                                f"server.shutdown.* settings add up to the time a drain needs) or drain again; "
                                f"the node stays draining. ({exc})") from None
         raise
-    return {"node": target["id"], "pod": target["pod"], "address": target["address"], "drain_wait": flag,
+    return {"node": picked["id"], "pod": picked["pod"], "address": picked["address"], "drain_wait": flag,
             "drain_wait_s": secs, "shutdown": bool(shutdown), "ok": out.strip().endswith("ok"), "remaining": _remaining(err),
             "warnings": [ln for ln in err.splitlines() if ln.startswith("warning")],
             "elapsed_s": round(time.monotonic() - t0, 3), "command": describe_argv(argv, 8),
-            "cli_version": repr(feats), "range": target.get("range")}
+            "cli_version": repr(feats), "range": picked.get("range")}
 
 
-def quit_node(node: Union[int, str] = "any", drain_wait_s: float = 60, table: Optional[str] = None,
+def quit_node(target: Union[int, str] = "any", drain_wait_s: float = 60, table: Optional[str] = None,
               row: Optional[List[Any]] = None, drain_wait: Optional[str] = None,
-              configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+              node: Union[int, str, None] = None, configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Drain and stop a node with ``cockroach quit --drain-wait`` (CLIs before v22.2 only; the command
     was removed in v22.2: use ``drain_node`` with ``shutdown: true`` or ``kill_node`` with ``TERM``).
     ``drain_wait_s`` in seconds; ``drain_wait`` (a duration text) is deprecated."""
@@ -138,12 +146,13 @@ def quit_node(node: Union[int, str] = "any", drain_wait_s: float = 60, table: Op
     if not feats.has_quit:
         raise ChaosDBError(f"cockroach quit was removed in v22.2 and this CLI is {feats!r}: use drain_node with "
                            "shutdown=true (a drain, then the process exits) or kill_node with signal TERM")
-    target = resolve_node(cfg, secrets, node, table, row)
-    argv = channels.cli_argv(_node_host_config(cfg, target), "quit", f"--drain-wait={flag}")
-    _save_local(cfg, target)
+    picked = resolve_node(cfg, secrets, _target(target, node, "quit_node"),
+                          table, row)
+    argv = channels.cli_argv(_node_host_config(cfg, picked), "quit", f"--drain-wait={flag}")
+    _save_local(cfg, picked)
     t0 = time.monotonic()
     out, err = run_argv_full(argv, timeout=None if secs == 0 else secs + 120)
-    return {"node": target["id"], "pod": target["pod"], "address": target["address"], "drain_wait": flag,
+    return {"node": picked["id"], "pod": picked["pod"], "address": picked["address"], "drain_wait": flag,
             "drain_wait_s": secs, "ok": "ok" in out, "remaining": _remaining(err), "elapsed_s": round(time.monotonic() - t0, 3),
             "command": describe_argv(argv, 8), "cli_version": repr(feats)}
 
@@ -219,9 +228,9 @@ def _pod_of(target: Dict[str, Any]) -> Dict[str, Any]:
     return {"pod": target["pod"]}
 
 
-def kill_node(node: Union[int, str] = "any", signal: str = "KILL", container: Optional[str] = None, pid: int = 1,
+def kill_node(target: Union[int, str] = "any", signal: str = "KILL", container: Optional[str] = None, pid: int = 1,
               table: Optional[str] = None, row: Optional[List[Any]] = None,
-              configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+              node: Union[int, str, None] = None, configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Kill a node's process, the thesis's first failure level: ``KILL`` (crash, no drain) or ``TERM``
     (graceful drain, then exit). On Kubernetes (``k8s_namespace`` set) ``kill`` runs inside the node's
     pod (exec through the official client) in ``container`` (or ``k8s_container``), PID ``pid`` (1: the
@@ -229,21 +238,22 @@ def kill_node(node: Union[int, str] = "any", signal: str = "KILL", container: Op
     address is signalled, after saving how to start it again (``restart_node``)."""
     cfg = channels.settings(configuration, secrets)
     sig = signal_name(signal)
-    target = resolve_node(cfg, secrets, node, table, row)
-    base = {"node": target["id"], "pod": target["pod"], "address": target["address"], "signal": sig,
-            "range": target.get("range")}
+    picked = resolve_node(cfg, secrets, _target(target, node, "kill_node"),
+                          table, row)
+    base = {"node": picked["id"], "pod": picked["pod"], "address": picked["address"], "signal": sig,
+            "range": picked.get("range")}
     if _on_k8s(cfg):
         cont = container or cfg.get("k8s_container")
         # the Kubernetes engine's one kill; it returns at once (the kubelet restarts the container)
         engine_action("kubernetes", "kill_container_process")(
-            _pod_of(target), str(cont or ""), sig, pid, wait_restarted=False, configuration=cfg, secrets=secrets)
+            _pod_of(picked), str(cont or ""), sig, pid, wait_restarted=False, configuration=cfg, secrets=secrets)
         return {**base, "where": "kubernetes", "container": cont, "pid": pid}
-    return {**base, "where": "local", **localproc.signal_node(target["id"], target["address"], sig)}
+    return {**base, "where": "local", **localproc.signal_node(picked["id"], picked["address"], sig)}
 
 
-def delete_node_pod(node: Union[int, str] = "any", grace_period_s: Optional[int] = None, force: bool = False,
+def delete_node_pod(target: Union[int, str] = "any", grace_period_s: Optional[int] = None, force: bool = False,
                     table: Optional[str] = None, row: Optional[List[Any]] = None,
-                    configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+                    node: Union[int, str, None] = None, configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Delete the node's pod with a grace period (``grace_period_s``: SIGTERM, that long to drain, then
     SIGKILL; null: the pod's own) or forced (``force``: removed from the API at once), the thesis's second and
     third levels; the StatefulSet recreates it. Needs ``k8s_namespace``; returns without waiting."""
@@ -252,11 +262,12 @@ def delete_node_pod(node: Union[int, str] = "any", grace_period_s: Optional[int]
         raise ChaosDBError("delete_node_pod needs Kubernetes: set k8s_namespace (use kill_node locally)")
     if force and grace_period_s not in (None, 0):
         raise ChaosDBError("force deletion has no grace period: leave grace_period_s unset")
-    target = resolve_node(cfg, secrets, node, table, row)
+    picked = resolve_node(cfg, secrets, _target(target, node, "delete_node_pod"),
+                          table, row)
     done = engine_action("kubernetes", "delete_pods")(
-        _pod_of(target), grace_period_s, force, wait_replaced=False, configuration=cfg, secrets=secrets)
-    return {"node": target["id"], "pod": target["pod"], "uid": done["old_uids"][target["pod"]],
-            "grace_period_s": done["grace_period_s"], "force": bool(force), "range": target.get("range")}
+        _pod_of(picked), grace_period_s, force, wait_replaced=False, configuration=cfg, secrets=secrets)
+    return {"node": picked["id"], "pod": picked["pod"], "uid": done["old_uids"][picked["pod"]],
+            "grace_period_s": done["grace_period_s"], "force": bool(force), "range": picked.get("range")}
 
 
 def wait_for_node(node: Union[int, str], timeout_s: float = 300, ready: bool = True, interval_s: float = 2.0,
@@ -369,7 +380,8 @@ def wait_until_healthy(timeout_s: float = 300, interval_s: float = 5.0, configur
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
 def _node_rule(args: Dict[str, Any]) -> None:
-    check_selector(args["node"], args.get("table"), args.get("row"))
+    chosen = args.get("node") if args.get("node") is not None else args.get("target")
+    check_selector("any" if chosen is None else chosen, args.get("table"), args.get("row"))
 
 
 def _drain_wait_text(value: Any) -> None:

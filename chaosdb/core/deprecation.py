@@ -1,12 +1,15 @@
-"""Old activity names keep working for one release, with a warning naming what replaces them (the CHANGELOG
-lists them)."""
+"""Old activity and argument names keep working for one release, with a warning naming what replaces them (the
+CHANGELOG lists them)."""
 
 from __future__ import annotations
 
 import logging
 import warnings
+from typing import Any
 
-__all__ = ["warn_deprecated"]
+from chaosdb.core.errors import ChaosDBError
+
+__all__ = ["warn_deprecated", "renamed_argument"]
 
 logger = logging.getLogger("chaostoolkit")
 
@@ -16,3 +19,14 @@ def warn_deprecated(old: str, new: str) -> None:
     message = f"{old} is deprecated and will be removed in the next release: use {new}"
     logger.warning("chaosdb: %s", message)
     warnings.warn(message, DeprecationWarning, stacklevel=3)
+
+
+def renamed_argument(value: Any, old_value: Any, old: str, new: str, where: str, default: Any) -> Any:
+    """The value of an argument that was renamed: *new*'s, or *old*'s (with the warning) when only that was
+    given, or *default*. Both at once is an error: which one did the experiment mean?"""
+    if old_value is None:
+        return default if value is None else value
+    if value is not None:
+        raise ChaosDBError(f"{where}: give {new} only ({old} is its old name)")
+    warn_deprecated(f"the {old} argument of {where}", new)
+    return old_value

@@ -1,8 +1,8 @@
 """TiKV / PD actions: move a region's leader, evict every leader from a store (and undo it), and change
 a store's state (Offline / Up, only with an explicit flag because Offline starts removing the store).
 
-Stores are chosen when the action runs: a store id, or ``"leader"`` / ``"follower"`` of the region
-holding ``key`` (see :mod:`chaosdb.tikv.probes` for ``mode`` / ``api_version``).
+Stores are chosen when the action runs (``target``; ``store`` is its old name and still works, with a
+deprecation warning): a store id, or ``"leader"`` / ``"follower"`` of the region holding ``key`` (see :mod:`chaosdb.tikv.probes` for ``mode`` / ``api_version``).
 """
 
 import os as _os
@@ -13,7 +13,7 @@ from typing import Any, Dict, Optional, Union
 from chaoslib.types import Configuration, Secrets
 
 from chaosdb.core.arguments import check_arguments, choice, number
-from chaosdb.core.deprecation import warn_deprecated
+from chaosdb.core.deprecation import renamed_argument, warn_deprecated
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.signals import SIGNALS, signal_name
@@ -26,6 +26,12 @@ __all__ = ["transfer_region_leader", "evict_leaders", "remove_leader_eviction", 
            "limit_store_cpu", "limit_store_memory", "kill_store"]
 
 EVICT = "evict-leader-scheduler"
+
+
+def _target(target: Union[int, str], store: Union[int, str, None], action: str) -> Union[int, str]:
+    """``target`` (``"leader"`` unless given), or the deprecated ``store`` it replaced."""
+    return renamed_argument(None if target == "leader" else target, store, "store", "target", f"TiKV's {action}",
+                            "leader")
 
 
 def _wait(check, timeout_s: float, interval_s: float = 0.5) -> Optional[float]:
@@ -74,23 +80,23 @@ def transfer_region_leader(key: Optional[str] = None, region_id: Optional[int] =
             "moved": took is not None, "took_s": took}
 
 
-def evict_leaders(store: Union[int, str] = "leader", key: Optional[str] = None, mode: str = "raw",
+def evict_leaders(target: Union[int, str] = "leader", key: Optional[str] = None, mode: str = "raw",
                   api_version: int = 1, keyspace_id: int = 0, key_format: str = "utf8", wait_s: float = 60,
-                  configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+                  store: Union[int, str, None] = None, configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Add PD's ``evict-leader-scheduler`` for a store (an id, or the ``leader`` / a ``follower`` of
     ``key``'s region): PD moves every leader off it and keeps it leaderless. Waits up to ``wait_s``
     for its leader count to reach 0. Rollback: ``remove_leader_eviction`` with the same store id."""
     cfg = configuration or {}
-    target = cluster.resolve_store(cfg, store, key, mode, api_version, keyspace_id, key_format)
-    if target["state"] != "Up":
-        raise ChaosDBError(f"store {target['id']} is {target['state']}: evicting its leaders would change nothing")
-    others = [s for s in cluster.stores(cfg) if s["state"] == "Up" and s["id"] != target["id"]]
+    picked = cluster.resolve_store(cfg, _target(target, store, "evict_leaders"), key, mode, api_version, keyspace_id, key_format)
+    if picked["state"] != "Up":
+        raise ChaosDBError(f"store {picked['id']} is {picked['state']}: evicting its leaders would change nothing")
+    others = [s for s in cluster.stores(cfg) if s["state"] == "Up" and s["id"] != picked["id"]]
     if not others:
-        raise ChaosDBError(f"store {target['id']} is the only Up store: its leaders have nowhere to go")
-    reply = pd_client(cfg).post("/schedulers", {"name": EVICT, "store_id": target["id"]})
-    took = _wait(lambda: cluster.store(cfg, target["id"])["leader_count"] == 0, float(wait_s))
-    return {"store": target["id"], "address": target["address"], "pod": target["pod"], "pd": reply,
-            "leaders_before": target["leader_count"], "leaderless_after_s": took, "region": target.get("region")}
+        raise ChaosDBError(f"store {picked['id']} is the only Up store: its leaders have nowhere to go")
+    reply = pd_client(cfg).post("/schedulers", {"name": EVICT, "store_id": picked["id"]})
+    took = _wait(lambda: cluster.store(cfg, picked["id"])["leader_count"] == 0, float(wait_s))
+    return {"store": picked["id"], "address": picked["address"], "pod": picked["pod"], "pd": reply,
+            "leaders_before": picked["leader_count"], "leaderless_after_s": took, "region": picked.get("region")}
 
 
 def remove_leader_eviction(store: Union[int, str, None] = None, configuration: Configuration = None,
@@ -175,9 +181,9 @@ def limit_store_memory(store: Union[int, str] = "leader", key: Optional[str] = N
                         limit_mb=limit_mb, duration_s=duration_s)
 
 
-def kill_store(store: Union[int, str] = "leader", key: Optional[str] = None, signal: str = "KILL",
+def kill_store(target: Union[int, str] = "leader", key: Optional[str] = None, signal: str = "KILL",
                mode: str = "raw", api_version: int = 1, process_match: str = "tikv-server",
-               container: Optional[str] = None, configuration: Configuration = None,
+               container: Optional[str] = None, store: Union[int, str, None] = None, configuration: Configuration = None,
                secrets: Secrets = None) -> Dict[str, Any]:
     """Kill the store chosen when the action runs (an id, or the ``leader`` / a ``follower`` of ``key``'s
     region): on Kubernetes (``k8s_namespace`` set) ``kill`` inside its pod (``container`` or
@@ -186,21 +192,21 @@ def kill_store(store: Union[int, str] = "leader", key: Optional[str] = None, sig
 
     cfg = configuration or {}
     sig = signal_name(signal)
-    target = cluster.resolve_store(cfg, store, key, mode, api_version)
-    base = {"store": target["id"], "address": target["address"], "pod": target["pod"], "signal": sig,
-            "region": target.get("region")}
+    picked = cluster.resolve_store(cfg, _target(target, store, "kill_store"), key, mode, api_version)
+    base = {"store": picked["id"], "address": picked["address"], "pod": picked["pod"], "signal": sig,
+            "region": picked.get("region")}
     if cfg.get("k8s_namespace"):
-        if not target["pod"]:
-            raise ChaosDBError(f"store {target['id']} ({target['address']}) is not a StatefulSet pod address: "
+        if not picked["pod"]:
+            raise ChaosDBError(f"store {picked['id']} ({picked['address']}) is not a StatefulSet pod address: "
                                "set tikv_pods (store id -> pod name) in the configuration")
         # the Kubernetes engine's one kill: exec through the official client, never waiting for the restart
         cont = str(container or cfg.get("k8s_container") or "tikv")
         engine_action("kubernetes", "kill_container_process")(
-            {"pod": target["pod"]}, cont, sig, wait_restarted=False, configuration=cfg, secrets=secrets)
+            {"pod": picked["pod"]}, cont, sig, wait_restarted=False, configuration=cfg, secrets=secrets)
         return {**base, "where": "kubernetes", "container": cont}
-    pids = store_pids(target["address"], process_match)
+    pids = store_pids(picked["address"], process_match)
     if not pids:
-        raise ChaosDBError(f"no local {process_match} serves store {target['id']} ({target['address']})")
+        raise ChaosDBError(f"no local {process_match} serves store {picked['id']} ({picked['address']})")
     for pid in pids:
         _os.kill(pid, getattr(_signal, "SIG" + sig))
     return {**base, "where": "local", "pids": pids}
@@ -208,7 +214,8 @@ def kill_store(store: Union[int, str] = "leader", key: Optional[str] = None, sig
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
 def _store_rule(args: Dict[str, Any]) -> None:
-    cluster.check_store_selector(args["store"], args.get("key"))
+    chosen = args.get("store") if args.get("store") is not None else args.get("target")
+    cluster.check_store_selector("leader" if chosen is None else chosen, args.get("key"))
 
 
 def _transfer_rule(args: Dict[str, Any]) -> None:

@@ -93,7 +93,7 @@ def test_transfer_leader_moves_it_to_the_follower_pd_then_reports(pd):
 
 
 def test_evict_leaders_empties_the_store_and_its_removal_lets_them_back(pd):
-    res = actions.evict_leaders(store="leader", key=KEY, wait_s=90, configuration=pd["cfg"])
+    res = actions.evict_leaders(target="leader", key=KEY, wait_s=90, configuration=pd["cfg"])
     store = res["store"]
     try:
         assert res["leaderless_after_s"] is not None, res

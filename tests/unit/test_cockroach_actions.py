@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from chaoslib.exceptions import InvalidActivity
 
 from chaosdb.cockroach import actions, channels, localproc, probes, ranges
 from chaosdb.cockroach.version import parse_version
@@ -149,6 +150,17 @@ def test_the_old_duration_text_still_drains_with_a_deprecation_warning(crdb):
         assert actions.drain_node(3, "1s", configuration=cfg)["drain_wait_s"] == 1  # by position, as before
     drains = [a[3] for a in _argvs(crdb.log) if a[:2] == ["node", "drain"]]
     assert drains == ["--drain-wait=1m30s", "--drain-wait=1s"]
+
+
+def test_node_is_the_old_name_of_target(crdb):
+    cfg = crdb("v23.2.4", nodes=3)
+    with pytest.warns(DeprecationWarning, match="the node argument of CockroachDB's drain_node is deprecated"):
+        assert actions.drain_node(node=2, drain_wait_s=1, configuration=cfg)["node"] == 2
+    assert actions.drain_node(target=3, drain_wait_s=1, configuration=cfg)["node"] == 3
+    with pytest.raises(ChaosDBError, match="give target only"):
+        actions.drain_node(target=1, node=2, configuration=cfg)
+    with pytest.raises(InvalidActivity, match="needs table and row"):  # the check reads either name
+        actions.kill_node.__signature__.bind(node="leaseholder")
 
 
 def test_old_cli_drains_through_the_node_itself_and_quits(crdb):

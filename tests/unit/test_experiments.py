@@ -173,7 +173,7 @@ def test_tikv_experiment_is_generated_and_targets_by_key(name):
         assert fault["arguments"]["duration_s"] > 0 and exp["rollbacks"][0]["provider"]["func"] == "revert_faults"
         return
     assert fault["module"] == "chaosdb.tikv.actions" and fault["arguments"]["key"] == "${tikv_key}"
-    assert fault["arguments"]["store"] in ("leader", "follower")
+    assert fault["arguments"]["target"] in ("leader", "follower")
     if fault["func"] == "evict_leaders":
         assert exp["rollbacks"][-1]["provider"]["func"] == "remove_leader_eviction"
 

@@ -163,6 +163,15 @@ def test_evict_leaders_of_the_keys_leader_then_roll_back(pd):
     assert actions.transfer_region_leader(key="usertable:user1", to_store=1, configuration=pd.cfg)["moved"]
 
 
+def test_store_is_the_old_name_of_target(pd):
+    with pytest.warns(DeprecationWarning, match="the store argument of TiKV's evict_leaders is deprecated"):
+        res = actions.evict_leaders(store=2, configuration=pd.cfg)
+    assert res["store"] == 2
+    actions.remove_leader_eviction(2, configuration=pd.cfg)
+    with pytest.raises(ChaosDBError, match="give target only"):
+        actions.evict_leaders(target=1, store=2, configuration=pd.cfg)
+
+
 def test_store_state_needs_the_explicit_flag(pd, caplog):
     with pytest.raises(ChaosDBError, match="i_understand_offline_removes_the_store"):
         actions.set_store_state(3, "Offline", configuration=pd.cfg)
