@@ -6,7 +6,7 @@ from chaoslib.types import Configuration
 
 from chaosdb.core.arguments import check_arguments
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.postgres.endpoints import etcd_client
+from chaosdb.etcd.endpoints import etcd_client
 
 __all__ = ["etcd_leader", "etcd_members", "etcd_is_healthy"]
 

@@ -47,13 +47,13 @@ from chaoslib.exceptions import InterruptExecution
 
 from chaosdb.core.commands import die_with_parent
 from chaosdb.core.detach import source_env
+from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.redact import redact_dsn
 from chaosdb.core.timeutil import iso_from_epoch
 from chaosdb.experiment.checks import refuse_bad_arguments
 from chaosdb.load import state as load_state
 from chaosdb.load import window as w
-from chaosdb.local.state import load_layout, resolve_cluster_dir
 from chaosdb.workloads.outcomes import is_success
 from chaosdb.workloads.samples import read_recent, read_samples, sample_files
 
@@ -80,9 +80,8 @@ def _resolve_dsn(dsn: str, configuration: dict[str, Any] | None, secrets: dict[s
         return str(secrets["load_dsn"])
     if os.environ.get("CHAOSDB_LOAD_DSN"):
         return os.environ["CHAOSDB_LOAD_DSN"]
-    configuration = configuration or {}
-    if configuration.get("chaosdb_cluster") or configuration.get("chaosdb_cluster_dir"):
-        return load_layout(resolve_cluster_dir("", "", configuration)).dsn()
+    if names_embedded_cluster(configuration, environment=False):
+        return str(embedded_endpoints(configuration)["dsn"])
     raise ChaosDBError("no DSN for the load: pass 'dsn', a secret 'load_dsn', CHAOSDB_LOAD_DSN, "
                        "or configuration 'chaosdb_cluster'")
 
@@ -94,8 +93,8 @@ def etcd_endpoints(configuration: dict[str, Any] | None) -> str:
     urls = configuration.get("etcd_urls")
     if urls:
         return urls if isinstance(urls, str) else ",".join(map(str, urls))
-    if configuration.get("chaosdb_cluster") or configuration.get("chaosdb_cluster_dir"):
-        return ",".join(load_layout(resolve_cluster_dir("", "", configuration)).etcd_urls)
+    if names_embedded_cluster(configuration, environment=False):
+        return ",".join(embedded_endpoints(configuration)["etcd_urls"])
     raise ChaosDBError("no etcd endpoints for the KV load: pass 'dsn' (http://host:2379,...), configuration "
                        "'etcd_urls', or 'chaosdb_cluster'")
 

@@ -19,32 +19,14 @@ Without those, the embedded cluster named by ``chaosdb_cluster`` /
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster, split_urls
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.etcd.client import EtcdClient
-from chaosdb.local.cluster import patroni_client as embedded_client
-from chaosdb.local.state import load_layout, resolve_cluster_dir
+from chaosdb.etcd.endpoints import etcd_client
 from chaosdb.postgres.patroni import PatroniClient
 
 __all__ = ["patroni_client", "etcd_client", "postgres_dsn", "split_urls", "secret_values"]
-
-
-def split_urls(value: Any) -> list[str]:
-    if not value:
-        return []
-    if isinstance(value, str):
-        return [u.strip() for u in value.split(",") if u.strip()]
-    return [str(u).strip() for u in value if str(u).strip()]
-
-
-def _embedded(configuration: dict[str, Any] | None):
-    configuration = configuration or {}
-    if not (configuration.get("chaosdb_cluster") or configuration.get("chaosdb_cluster_dir")
-            or os.environ.get("CHAOSDB_CLUSTER_DIR")):
-        return None
-    return load_layout(resolve_cluster_dir("", "", configuration))
 
 
 def patroni_client(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None) -> PatroniClient:
@@ -55,23 +37,11 @@ def patroni_client(configuration: dict[str, Any] | None, secrets: dict[str, Any]
         auth = (str(secrets["patroni_username"]), str(secrets["patroni_password"]))
     if urls:
         return PatroniClient(urls, auth=auth)
-    layout = _embedded(configuration)
-    if layout is None:
+    if not names_embedded_cluster(configuration):
         raise ChaosDBError("no Patroni cluster configured: set configuration 'patroni_urls' "
                            "(or 'chaosdb_cluster' for the embedded cluster)")
-
-    return embedded_client(layout)
-
-
-def etcd_client(configuration: dict[str, Any] | None) -> EtcdClient:
-    urls = split_urls((configuration or {}).get("etcd_urls"))
-    if urls:
-        return EtcdClient(urls)
-    layout = _embedded(configuration)
-    if layout is None:
-        raise ChaosDBError("no etcd cluster configured: set configuration 'etcd_urls' "
-                           "(or 'chaosdb_cluster' for the embedded cluster)")
-    return EtcdClient(layout.etcd_urls)
+    embedded = embedded_endpoints(configuration)
+    return PatroniClient(embedded["patroni_urls"], auth=embedded["patroni_auth"], timeout=2.0)
 
 
 def postgres_dsn(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None) -> str:
@@ -79,11 +49,10 @@ def postgres_dsn(configuration: dict[str, Any] | None, secrets: dict[str, Any] |
         return str(secrets["postgres_dsn"])
     if configuration and configuration.get("postgres_dsn"):
         raise ChaosDBError("'postgres_dsn' belongs in secrets, not configuration: it carries a password")
-    layout = _embedded(configuration)
-    if layout is None:
+    if not names_embedded_cluster(configuration):
         raise ChaosDBError("no PostgreSQL DSN: set the secret 'postgres_dsn' "
                            "(or configuration 'chaosdb_cluster' for the embedded cluster)")
-    return layout.dsn(user="postgres", database="postgres")
+    return str(embedded_endpoints(configuration)["admin_dsn"])
 
 
 def secret_values(secrets: dict[str, Any] | None) -> list[str]:

@@ -1,0 +1,19 @@
+"""The embedded cluster's endpoints for an experiment's configuration (``chaosdb_cluster`` /
+``chaosdb_cluster_dir`` / ``CHAOSDB_CLUSTER_DIR``): what :func:`chaosdb.core.embedded.embedded_endpoints`
+answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chaosdb.local.state import load_layout, load_secrets, resolve_cluster_dir
+
+__all__ = ["endpoints"]
+
+
+def endpoints(configuration: dict[str, Any]) -> dict[str, Any]:
+    layout = load_layout(resolve_cluster_dir("", "", configuration))
+    return {"patroni_urls": layout.patroni_urls,
+            "patroni_auth": ("patroni", load_secrets(layout.path)["patroni_password"]),
+            "etcd_urls": layout.etcd_urls, "dsn": layout.dsn(),
+            "admin_dsn": layout.dsn(user="postgres", database="postgres")}
