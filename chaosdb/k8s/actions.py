@@ -178,21 +178,8 @@ def restart_statefulset(name: str, namespace: str = "", image: str = "", contain
         done = rollout.rolling_restart(configuration, secrets, name, ns, selector, image=image or None,
                                        container=container or None, timeout_s=timeout_s, poll_s=poll_s)
         return {"name": name, **done}
-    sts = _sts(configuration, secrets, ns, name)
-    names = [c["name"] for c in sts["spec"]["template"]["spec"]["containers"]]
-    if container and container not in names:
-        raise ChaosDBError(f"statefulset {ns}/{name} has no container {container!r}")
-    patch: dict[str, Any]
-    if image:
-        patch = {"spec": {"template": {"spec": {"containers": [{"name": container, "image": image}]}}}}
-    else:
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        patch = {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": stamp}}}}}
-    apps = api.apps_v1(configuration, secrets)
-    api.call_json(f"patching statefulset {ns}/{name}", apps.patch_namespaced_stateful_set, name, ns, patch)
-    return {"name": name, "statefulset": name, "namespace": ns, "image": image or None,
-            "previous_image": next((c.get("image") for c in sts["spec"]["template"]["spec"]["containers"]
-                                    if c["name"] == container), None) if image else None}
+    previous = rollout.start_rollout(configuration, secrets, name, ns, image or None, container or None)
+    return {"name": name, "statefulset": name, "namespace": ns, "image": image or None, "previous_image": previous}
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)

@@ -18,7 +18,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.timeutil import iso_from_epoch
 from chaosdb.k8s import api, pods
 
-__all__ = ["DowntimeTracker", "rolling_restart"]
+__all__ = ["DowntimeTracker", "rolling_restart", "start_rollout"]
 
 
 class DowntimeTracker:
@@ -81,6 +81,30 @@ def _rolled_out(sts: dict[str, Any]) -> bool:
             and (not st.get("updateRevision") or st.get("currentRevision") == st.get("updateRevision")))
 
 
+def start_rollout(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None, statefulset: str,
+                  namespace: str, image: str | None = None, container: str | None = None,
+                  sts: dict[str, Any] | None = None) -> str | None:
+    """Start the rollout (``image`` of ``container`` changed, else the restart annotation) and return the image
+    it replaces (None for a restart). A container the StatefulSet does not have is refused first."""
+    if image and not container:
+        raise ChaosDBError("changing the image needs the container name (container)")
+    sts = sts or _statefulset(configuration, secrets, namespace, statefulset)
+    containers = sts["spec"]["template"]["spec"]["containers"]
+    if container and container not in [c["name"] for c in containers]:
+        raise ChaosDBError(f"statefulset {namespace}/{statefulset} has no container {container!r} "
+                           f"(it has {', '.join(c['name'] for c in containers)})")
+    patch: dict[str, Any]
+    if image:
+        patch = {"spec": {"template": {"spec": {"containers": [{"name": container, "image": image}]}}}}
+    else:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        patch = {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": stamp}}}}}
+    apps = api.apps_v1(configuration, secrets)
+    api.call_json(f"patching statefulset {namespace}/{statefulset}", apps.patch_namespaced_stateful_set,
+                  statefulset, namespace, patch)
+    return next((c.get("image") for c in containers if c["name"] == container), None) if image else None
+
+
 def rolling_restart(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None, statefulset: str,
                     namespace: str, selector: str = "", image: str | None = None, container: str | None = None,
                     timeout_s: float = 900.0, poll_s: float = 1.0,
@@ -93,11 +117,6 @@ def rolling_restart(configuration: dict[str, Any] | None, secrets: dict[str, Any
     if image and not container:
         raise ChaosDBError("changing the image needs the container name (container)")
     sts = _statefulset(configuration, secrets, namespace, statefulset)
-    template = sts["spec"]["template"]
-    names = [c["name"] for c in template["spec"]["containers"]]
-    if image and container not in names:
-        raise ChaosDBError(f"statefulset {namespace}/{statefulset} has no container {container!r} "
-                           f"(it has {', '.join(names)})")
     selector = selector or ",".join(f"{k}={v}" for k, v in (sts["spec"]["selector"].get("matchLabels") or {}).items())
 
     def ready_map() -> tuple[dict[str, bool], dict[str, dict[str, Any]]]:
@@ -110,17 +129,9 @@ def rolling_restart(configuration: dict[str, Any] | None, secrets: dict[str, Any
     not_ready = sorted(n for n, ok in before_ready.items() if not ok)
     if not_ready:
         raise ChaosDBError(f"pods not Ready before the rollout: {', '.join(not_ready)}; refusing to restart more")
-    previous_image = next((c.get("image") for c in template["spec"]["containers"] if c["name"] == container), None)
-    if image:
-        patch: dict[str, Any] = {"spec": {"template": {"spec": {"containers": [{"name": container, "image": image}]}}}}
-    else:
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        patch = {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": stamp}}}}}
     tracker = DowntimeTracker(sorted(before))
     t0 = clock()
-    apps = api.apps_v1(configuration, secrets)
-    api.call_json(f"patching statefulset {namespace}/{statefulset}", apps.patch_namespaced_stateful_set,
-                  statefulset, namespace, patch)
+    previous_image = start_rollout(configuration, secrets, statefulset, namespace, image, container, sts)
     deadline = time.monotonic() + float(timeout_s)
     poll_errors = 0
     completed = False
@@ -146,7 +157,7 @@ def rolling_restart(configuration: dict[str, Any] | None, secrets: dict[str, Any
         rec["image_after"] = after.get(name, {}).get("images")
     result.update({
         "statefulset": statefulset, "namespace": namespace, "image": image or None,
-        "previous_image": previous_image if image else None, "started_at": iso_from_epoch(t0),
+        "previous_image": previous_image, "started_at": iso_from_epoch(t0),
         "duration_s": round(t_end - t0, 3), "poll_s": poll_s, "completed": completed, "poll_errors": poll_errors,
         "total_down_s": round(sum(p["down_s"] for p in result["pods"].values()), 3),
         # the names the Kubernetes engine's restart_statefulset has always returned
