@@ -67,3 +67,33 @@ def test_node_users_are_the_clusters_own_and_fit_a_user_name():
     assert node_user_name("Game Day #2", 1) == "chaosdb-game-day-2-n1"
     long = [node_user_name("a-cluster-name-far-too-long-for-a-user-" + s, 9) for s in ("x", "y")]
     assert all(len(n) <= 32 for n in long) and long[0] != long[1]  # shortened, still told apart
+
+
+def test_patroni_etcd_and_the_load_find_the_embedded_cluster_through_core(tmp_path, monkeypatch):
+    """chaosdb.core.embedded answers for chaosdb.local: the clients of Patroni, etcd and the load fall back to the
+    cluster a configuration names without importing the embedded cluster's package."""
+    import json
+
+    from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster, split_urls
+    from chaosdb.etcd.endpoints import etcd_client
+    from chaosdb.load.control import etcd_endpoints
+    from chaosdb.local.state import SECRETS_FILE
+    from chaosdb.postgres.endpoints import patroni_client, postgres_dsn
+
+    monkeypatch.delenv("CHAOSDB_CLUSTER_DIR", raising=False)
+    layout = plan_layout("c", tmp_path, nodes=3, run_as=ME)
+    layout.save()
+    (tmp_path / SECRETS_FILE).write_text(json.dumps({"patroni_password": "p4ss", "app_password": "a"}))
+    cfg = {"chaosdb_cluster_dir": str(tmp_path)}
+    assert names_embedded_cluster(cfg) and not names_embedded_cluster({})
+    found = embedded_endpoints(cfg)
+    assert found["patroni_urls"] == layout.patroni_urls and found["etcd_urls"] == layout.etcd_urls
+    assert found["patroni_auth"] == ("patroni", "p4ss") and "p4ss" not in found["dsn"]
+    client = patroni_client(cfg, None)
+    assert client.urls == layout.patroni_urls and client.auth == ("patroni", "p4ss")
+    assert etcd_client(cfg).urls == layout.etcd_urls
+    assert etcd_endpoints(cfg) == ",".join(layout.etcd_urls)
+    assert postgres_dsn(cfg, None) == layout.dsn(user="postgres", database="postgres")
+    assert split_urls("http://a:1, http://b:2,") == ["http://a:1", "http://b:2"]
+    with pytest.raises(ChaosDBError, match="set configuration 'patroni_urls'"):
+        patroni_client({}, None)
