@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.faults.host import require_tool
@@ -72,27 +72,19 @@ def tagged_rules() -> list[str]:
     return found
 
 
-def _kept(text: str, keep: Iterable[str]) -> bool:
-    return any(f"{CHAIN_PREFIX}{i}" in text or f"chaosdb:{i}" in text for i in keep)
-
-
-def remove_tagged(keep: Iterable[str] = ()) -> list[str]:
-    """Delete every rule and chain of ours, whatever the records say, except those of the fault ids in *keep*;
-    return what was removed."""
-    keep = set(keep)
+def remove_tagged() -> list[str]:
+    """Delete every rule and chain of ours, whatever the records say; return what was removed."""
     removed = []
     for table in TABLES:
         lines = _rules(table)
         for line in lines:
-            if _kept(line, keep):
-                continue
             if line.startswith("-A ") and not line.startswith("-A " + CHAIN_PREFIX) and (
                     "chaosdb:" in line or f"-j {CHAIN_PREFIX}" in line):
                 args = shlex.split(line)
                 args[0] = "-D"
                 if iptables(table, *args, check=False).returncode == 0:
                     removed.append(f"{table}: {line}")
-        chains = [ln.split()[1] for ln in lines if ln.startswith("-N " + CHAIN_PREFIX) and not _kept(ln, keep)]
+        chains = [ln.split()[1] for ln in lines if ln.startswith("-N " + CHAIN_PREFIX)]
         for chain in chains:
             iptables(table, "-F", chain, check=False)
         for chain in chains:

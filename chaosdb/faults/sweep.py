@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.processes import cmdline
@@ -31,34 +31,23 @@ def _our_processes() -> list[dict[str, Any]]:
     return found
 
 
-def residue(keep: Iterable[str] = ()) -> dict[str, Any]:
-    """Everything of the fault engine present on the host right now; with *keep* (fault ids) leaving out what
-    those faults own."""
-    keep = set(keep)
+def residue() -> dict[str, Any]:
+    """Everything of the fault engine present on the host right now."""
     out: dict[str, Any] = {
-        "records": [r.summary() for r in load_records() if r.id not in keep],
-        "iptables": [ln for ln in (netfilter.tagged_rules() if os.geteuid() == 0 and _have("iptables") else [])
-                     if not _names_one_of(ln, keep)],
+        "records": [r.summary() for r in load_records()],
+        "iptables": netfilter.tagged_rules() if os.geteuid() == 0 and _have("iptables") else [],
         "cgroups": [],
         "tc": [],
-        "processes": [p["cmd"] for p in _our_processes() if not _names_one_of(p["cmd"], keep)],
+        "processes": [p["cmd"] for p in _our_processes()],
     }
     try:
-        out["cgroups"] = [g for g in cgroups.tagged_groups(cgroup_host())
-                          if Path(g).name.split("-", 1)[0] not in keep
-                          and not (keep and Path(g).name == cgroups.PARENT)]
+        out["cgroups"] = cgroups.tagged_groups(cgroup_host())
     except ChaosDBError:
         pass
-    if _have("tc") and traffic.our_root() and not keep:
+    if _have("tc") and traffic.our_root():
         out["tc"] = [f"qdisc htb {traffic.ROOT_HANDLE} on {traffic.DEV}"]
     out["clean"] = not any(out[k] for k in ("records", "iptables", "cgroups", "tc", "processes"))
     return out
-
-
-def _names_one_of(text: str, fault_ids: set[str]) -> bool:
-    """Whether *text* (an iptables line, a command line) belongs to one of *fault_ids*: chains are named
-    ``CHAOSDB-<id>…``, rules carry ``chaosdb:<id>``, proxies and reverters ``--fault-id <id>``."""
-    return any(f"CHAOSDB-{i}" in text or f"chaosdb:{i}" in text or f"--fault-id {i}" in text for i in fault_ids)
 
 
 def _same_cluster(a: str, b: str) -> bool:
@@ -76,33 +65,38 @@ def _have(tool: str) -> bool:
 def cleanup(cluster_dir: str = "") -> dict[str, Any]:
     """Revert every recorded fault, then remove whatever of ours is left without a record.
 
-    With *cluster_dir*, only that cluster's: its recorded faults are reverted, and of what is left without a
-    record everything is removed except what another live fault owns (its chains, rules, cgroup, proxies and
-    reverter, and the shared tc qdisc while any other fault is live). Two clusters on one machine (two game days,
-    two test workers) then never undo each other's faults."""
+    With *cluster_dir*, only that cluster's recorded faults are reverted and nothing else is touched: what has no
+    record cannot be told apart from another cluster's live fault, whose record may well live in another records
+    directory (another user's ``CHAOSDB_FAULTS_DIR``, another test worker's). Two clusters on one machine (two
+    game days, two test workers) then never undo each other's faults; ``chaosdb local cleanup`` sweeps the whole
+    host."""
+    scoped = bool(cluster_dir)
     records = load_records()
-    mine = [r for r in records if not cluster_dir or _same_cluster(r.cluster_dir, cluster_dir)]
-    mine_ids = {r.id for r in mine}
-    keep = {r.id for r in records if r.id not in mine_ids}
+    mine = [r for r in records if not scoped or _same_cluster(r.cluster_dir, cluster_dir)]
     reverted, errors = [], []
     for rec in mine:
         try:
             reverted.append(revert(rec))
         except ChaosDBError as exc:
             errors.append(str(exc))
-            rec.delete()  # the sweep below removes what it names
+            if not scoped:
+                rec.delete()  # the sweep below removes what it names
+    if scoped:
+        mine_ids = {r.id for r in mine}
+        left_over = [r.summary() for r in load_records() if r.id in mine_ids]
+        return {"reverted": reverted, "swept": [], "errors": errors, "clean": not left_over and not errors,
+                "residue": {"records": left_over}, "kept_other_faults": sorted(r.id for r in records
+                                                                                 if r.id not in mine_ids)}
     swept: list[str] = []
-    for p in _our_processes():
-        if not _names_one_of(p["cmd"], keep) and _stop_process(p):
-            swept.append(f"process {p['pid']}: {p['cmd']}")
+    for proc in _our_processes():
+        if _stop_process(proc):
+            swept.append(f"process {proc['pid']}: {proc['cmd']}")
     if os.geteuid() == 0 and _have("iptables"):
-        swept += netfilter.remove_tagged(keep)
+        swept += netfilter.remove_tagged()
     try:
         host = cgroup_host()
         for g in cgroups.tagged_groups(host):
             path = Path(g)
-            if path.name.split("-", 1)[0] in keep:  # a fault's group is <fault id>-<target>
-                continue
             controller = next(c for c in host.controllers if str(path).startswith(str(host.hierarchy(c))))
             if path.name == cgroups.PARENT:
                 try:
@@ -115,10 +109,9 @@ def cleanup(cluster_dir: str = "") -> dict[str, Any]:
     except ChaosDBError as exc:
         if "no cgroup" not in str(exc):
             errors.append(str(exc))
-    if _have("tc") and traffic.remove_root_if_unused(force=not keep):
+    if _have("tc") and traffic.remove_root_if_unused(force=True):
         swept.append(f"tc qdisc {traffic.ROOT_HANDLE} on {traffic.DEV}")
-    if not keep:
-        take_timer_results()
-    left = residue(keep)
+    take_timer_results()
+    left = residue()
     return {"reverted": reverted, "swept": swept, "errors": errors, "clean": left["clean"], "residue": left,
-            "kept_other_faults": sorted(keep)}
+            "kept_other_faults": []}
