@@ -51,6 +51,6 @@ def test_a_cluster_that_stays_unhealthy_is_false_after_the_time_and_logs_the_las
     read, calls = _readings(BAD, last)
     with caplog.at_level(logging.WARNING, logger="chaostoolkit"):
         assert healthy_within(read, "the TiKV cluster", within_s=0.2, every_s=0.05) is False
-    assert 2 <= len(calls) <= 5
+    assert 1 <= len(calls) <= 5  # a busy machine may leave time for one reading only; never more than fit
     assert caplog.records[-1].getMessage() == \
         "chaosdb: the TiKV cluster (for 0.2 s) is not healthy: PD member pd1 is not healthy"
