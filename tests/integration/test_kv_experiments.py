@@ -78,7 +78,12 @@ def test_kill_leader_versus_follower(pg_cluster, tmp_path, healthy):
 def test_cpu_quota_on_leader_versus_follower(pg_cluster, tmp_path, healthy):
     leader = _run("cpu-leader-5pct", pg_cluster.dir, tmp_path)
     follower = _run("cpu-follower-5pct", pg_cluster.dir, tmp_path)
-    lt, ft = (r["metrics"]["degradation"]["throughput_pct"] for r in (leader, follower))
-    # the leader's quota costs throughput, and more than the follower's (how much depends on how much CPU the
-    # machine gave the leader before: a busy machine's baseline is already lower, so the quota bites less)
-    assert lt > 0 and lt > ft, (lt, ft)
+    # etcd's answer to a CPU-starved leader is an election: the followers stop hearing it, wait out the
+    # election timeout (1 s) and elect one of themselves, so the clients see a stall, then a new leader. A
+    # starved follower changes nothing (the leader has its quorum with the other). The stall is the robust
+    # difference: quiet, 0.92 s without a completed operation for the leader and 0.02 s for the follower. The
+    # throughput over the impact window is not: it depends on how soon the leadership moved and on what the
+    # rest of the machine did meanwhile (-47 % vs +12 % quiet, 7 % vs 18 % in a CI run beside the other
+    # test worker's load)
+    lu, fu = (r["metrics"]["recovery"]["unavailability_s"] for r in (leader, follower))
+    assert lu > fu and lu > 0.5, (leader["metrics"]["recovery"], follower["metrics"]["recovery"])

@@ -20,6 +20,49 @@ ROOT = Path(__file__).resolve().parents[2]
 LOAD_PROBES = {"p99-vs-baseline-last-10s", "error-rate-last-10s"}
 
 
+def assert_not_recovered_is_true(m: dict, samples_dir: Path) -> None:
+    """A run that ends less than ``quiet_s`` after its last disturbed transaction has no recovery time, only a
+    lower bound; that happens when a neighbour on the machine (the other test worker's load) starts after the
+    baseline and keeps this run's transactions above the baseline's mean + 2 sigma. Hold the report to its
+    claim with the samples themselves: from the first run of ``run_length`` disturbed transactions (failed or
+    above the threshold, in completion order) after the fault to the run's end, there is no stretch of
+    ``quiet_s`` without such a run in flight in which healthy transactions kept completing."""
+    import numpy as np
+
+    from chaosdb.report.data import load_samples
+
+    rec = m["recovery"]
+    assert rec["reason"].startswith("not recovered"), rec
+    assert rec["lower_bound_s"] >= 10, rec  # the whole-node kill's outage is inside it
+    s = load_samples(samples_dir)
+    done = s.ts + s.lat / 1000.0
+    keep = (s.ts <= m["end_ts"]) & (done >= m["first_fault_ts"])
+    order = np.argsort(done[keep], kind="stable")
+    start_o, done_o = s.ts[keep][order], done[keep][order]
+    outside = ((~s.ok[keep]) | (s.lat[keep] > rec["threshold_ms"]))[order]
+    n, quiet, gap_s = rec["run_length"], rec["quiet_s"], rec["max_healthy_gap_s"]
+    member = np.zeros(outside.size, dtype=bool)
+    for i in range(n - 1, outside.size):
+        if outside[i - n + 1:i + 1].all():
+            member[i - n + 1:i + 1] = True
+    spans = sorted(zip(start_o[member], done_o[member], strict=True))
+    assert spans, rec
+    healthy = done_o[~outside]
+
+    def served_throughout(a: float, b: float) -> bool:
+        inside = healthy[(healthy > a) & (healthy < b)]
+        return inside.size > 0 and float(np.diff(np.concatenate(([a], inside, [b]))).max()) <= gap_s
+
+    margin = 0.1  # completions and starts reorder by about one healthy latency
+    disturbed_until = spans[0][1]
+    for a, b in spans[1:] + [(m["end_ts"], m["end_ts"])]:
+        assert not (a - disturbed_until >= quiet + margin and served_throughout(disturbed_until,
+                                                                                disturbed_until + quiet)), \
+            (rec, f"{quiet:g} s of quiet from {disturbed_until - m['first_fault_ts']:.1f} s after the fault: "
+                  "the report's 'not recovered' is false")
+        disturbed_until = max(disturbed_until, b)
+
+
 def test_quickstart_experiment_end_to_end():
     import importlib.util
 
@@ -59,8 +102,11 @@ def test_quickstart_experiment_end_to_end():
             assert journal["chaosdb_verdict"]["ok"], journal["chaosdb_verdict"]
         # the verdict is the run's last word
         assert out.rstrip().splitlines()[-1].endswith(sentence)
-        recovery = json.loads((report / "metrics.json").read_text())["recovery"] if (report / "metrics.json").exists() else None
-        assert journal["chaosdb_report"]["recovery_s"] is not None, (journal["chaosdb_report"], recovery)
+        m = json.loads((report / "metrics.json").read_text())
+        # the outage is always measured; the recovery when the run's end left 5 s of quiet after it
+        assert m["recovery"]["duration_s"] == journal["chaosdb_report"]["recovery_s"], journal["chaosdb_report"]
+        if m["recovery"]["duration_s"] is None:
+            assert_not_recovered_is_true(m, report / "samples")
         # the load control's record: its samples, its phases, its process gone, no password in its DSN
         load = journal["chaosdb_load"]
         assert load["samples_dir"] == str(report / "samples") and load["warmup_end_ts"] > load["start_ts"]
@@ -72,13 +118,13 @@ def test_quickstart_experiment_end_to_end():
             "killing the primary's node under load must show failed attempts"
         # the report of this real journal: a whole-node kill of the primary leaves no commit for about Patroni's
         # ttl (20 s); the restart is drawn as a restore, not a fault
-        m = json.loads((report / "metrics.json").read_text())
         assert {"metrics.json", "report.md", "report.html", "timeline.png", "latency_ecdf.png", "journal.json"} <= \
             {p.name for p in report.iterdir()}
         assert m["baseline"]["seconds"] >= 9 and m["baseline"]["error_rate"] == 0
         assert m["impact"]["error_rate"] > 0 and m["degradation"]["availability"] < 1
         assert 10 < m["recovery"]["unavailability_s"] < 40, m["recovery"]
-        assert m["recovery"]["duration_s"] is not None and m["recovery"]["duration_s"] >= 10, m["recovery"]
+        measured = m["recovery"]["duration_s"] if m["recovery"]["duration_s"] is not None else m["recovery"]["lower_bound_s"]
+        assert measured >= 10, m["recovery"]
         assert [(f["name"], f["restores"]) for f in m["faults"] if not f["rollback"]] == \
             [("kill-the-primary-node", False), ("restart-the-killed-node", True)]
         assert m["verdict"]["ok"] == (not failed) and (report / "report.html").stat().st_size > 50_000
