@@ -25,12 +25,24 @@ from chaosdb.chaosmesh.objects import (
 )
 from chaosdb.core.arguments import check_arguments, choice
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.results import action_result
+from chaosdb.core.results import target as target_entry
 from chaosdb.k8s import api, created
 from chaosdb.k8s.roles import check_target, resolve_target
 from chaosdb.manifests.templates import render
 
 __all__ = ["create_chaos", "wait_until_injected", "wait_until_recovered", "pause_chaos", "resume_chaos",
            "delete_chaos", "delete_all_chaos"]
+
+
+def _object_entry(kind: str, name: str, namespace: str) -> dict[str, Any]:
+    """A chaos object as the entry of a result's ``targets`` (what pause, resume and delete take)."""
+    return target_entry(name, kind=kind, namespace=namespace)
+
+
+def _state(kind: str, name: str, namespace: str, configuration, secrets) -> dict[str, Any]:
+    return {"targets": [_object_entry(kind, name, namespace)],
+            **summarise(_get(kind, name, namespace, configuration, secrets))}
 
 
 def _get(kind: str, name: str, namespace: str, configuration, secrets) -> dict[str, Any]:
@@ -46,6 +58,7 @@ def _from_template(template: str, variables: dict[str, Any] | None) -> dict[str,
     return objects[0]
 
 
+@action_result
 def create_chaos(kind: str = "", spec: Dict[str, Any] = None, template: str = "",
                  variables: Dict[str, Any] = None, name: str = "", namespace: str = "",
                  target: Dict[str, Any] = None, wait: bool = True, timeout_s: float = 120.0,
@@ -97,11 +110,12 @@ def create_chaos(kind: str = "", spec: Dict[str, Any] = None, template: str = ""
                          secrets=secrets)
             raise
     else:
-        result = summarise(_get(kind, name, namespace, configuration, secrets))
+        result = _state(kind, name, namespace, configuration, secrets)
     result["target"] = resolved
     return result
 
 
+@action_result
 def wait_until_injected(kind: str, name: str, namespace: str = "", timeout_s: float = 120.0,
                         configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Wait until ``Selected`` and ``AllInjected`` are True. Fails early when Chaos Mesh reports a failed
@@ -113,7 +127,7 @@ def wait_until_injected(kind: str, name: str, namespace: str = "", timeout_s: fl
         state = summarise(_get(kind, name, namespace, configuration, secrets))
         if state["injected"]:
             state["waited_s"] = round(time.monotonic() - started, 3)
-            return state
+            return {"targets": [_object_entry(kind, name, namespace)], **state}
         if state["failures"]:
             raise ChaosDBError(f"{kind} {namespace}/{name} failed to inject: "
                                + "; ".join(f"{f['target']}: {f['message']}" for f in state["failures"]))
@@ -125,6 +139,7 @@ def wait_until_injected(kind: str, name: str, namespace: str = "", timeout_s: fl
         time.sleep(0.2)
 
 
+@action_result
 def wait_until_recovered(kind: str, name: str, namespace: str = "", timeout_s: float = 300.0,
                          configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Wait until Chaos Mesh has recovered every target (``desiredPhase: Stop`` and ``AllRecovered``): the
@@ -140,7 +155,7 @@ def wait_until_recovered(kind: str, name: str, namespace: str = "", timeout_s: f
         state = summarise(obj)
         if state["recovered"] or (state["paused"] and state["all_recovered"]):
             state["waited_s"] = round(time.monotonic() - started, 3)
-            return state
+            return {"targets": [_object_entry(kind, name, namespace)], **state}
         if time.monotonic() >= deadline:
             raise ChaosDBError(f"{kind} {namespace}/{name} not recovered after {timeout_s:g}s "
                                f"(phase {state['phase']}, records {state['records']})")
@@ -154,6 +169,7 @@ def _annotate(kind: str, name: str, namespace: str, value: str | None, configura
                     custom.patch_namespaced_custom_object, GROUP, VERSION, namespace, plural_of(kind), name, patch)
 
 
+@action_result
 def pause_chaos(kind: str, name: str, namespace: str = "", wait: bool = True, timeout_s: float = 60.0,
                 configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Pause (annotation ``experiment.chaos-mesh.org/pause: "true"``): the fault is withdrawn but the object
@@ -162,9 +178,10 @@ def pause_chaos(kind: str, name: str, namespace: str = "", wait: bool = True, ti
     _annotate(kind, name, namespace, "true", configuration, secrets)
     if wait and kind not in ("Schedule", "Workflow"):
         return wait_until_recovered(kind, name, namespace, timeout_s, configuration, secrets)
-    return summarise(_get(kind, name, namespace, configuration, secrets))
+    return _state(kind, name, namespace, configuration, secrets)
 
 
+@action_result
 def resume_chaos(kind: str, name: str, namespace: str = "", wait: bool = True, timeout_s: float = 60.0,
                  configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Resume a paused object (the annotation is removed: a merge patch with null), waiting for re-injection."""
@@ -172,9 +189,10 @@ def resume_chaos(kind: str, name: str, namespace: str = "", wait: bool = True, t
     _annotate(kind, name, namespace, None, configuration, secrets)
     if wait and kind not in ("Schedule", "Workflow"):
         return wait_until_injected(kind, name, namespace, timeout_s, configuration, secrets)
-    return summarise(_get(kind, name, namespace, configuration, secrets))
+    return _state(kind, name, namespace, configuration, secrets)
 
 
+@action_result
 def delete_chaos(kind: str, name: str, namespace: str = "", wait: bool = True, timeout_s: float = 120.0,
                  configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Delete the object: Chaos Mesh recovers every target, then drops its finalizer. Idempotent (an object
@@ -190,7 +208,8 @@ def delete_chaos(kind: str, name: str, namespace: str = "", wait: bool = True, t
     except api.K8sApiError as e:
         if e.status == 404:
             created.forget(kind, name, namespace)
-            return {"name": name, "namespace": namespace, "kind": kind, "deleted": True, "existed": False,
+            return {"targets": [_object_entry(kind, name, namespace)], "name": name, "namespace": namespace,
+                    "kind": kind, "deleted": True, "existed": False,
                     "waited_s": 0.0}
         raise
     deadline = started + float(timeout_s)
@@ -207,14 +226,17 @@ def delete_chaos(kind: str, name: str, namespace: str = "", wait: bool = True, t
                                f"records not recovered: {last.get('records')}")
         time.sleep(0.2)
     created.forget(kind, name, namespace)
-    return {"name": name, "namespace": namespace, "kind": kind, "deleted": wait, "existed": True,
+    return {"targets": [_object_entry(kind, name, namespace)], "name": name, "namespace": namespace, "kind": kind,
+            "deleted": wait, "existed": True,
             "waited_s": round(time.monotonic() - started, 3)}
 
 
+@action_result
 def delete_all_chaos(namespace: str = "", kinds: List[str] = None, timeout_s: float = 120.0,
-                     configuration: Configuration = None, secrets: Secrets = None) -> List[Dict[str, Any]]:
+                     configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Delete every chaos object this pack created in ``namespace`` (label
-    ``app.kubernetes.io/managed-by=chaostoolkit-db``): the rollback after an interrupted run."""
+    ``app.kubernetes.io/managed-by=chaostoolkit-db``): the rollback after an interrupted run. ``targets`` are
+    the objects found, ``deleted`` what each deletion returned."""
     namespace = api.namespace_of(configuration, namespace)
     custom = api.custom_objects(configuration, secrets)
     selector = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
@@ -225,7 +247,7 @@ def delete_all_chaos(namespace: str = "", kinds: List[str] = None, timeout_s: fl
         for item in listing.get("items") or []:
             out.append(delete_chaos(kind, item["metadata"]["name"], namespace, True, timeout_s, configuration,
                                     secrets))
-    return out
+    return {"targets": [t for d in out for t in d["targets"]], "namespace": namespace, "deleted": out}
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)

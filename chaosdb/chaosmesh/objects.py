@@ -52,7 +52,8 @@ def _condition(status: dict[str, Any], kind: str) -> bool:
 
 def summarise(obj: dict[str, Any]) -> dict[str, Any]:
     """A chaos object -> plain record: phase (``waiting`` / ``not-selected`` / ``injecting`` / ``injected`` /
-    ``paused`` / ``recovering`` / ``recovered`` / ``deleting``), conditions, targets and failures."""
+    ``paused`` / ``recovering`` / ``recovered`` / ``deleting``), conditions, the selected pods (``namespace/name``)
+    and failures."""
     meta, status = obj.get("metadata") or {}, obj.get("status") or {}
     experiment = status.get("experiment") or {}
     records = experiment.get("containerRecords") or []
@@ -82,7 +83,7 @@ def summarise(obj: dict[str, Any]) -> dict[str, Any]:
         "all_recovered": cond["AllRecovered"], "paused": cond["Paused"],
         "injected": cond["Selected"] and cond["AllInjected"],
         "recovered": desired == "Stop" and cond["AllRecovered"],
-        "targets": [r.get("id") for r in records],
+        "selected_pods": [r.get("id") for r in records],
         "records": [{"target": r.get("id"), "phase": r.get("phase"), "injected_count": r.get("injectedCount", 0),
                      "recovered_count": r.get("recoveredCount", 0)} for r in records],
         "failures": failures,

@@ -28,6 +28,8 @@ from chaosdb.core.commands import describe_argv, run_argv_full
 from chaosdb.core.deprecation import renamed_argument, warn_deprecated
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError, UnsafeFault
+from chaosdb.core.results import action_result
+from chaosdb.core.results import target as target_entry
 from chaosdb.core.signals import SIGNALS, signal_name
 from chaosdb.core.timeutil import parse_go_duration
 
@@ -97,6 +99,7 @@ def _drain_wait(drain_wait_s: Union[float, str], drain_wait: Union[str, int, Non
     return _duration(secs, "drain_wait_s")
 
 
+@action_result
 def drain_node(target: Union[int, str] = "any", drain_wait_s: float = 60, shutdown: bool = False,
                table: Optional[str] = None, row: Optional[List[Any]] = None, drain_wait: Optional[str] = None,
                node: Union[int, str, None] = None, configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
@@ -127,13 +130,15 @@ def drain_node(target: Union[int, str] = "any", drain_wait_s: float = 60, shutdo
                                f"server.shutdown.* settings add up to the time a drain needs) or drain again; "
                                f"the node stays draining. ({exc})") from None
         raise
-    return {"node": picked["id"], "pod": picked["pod"], "address": picked["address"], "drain_wait": flag,
+    return {"targets": [_node_entry(picked)],
+            "node": picked["id"], "pod": picked["pod"], "address": picked["address"], "drain_wait": flag,
             "drain_wait_s": secs, "shutdown": bool(shutdown), "ok": out.strip().endswith("ok"), "remaining": _remaining(err),
             "warnings": [ln for ln in err.splitlines() if ln.startswith("warning")],
             "elapsed_s": round(time.monotonic() - t0, 3), "command": describe_argv(argv, 8),
             "cli_version": repr(feats), "range": picked.get("range")}
 
 
+@action_result
 def quit_node(target: Union[int, str] = "any", drain_wait_s: float = 60, table: Optional[str] = None,
               row: Optional[List[Any]] = None, drain_wait: Optional[str] = None,
               node: Union[int, str, None] = None, configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
@@ -152,7 +157,8 @@ def quit_node(target: Union[int, str] = "any", drain_wait_s: float = 60, table: 
     _save_local(cfg, picked)
     t0 = time.monotonic()
     out, err = run_argv_full(argv, timeout=None if secs == 0 else secs + 120)
-    return {"node": picked["id"], "pod": picked["pod"], "address": picked["address"], "drain_wait": flag,
+    return {"targets": [_node_entry(picked)],
+            "node": picked["id"], "pod": picked["pod"], "address": picked["address"], "drain_wait": flag,
             "drain_wait_s": secs, "ok": "ok" in out, "remaining": _remaining(err), "elapsed_s": round(time.monotonic() - t0, 3),
             "command": describe_argv(argv, 8), "cli_version": repr(feats)}
 
@@ -165,6 +171,7 @@ def _node_ids(nodes: Union[int, str, List[Union[int, str]]]) -> List[Union[int, 
     return list(nodes)
 
 
+@action_result
 def decommission_nodes(nodes: Union[int, str, List[Union[int, str]]], wait: str = "all",
                        checks: Optional[str] = None, min_active_after: int = 3, timeout_s: float = 3600,
                        table: Optional[str] = None, row: Optional[List[Any]] = None,
@@ -195,11 +202,13 @@ def decommission_nodes(nodes: Union[int, str, List[Union[int, str]]], wait: str 
     t0 = time.monotonic()
     out, _ = run_argv_full(argv, timeout=timeout_s)
     result = parse_decommission_output(out)
-    result.update({"requested": ids, "wait": wait, "completed": result["note"] is not None,
+    result.update({"targets": [_node_entry(t) for t in targets], "requested": ids, "wait": wait,
+                   "completed": result["note"] is not None,
                    "elapsed_s": round(time.monotonic() - t0, 3), "command": describe_argv(argv, 8)})
     return result
 
 
+@action_result
 def recommission_nodes(nodes: Union[int, str, List[Union[int, str]]], configuration: Configuration = None,
                        secrets: Secrets = None) -> Dict[str, Any]:
     """Recommission decommissioning nodes (``cockroach node recommission``), the rollback of
@@ -217,8 +226,14 @@ def recommission_nodes(nodes: Union[int, str, List[Union[int, str]]], configurat
     argv = channels.cli_argv(cfg, "node", "recommission", *map(str, ids), "--format=csv")
     out, _ = run_argv_full(argv, timeout=120)
     result = parse_decommission_output(out)
-    result.update({"requested": ids, "command": describe_argv(argv, 8)})
+    result.update({"targets": [_node_entry(t) for t in targets], "requested": ids,
+                   "command": describe_argv(argv, 8)})
     return result
+
+
+def _node_entry(node: Dict[str, Any]) -> Dict[str, Any]:
+    """A node as an entry of a result's ``targets``: its id (what ``target`` takes), pod and address."""
+    return target_entry(node["id"], pod=node.get("pod"), address=node.get("address"))
 
 
 def _pod_of(target: Dict[str, Any]) -> Dict[str, Any]:
@@ -228,6 +243,7 @@ def _pod_of(target: Dict[str, Any]) -> Dict[str, Any]:
     return {"pod": target["pod"]}
 
 
+@action_result
 def kill_node(target: Union[int, str] = "any", signal: str = "KILL", container: Optional[str] = None, pid: int = 1,
               table: Optional[str] = None, row: Optional[List[Any]] = None,
               node: Union[int, str, None] = None, configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
@@ -240,7 +256,8 @@ def kill_node(target: Union[int, str] = "any", signal: str = "KILL", container: 
     sig = signal_name(signal)
     picked = resolve_node(cfg, secrets, _target(target, node, "kill_node"),
                           table, row)
-    base = {"node": picked["id"], "pod": picked["pod"], "address": picked["address"], "signal": sig,
+    base = {"targets": [_node_entry(picked)],
+            "node": picked["id"], "pod": picked["pod"], "address": picked["address"], "signal": sig,
             "range": picked.get("range")}
     if _on_k8s(cfg):
         cont = container or cfg.get("k8s_container")
@@ -251,6 +268,7 @@ def kill_node(target: Union[int, str] = "any", signal: str = "KILL", container: 
     return {**base, "where": "local", **localproc.signal_node(picked["id"], picked["address"], sig)}
 
 
+@action_result
 def delete_node_pod(target: Union[int, str] = "any", grace_period_s: Optional[int] = None, force: bool = False,
                     table: Optional[str] = None, row: Optional[List[Any]] = None,
                     node: Union[int, str, None] = None, configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
@@ -266,10 +284,12 @@ def delete_node_pod(target: Union[int, str] = "any", grace_period_s: Optional[in
                           table, row)
     done = engine_action("kubernetes", "delete_pods")(
         _pod_of(picked), grace_period_s, force, wait_replaced=False, configuration=cfg, secrets=secrets)
-    return {"node": picked["id"], "pod": picked["pod"], "uid": done["old_uids"][picked["pod"]],
+    return {"targets": [_node_entry(picked)], "node": picked["id"], "pod": picked["pod"],
+            "uid": done["old_uids"][picked["pod"]],
             "grace_period_s": done["grace_period_s"], "force": bool(force), "range": picked.get("range")}
 
 
+@action_result
 def wait_for_node(node: Union[int, str], timeout_s: float = 300, ready: bool = True, interval_s: float = 2.0,
                   configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Wait until a node is live, available and not draining again (``ready``) and report how long it
@@ -284,7 +304,8 @@ def wait_for_node(node: Union[int, str], timeout_s: float = 300, ready: bool = T
             if last is None:
                 raise ChaosDBError(f"node {node} is not in the cluster")
             if last["is_live"] and last["is_available"] and (not ready or not last.get("draining")):
-                return {"node": last["id"], "waited_s": round(time.monotonic() - t0, 3), "status": last}
+                return {"targets": [_node_entry(last)], "node": last["id"],
+                        "waited_s": round(time.monotonic() - t0, 3), "status": last}
         except ChaosDBError as exc:
             last = str(exc)
         if time.monotonic() - t0 > timeout_s:
@@ -292,6 +313,7 @@ def wait_for_node(node: Union[int, str], timeout_s: float = 300, ready: bool = T
         time.sleep(interval_s)
 
 
+@action_result
 def restart_node(node: Union[int, str], grace_period_s: int = 60, wait: bool = True, timeout_s: float = 300,
                  configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Bring a node back: the rollback for ``kill_node`` and for a drain. Locally, a node killed by
@@ -312,12 +334,13 @@ def restart_node(node: Union[int, str], grace_period_s: int = 60, wait: bool = T
             target = resolve_node(cfg, secrets, nid, require_live=False)
             localproc.signal_node(nid, target["address"], "TERM", wait_s=float(grace_period_s))
         how = localproc.restart_saved(nid)
-    out = {"node": nid, **how}
+    out = {"targets": [target_entry(nid)], "node": nid, **how}
     if wait:
         out["back"] = wait_for_node(nid, timeout_s, configuration=cfg, secrets=secrets)
     return out
 
 
+@action_result
 def rolling_restart(statefulset: str = "cockroachdb", selector: str = "app=cockroachdb",
                     image: Optional[str] = None, container: Optional[str] = None, timeout_s: float = 1800,
                     poll_s: float = 1.0, configuration: Configuration = None,
@@ -339,9 +362,11 @@ def rolling_restart(statefulset: str = "cockroachdb", selector: str = "app=cockr
         timeout_s=timeout_s, poll_s=poll_s, selector=selector, configuration=cfg, secrets=secrets)
     for name, rec in result["pods"].items():
         rec["node"] = pods.get(name)
-    return result
+    # the nodes the restarted pods serve (by node id, what target takes; the pod name when unknown)
+    return {**result, "targets": [target_entry(pods.get(name, name), pod=name) for name in result["pods"]]}
 
 
+@action_result
 def restart_killed_nodes(wait: bool = True, timeout_s: float = 300, configuration: Configuration = None,
                          secrets: Secrets = None) -> Dict[str, Any]:
     """Start again every local node that ``kill_node`` or a shutdown drain stopped on this machine and
@@ -354,9 +379,11 @@ def restart_killed_nodes(wait: bool = True, timeout_s: float = 300, configuratio
         if wait and rec.get("started"):
             rec["back"] = wait_for_node(nid, timeout_s, configuration=cfg, secrets=secrets)
         restarted.append(rec)
-    return {"restarted": restarted}
+    return {"targets": [target_entry(r["node"]) for r in restarted if r.get("started")],
+            "restarted": restarted}
 
 
+@action_result
 def wait_until_healthy(timeout_s: float = 300, interval_s: float = 5.0, configuration: Configuration = None,
                        secrets: Secrets = None) -> Dict[str, Any]:
     """Wait until every active node is live and available, none drains, and no range is unavailable or
@@ -369,7 +396,7 @@ def wait_until_healthy(timeout_s: float = 300, interval_s: float = 5.0, configur
         try:
             h = cluster_health(cfg, secrets)
             if h["healthy"]:
-                return {"waited_s": round(time.monotonic() - t0, 3), "nodes": len(h["nodes"])}
+                return {"targets": [], "waited_s": round(time.monotonic() - t0, 3), "nodes": len(h["nodes"])}
             problems = h["problems"]
         except ChaosDBError as exc:
             problems = [str(exc)]

@@ -60,7 +60,8 @@ class Target:
     details: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"node": self.name, "roles": sorted(self.roles), "up": self.up, **self.details}
+        # "node" is the name's old key (deprecated, kept until the next release)
+        return {"name": self.name, "node": self.name, "roles": sorted(self.roles), "up": self.up, **self.details}
 
 
 def parse_count(count: int | str) -> int | None:

@@ -43,6 +43,8 @@ from chaoslib.types import Configuration, Secrets
 from chaosdb.core.adapters import check_role_target
 from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.results import action_result
+from chaosdb.core.results import target as target_entry
 from chaosdb.faults import engine
 from chaosdb.faults.classify import DIRECTIONS, SCOPES
 from chaosdb.faults.host import netem_available
@@ -74,7 +76,8 @@ logger = logging.getLogger("chaostoolkit")
 
 
 def _result(rec: FaultRecord, **extra: Any) -> Dict[str, Any]:
-    out = {"fault_id": rec.id, "kind": rec.kind, "targets": rec.targets, "params": rec.params,
+    out = {"targets": [target_entry(t.get("name"), **{k: v for k, v in t.items() if k != "name"}) for t in rec.targets],
+           "fault_id": rec.id, "kind": rec.kind, "params": rec.params,
            "injected_at": round(rec.created, 3), "reverts_at": round(rec.deadline, 3) if rec.deadline else None,
            **extra}
     if rec.cgroups:
@@ -98,6 +101,7 @@ def _groups(target: Any, count: Any, components: List[str] | None, processes: st
     return process_groups(layout, chosen, components), layout.dir
 
 
+@action_result
 def limit_cpu(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, quota_s: float = 0.05,
               period_s: float = 1.0, components: List[str] = None, duration_s: float = 0, processes: str = "",
               cluster: str = "", cluster_dir: str = "", configuration: Configuration = None,
@@ -114,6 +118,7 @@ def limit_cpu(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, quo
     return _result(engine.inject_cpu_quota(groups, quota_s, period_s, duration_s, cdir))
 
 
+@action_result
 def limit_memory(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, limit_mb: float = 256,
                  components: List[str] = None, duration_s: float = 0, processes: str = "", cluster: str = "",
                  cluster_dir: str = "", configuration: Configuration = None,
@@ -153,6 +158,7 @@ def _network(kind: str, target: Any, count: Any, scope: str, direction: str, dur
     return _result(rec, roles_at_injection=roles, quorum=verdict)
 
 
+@action_result
 def partition_node(target: str = "leader", count: int = 1, scope: str = "all", direction: str = "both",
                    duration_s: float = 0, allow_quorum_loss: bool = False, cluster: str = "", cluster_dir: str = "",
                    configuration: Configuration = None) -> Dict[str, Any]:
@@ -166,6 +172,7 @@ def partition_node(target: str = "leader", count: int = 1, scope: str = "all", d
                     quorum_what="partition", allow_quorum_loss=allow_quorum_loss)
 
 
+@action_result
 def lose_packets(target: str = "leader", count: int = 1, loss_percent: float = 5.0, scope: str = "all",
                  direction: str = "both", duration_s: float = 0, cluster: str = "", cluster_dir: str = "",
                  configuration: Configuration = None) -> Dict[str, Any]:
@@ -175,6 +182,7 @@ def lose_packets(target: str = "leader", count: int = 1, loss_percent: float = 5
                     loss_percent=loss_percent)
 
 
+@action_result
 def lose_packets_in_bursts(target: str = "leader", count: int = 1, loss_percent: float = 5.0,
                            mean_burst_packets: float = 4.0, scope: str = "all", direction: str = "both",
                            duration_s: float = 0, cluster: str = "", cluster_dir: str = "",
@@ -186,6 +194,7 @@ def lose_packets_in_bursts(target: str = "leader", count: int = 1, loss_percent:
                     cluster_dir, loss_percent=loss_percent, burst_packets=mean_burst_packets)
 
 
+@action_result
 def limit_bandwidth(target: str = "leader", count: int = 1, rate_kbit: int = 1024, scope: str = "all",
                     direction: str = "both", duration_s: float = 0, cluster: str = "", cluster_dir: str = "",
                     configuration: Configuration = None) -> Dict[str, Any]:
@@ -195,6 +204,7 @@ def limit_bandwidth(target: str = "leader", count: int = 1, rate_kbit: int = 102
                     rate_kbit=rate_kbit)
 
 
+@action_result
 def delay_traffic(target: str = "leader", count: int = 1, delay_ms: float = 100.0, jitter_ms: float = 0.0,
                   ports: List[str] = None, scope: str = "clients", direction: str = "both",
                   existing_connections: str = "reset", duration_s: float = 0, cluster: str = "",
@@ -220,28 +230,34 @@ def delay_traffic(target: str = "leader", count: int = 1, delay_ms: float = 100.
     return _result(rec, roles_at_injection={t.name: sorted(t.roles) for t in chosen})
 
 
+@action_result
 def revert_faults(kinds: List[str] = None, target: str = "", fault_id: str = "",
-                  configuration: Configuration = None) -> List[Dict[str, Any]]:
+                  configuration: Configuration = None) -> Dict[str, Any]:
     """Rollback for every fault action: undo the active local faults (all of them, or those of
     ``kinds`` such as ``["cpu", "partition"]``, on node ``target``, or one ``fault_id``).
 
-    Idempotent (nothing active: an empty list). Each entry tells what the fault did while it was
-    active: CPU throttled periods and time, memory peak, limit hits and OOM kills, packets dropped.
-    Faults that a ``duration_s`` timer already ended are listed too (``"reverted_by": "timer"``), once.
+    Idempotent (nothing active: ``reverted`` is empty). Each entry of ``reverted`` tells what the fault
+    did while it was active: CPU throttled periods and time, memory peak, limit hits and OOM kills, packets
+    dropped. Faults that a ``duration_s`` timer already ended are listed too (``"reverted_by": "timer"``),
+    once. ``targets`` are the nodes whose faults were undone.
     """
     if fault_id:
-        done = engine.revert_id(fault_id)
-        return [done] if done else []
-    if target and not isinstance(target, str):
-        raise ChaosDBError("target must be one node name")
-    return engine.revert_all(kinds or (), targets=[target] if target else (), include_timed=True)
+        one = engine.revert_id(fault_id)
+        done = [one] if one else []
+    else:
+        if target and not isinstance(target, str):
+            raise ChaosDBError("target must be one node name")
+        done = engine.revert_all(kinds or (), targets=[target] if target else (), include_timed=True)
+    nodes = dict.fromkeys(str(name) for entry in done for name in entry.get("targets") or [])
+    return {"targets": [target_entry(name) for name in nodes], "reverted": done}
 
 
+@action_result
 def cleanup_faults(configuration: Configuration = None) -> Dict[str, Any]:
     """Revert every recorded fault and remove anything of the fault engine left without a record
     (tagged iptables chains and rules, cgroups, the tc qdisc, proxies, reverters). The same as
     ``chaosdb local cleanup``; ``clean`` is true when nothing is left."""
-    return engine.cleanup()
+    return {"targets": [], **engine.cleanup()}
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)

@@ -14,12 +14,24 @@ from chaoslib.types import Configuration, Secrets
 
 from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.results import action_result
+from chaosdb.core.results import target as target_entry
 from chaosdb.k8s import api, pods, rollout
 from chaosdb.k8s.pods import SIGNALS
 from chaosdb.k8s.roles import check_target, resolve_target
 
 __all__ = ["delete_pods", "kill_container_process", "scale_statefulset", "restart_statefulset",
            "wait_for_statefulset_ready"]
+
+
+def _pod_entries(resolved: dict[str, Any]) -> list[dict[str, Any]]:
+    """The resolved pods as entries of a result's ``targets`` (with the role that chose them, if any)."""
+    return [target_entry(pod, kind="Pod", namespace=resolved["namespace"], role=resolved.get("role"))
+            for pod in resolved["pods"]]
+
+
+def _statefulset_entry(name: str, namespace: str) -> dict[str, Any]:
+    return target_entry(name, kind="StatefulSet", namespace=namespace)
 
 
 def _pod_json(configuration, secrets, namespace: str, name: str) -> dict[str, Any]:
@@ -51,6 +63,7 @@ def _wait_for_pods(configuration, secrets, ns: str, before: dict[str, dict[str, 
     return reached
 
 
+@action_result
 def delete_pods(target: Dict[str, Any], grace_period_s: Optional[int] = 30, force: bool = False,
                 wait_replaced: bool = True, timeout_s: float = 300.0, configuration: Configuration = None,
                 secrets: Secrets = None) -> Dict[str, Any]:
@@ -71,7 +84,8 @@ def delete_pods(target: Dict[str, Any], grace_period_s: Optional[int] = 30, forc
             grace = pods.delete_pod(configuration, secrets, ns, pod, force=True)["grace_period_s"]
         else:
             grace = pods.delete_pod(configuration, secrets, ns, pod, grace_period_s)["grace_period_s"]
-    result: dict[str, Any] = {"target": resolved, "grace_period_s": grace, "force": bool(force),
+    result: dict[str, Any] = {"targets": _pod_entries(resolved), "target": resolved, "grace_period_s": grace,
+                              "force": bool(force),
                               "deleted": resolved["pods"], "old_uids": {p: b["uid"] for p, b in before.items()}}
     if not wait_replaced:
         return result
@@ -81,6 +95,7 @@ def delete_pods(target: Dict[str, Any], grace_period_s: Optional[int] = 30, forc
     return result
 
 
+@action_result
 def kill_container_process(target: Dict[str, Any], container: str, signal: str = "KILL", pid: int = 1,
                            wait_restarted: bool = True, timeout_s: float = 300.0,
                            configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
@@ -104,7 +119,8 @@ def kill_container_process(target: Dict[str, Any], container: str, signal: str =
     started = time.monotonic()
     for pod in resolved["pods"]:
         pods.exec_signal(configuration, secrets, ns, pod, container, sig, pid)
-    result: dict[str, Any] = {"target": resolved, "container": container, "signal": sig, "pid": int(pid),
+    result: dict[str, Any] = {"targets": _pod_entries(resolved), "target": resolved, "container": container,
+                              "signal": sig, "pid": int(pid),
                               "restarts_before": {p: b["restarts"] for p, b in before.items()}}
     if not wait_restarted:
         return result
@@ -120,6 +136,7 @@ def _sts(configuration, secrets, namespace: str, name: str) -> dict[str, Any]:
                          namespace)
 
 
+@action_result
 def wait_for_statefulset_ready(name: str, namespace: str = "", replicas: int = 0, timeout_s: float = 600.0,
                                configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Wait until the StatefulSet has ``replicas`` (default: its spec) Ready pods, all on the current revision."""
@@ -131,7 +148,8 @@ def wait_for_statefulset_ready(name: str, namespace: str = "", replicas: int = 0
         st = sts.get("status") or {}
         if (st.get("readyReplicas") or 0) >= want and (st.get("updatedReplicas") or 0) >= want \
                 and st.get("observedGeneration", 0) >= sts["metadata"].get("generation", 0):
-            return {"name": name, "namespace": ns, "ready": st.get("readyReplicas"), "replicas": want,
+            return {"targets": [_statefulset_entry(name, ns)], "name": name, "namespace": ns,
+                    "ready": st.get("readyReplicas"), "replicas": want,
                     "waited_s": round(time.monotonic() - started, 3)}
         if time.monotonic() - started > float(timeout_s):
             raise ChaosDBError(f"statefulset {ns}/{name}: {st.get('readyReplicas') or 0}/{want} Ready, "
@@ -139,6 +157,7 @@ def wait_for_statefulset_ready(name: str, namespace: str = "", replicas: int = 0
         time.sleep(0.2)
 
 
+@action_result
 def scale_statefulset(name: str, replicas: int, namespace: str = "", wait: bool = True,
                       timeout_s: float = 600.0, configuration: Configuration = None,
                       secrets: Secrets = None) -> Dict[str, Any]:
@@ -155,13 +174,15 @@ def scale_statefulset(name: str, replicas: int, namespace: str = "", wait: bool 
     previous = before["spec"]["replicas"]
     api.call_json(f"scaling {ns}/{name} to {replicas}", apps.patch_namespaced_stateful_set_scale, name, ns,
              {"spec": {"replicas": replicas}})
-    out: dict[str, Any] = {"name": name, "namespace": ns, "previous_replicas": previous, "replicas": replicas}
+    out: dict[str, Any] = {"targets": [_statefulset_entry(name, ns)], "name": name, "namespace": ns,
+                           "previous_replicas": previous, "replicas": replicas}
     if wait:
         out["ready_after_s"] = wait_for_statefulset_ready(name, ns, replicas, timeout_s, configuration,
                                                           secrets)["waited_s"]
     return out
 
 
+@action_result
 def restart_statefulset(name: str, namespace: str = "", image: str = "", container: str = "",
                         wait: bool = True, timeout_s: float = 1200.0, poll_s: float = 1.0, selector: str = "",
                         configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
@@ -177,9 +198,10 @@ def restart_statefulset(name: str, namespace: str = "", image: str = "", contain
     if wait:
         done = rollout.rolling_restart(configuration, secrets, name, ns, selector, image=image or None,
                                        container=container or None, timeout_s=timeout_s, poll_s=poll_s)
-        return {"name": name, **done}
+        return {"targets": [_statefulset_entry(name, ns)], "name": name, **done}
     previous = rollout.start_rollout(configuration, secrets, name, ns, image or None, container or None)
-    return {"name": name, "statefulset": name, "namespace": ns, "image": image or None, "previous_image": previous}
+    return {"targets": [_statefulset_entry(name, ns)], "name": name, "statefulset": name, "namespace": ns,
+            "image": image or None, "previous_image": previous}
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)

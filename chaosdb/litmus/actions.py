@@ -13,6 +13,8 @@ from chaoslib.types import Configuration, Secrets
 
 from chaosdb.core.arguments import check_arguments
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.results import action_result
+from chaosdb.core.results import target as target_entry
 from chaosdb.k8s import api, created
 from chaosdb.litmus.results import GROUP, VERSION, result_name, summarise_result
 from chaosdb.manifests.templates import render
@@ -23,10 +25,16 @@ __all__ = ["run_chaos_engine", "wait_for_verdict", "stop_chaos_engine", "delete_
 _MANAGED = {"app.kubernetes.io/managed-by": "chaostoolkit-db"}
 
 
+def _engine_entry(engine: str, namespace: str) -> Dict[str, Any]:
+    """A ChaosEngine as the entry of a result's ``targets`` (what stop and delete take)."""
+    return target_entry(engine, kind="ChaosEngine", namespace=namespace)
+
+
 def _custom(configuration, secrets):
     return api.custom_objects(configuration, secrets)
 
 
+@action_result
 def run_chaos_engine(template: str = "", variables: Dict[str, Any] = None, engine: Dict[str, Any] = None,
                      wait: bool = True, timeout_s: float = 900.0, fail_on_verdict: bool = False,
                      configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
@@ -64,10 +72,12 @@ def run_chaos_engine(template: str = "", variables: Dict[str, Any] = None, engin
     created.remember("ChaosEngine", name, ns, configuration, secrets)
     experiments = [e["name"] for e in obj["spec"].get("experiments") or []]
     if not wait:
-        return {"engine": name, "namespace": ns, "experiments": experiments, "verdict": "Awaited"}
+        return {"targets": [_engine_entry(name, ns)], "engine": name, "namespace": ns, "experiments": experiments,
+                "verdict": "Awaited"}
     return wait_for_verdict(name, experiments[0], ns, timeout_s, fail_on_verdict, configuration, secrets)
 
 
+@action_result
 def wait_for_verdict(engine: str, experiment: str, namespace: str = "", timeout_s: float = 900.0,
                      fail_on_verdict: bool = False, configuration: Configuration = None,
                      secrets: Secrets = None) -> Dict[str, Any]:
@@ -100,13 +110,14 @@ def wait_for_verdict(engine: str, experiment: str, namespace: str = "", timeout_
             if fail_on_verdict and record["verdict"] != "Pass":
                 raise ChaosDBError(f"Litmus {experiment} on {ns}/{engine}: verdict {record['verdict']} "
                                    f"(probe success {record['probe_success_percentage']}%)")
-            return record
+            return {"targets": [_engine_entry(engine, ns)], **record}
         if time.monotonic() - started > float(timeout_s):
             raise ChaosDBError(f"no Litmus verdict for {ns}/{rname} after {timeout_s:g}s "
                                f"(engine status {(eng.get('status') or {}).get('engineStatus')})")
         time.sleep(0.25)
 
 
+@action_result
 def stop_chaos_engine(engine: str, namespace: str = "", configuration: Configuration = None,
                       secrets: Secrets = None) -> Dict[str, Any]:
     """Abort a running engine (``engineState: stop``); the operator stops the experiment and its helpers."""
@@ -117,11 +128,14 @@ def stop_chaos_engine(engine: str, namespace: str = "", configuration: Configura
                       ns, "chaosengines", engine, {"spec": {"engineState": "stop"}})
     except api.K8sApiError as e:
         if e.status == 404:
-            return {"engine": engine, "namespace": ns, "stopped": False, "existed": False}
+            return {"targets": [_engine_entry(engine, ns)], "engine": engine, "namespace": ns, "stopped": False,
+                    "existed": False}
         raise
-    return {"engine": engine, "namespace": ns, "stopped": True, "existed": True}
+    return {"targets": [_engine_entry(engine, ns)], "engine": engine, "namespace": ns, "stopped": True,
+            "existed": True}
 
 
+@action_result
 def delete_chaos_engine(engine: str, namespace: str = "", stop_first: bool = True,
                         configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Rollback: stop the engine (so helpers are withdrawn), then delete it. Idempotent. The ChaosResult is kept
@@ -136,10 +150,12 @@ def delete_chaos_engine(engine: str, namespace: str = "", stop_first: bool = Tru
     except api.K8sApiError as e:
         if e.status == 404:
             created.forget("ChaosEngine", engine, ns)
-            return {"engine": engine, "namespace": ns, "deleted": False, "existed": False}
+            return {"targets": [_engine_entry(engine, ns)], "engine": engine, "namespace": ns, "deleted": False,
+                    "existed": False}
         raise
     created.forget("ChaosEngine", engine, ns)
-    return {"engine": engine, "namespace": ns, "deleted": True, "existed": True}
+    return {"targets": [_engine_entry(engine, ns)], "engine": engine, "namespace": ns, "deleted": True,
+            "existed": True}
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)

@@ -37,6 +37,8 @@ from chaoslib.types import Configuration
 
 from chaosdb.core.arguments import check_arguments, choice, number, one_of_or_names
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.results import action_result
+from chaosdb.core.results import target as target_entry
 from chaosdb.core.targets import Target
 from chaosdb.core.timeutil import Stopwatch
 from chaosdb.local import cluster as _cluster
@@ -78,6 +80,7 @@ def _record(action: str, layout: ClusterLayout, target: Any, chosen: list[Target
     }
 
 
+@action_result
 def cluster_up(cluster: str = "", cluster_dir: str = "", nodes: int = 3, timeout_s: float = 120.0,
                configuration: Configuration = None) -> Dict[str, Any]:
     """Start the embedded postgres-ha cluster (create it on first use) and wait until it is healthy.
@@ -88,16 +91,18 @@ def cluster_up(cluster: str = "", cluster_dir: str = "", nodes: int = 3, timeout
     """
 
     directory = resolve_cluster_dir(cluster, cluster_dir, configuration)
-    return _cluster.up(directory, cluster or directory.name, nodes=nodes, timeout=timeout_s)
+    return {"targets": [], **_cluster.up(directory, cluster or directory.name, nodes=nodes, timeout=timeout_s)}
 
 
+@action_result
 def cluster_down(cluster: str = "", cluster_dir: str = "", purge: bool = False,
                  configuration: Configuration = None) -> Dict[str, Any]:
     """Stop every process of the embedded cluster; with ``purge`` also delete its data."""
     layout = open_cluster(cluster, cluster_dir, configuration)
-    return _cluster.down(layout, purge=purge)
+    return {"targets": [], **_cluster.down(layout, purge=purge)}
 
 
+@action_result
 def kill_postgres_process(target: str = "leader", count: int = 1, allow_quorum_loss: bool = False,
                           cluster: str = "", cluster_dir: str = "",
                           configuration: Configuration = None) -> Dict[str, Any]:
@@ -123,6 +128,7 @@ def kill_postgres_process(target: str = "leader", count: int = 1, allow_quorum_l
                    killed_pids=killed)
 
 
+@action_result
 def stop_database(target: str = "leader", count: int = 1, method: str = "switchover", drain_wait_s: float = 5.0,
                   grace_s: float = 30.0, switchover_timeout_s: float = 60.0, allow_quorum_loss: bool = False,
                   cluster: str = "", cluster_dir: str = "",
@@ -170,6 +176,7 @@ def stop_database(target: str = "leader", count: int = 1, method: str = "switcho
                    sigkilled={k: v["sigkilled"] for k, v in stopped.items()})
 
 
+@action_result
 def kill_node(target: str = "leader", count: int = 1, allow_quorum_loss: bool = False,
               cluster: str = "", cluster_dir: str = "",
               configuration: Configuration = None) -> Dict[str, Any]:
@@ -198,6 +205,7 @@ def kill_node(target: str = "leader", count: int = 1, allow_quorum_loss: bool = 
     return _record("kill_node", layout, target, chosen, verdict, watch, signal="SIGKILL")
 
 
+@action_result
 def kill_etcd_member(target: str = "etcd-leader", count: int = 1, allow_quorum_loss: bool = False,
                      cluster: str = "", cluster_dir: str = "",
                      configuration: Configuration = None) -> Dict[str, Any]:
@@ -223,6 +231,7 @@ def kill_etcd_member(target: str = "etcd-leader", count: int = 1, allow_quorum_l
     return _record("kill_etcd_member", layout, target, chosen, verdict, watch, signal="SIGKILL", killed_pids=killed)
 
 
+@action_result
 def suspend_node(target: str = "leader", count: int = 1, duration_s: float = 0.0, allow_quorum_loss: bool = False,
                  cluster: str = "", cluster_dir: str = "",
                  configuration: Configuration = None) -> Dict[str, Any]:
@@ -260,6 +269,7 @@ def _node_names(layout: ClusterLayout, nodes: str | list[str]) -> List[str]:
     return list(nodes)
 
 
+@action_result
 def resume_nodes(nodes: str = "all", cluster: str = "", cluster_dir: str = "",
                  configuration: Configuration = None) -> Dict[str, Any]:
     """Rollback of ``suspend_node``: SIGCONT every suspended process of the nodes (``all`` by default).
@@ -273,9 +283,11 @@ def resume_nodes(nodes: str = "all", cluster: str = "", cluster_dir: str = "",
         stopped = [p.pid for p in node_processes(node.path, node.data_dir) if p.state == "T"]
         if stopped:
             resumed[name] = signal_pids(stopped, signal.SIGCONT)
-    return {"action": "resume_nodes", "cluster": layout.name, "resumed": resumed}
+    return {"action": "resume_nodes", "targets": [target_entry(name) for name in resumed], "cluster": layout.name,
+            "resumed": resumed}
 
 
+@action_result
 def restart_nodes(nodes: str = "all", wait_healthy_s: float = 60.0, cluster: str = "", cluster_dir: str = "",
                   configuration: Configuration = None) -> Dict[str, Any]:
     """Rollback of ``kill_node`` / ``stop_database``: start whatever is not running on the nodes.
@@ -292,10 +304,12 @@ def restart_nodes(nodes: str = "all", wait_healthy_s: float = 60.0, cluster: str
         if r["started"] or r["resumed_pids"]:
             started[name] = r
     health = _cluster.wait_healthy(layout, timeout=wait_healthy_s) if wait_healthy_s > 0 else None
-    return {"action": "restart_nodes", "cluster": layout.name, "started": started,
+    return {"action": "restart_nodes", "targets": [target_entry(name) for name in started], "cluster": layout.name,
+            "started": started,
             "leader": health["leader"] if health else None, **watch.stop().as_dict()}
 
 
+@action_result
 def rolling_restart(wait_healthy_s: float = 120.0, pause_s: float = 0.0, switchover: bool = True,
                     cluster: str = "", cluster_dir: str = "",
                     configuration: Configuration = None) -> Dict[str, Any]:
@@ -315,9 +329,11 @@ def rolling_restart(wait_healthy_s: float = 120.0, pause_s: float = 0.0, switcho
     result = scale.rolling_restart(layout, wait_healthy_s=wait_healthy_s, pause_s=pause_s, switchover=switchover)
     logger.info("chaosdb: rolling restart of %s done in %.1fs, leader %s", ", ".join(result["order"]),
                 result["seconds"], result["leader"])
-    return {"action": "rolling_restart", "cluster": layout.name, **result}
+    return {"action": "rolling_restart", "targets": [target_entry(name) for name in result["order"]],
+            "cluster": layout.name, **result}
 
 
+@action_result
 def scale_out(timeout_s: float = 180.0, cluster: str = "", cluster_dir: str = "",
               configuration: Configuration = None) -> Dict[str, Any]:
     """Operator fault: add one node to the running cluster (etcd member, then Patroni, which takes a
@@ -334,9 +350,10 @@ def scale_out(timeout_s: float = 180.0, cluster: str = "", cluster_dir: str = ""
     layout = open_cluster(cluster, cluster_dir, configuration)
     result = scale.add_node(layout, timeout=timeout_s)
     logger.info("chaosdb: %s joined and served after %.1fs", result["node"], result["serving_s"])
-    return {"action": "scale_out", "cluster": layout.name, **result}
+    return {"action": "scale_out", "targets": [target_entry(result["node"])], "cluster": layout.name, **result}
 
 
+@action_result
 def scale_in(node: str = "", keep_nodes: int = 3, cluster: str = "", cluster_dir: str = "",
              configuration: Configuration = None) -> Dict[str, Any]:
     """Rollback of ``scale_out``: remove a node for good (default: the highest-numbered one) while the
@@ -346,11 +363,11 @@ def scale_in(node: str = "", keep_nodes: int = 3, cluster: str = "", cluster_dir
 
     layout = open_cluster(cluster, cluster_dir, configuration)
     if len(layout.nodes) <= max(3, keep_nodes):
-        return {"action": "scale_in", "cluster": layout.name, "node": None, "nodes": len(layout.nodes),
+        return {"action": "scale_in", "targets": [], "cluster": layout.name, "node": None, "nodes": len(layout.nodes),
                 "reason": f"the cluster has {len(layout.nodes)} nodes: nothing to remove"}
     result = scale.remove_node(layout, node)
     _cluster.wait_healthy(layout, timeout=120.0)
-    return {"action": "scale_in", "cluster": layout.name, **result}
+    return {"action": "scale_in", "targets": [target_entry(result["node"])], "cluster": layout.name, **result}
 
 
 def _rolling_restart_rule(args: Dict[str, Any]) -> None:

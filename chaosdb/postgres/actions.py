@@ -7,6 +7,8 @@ from chaoslib.types import Configuration, Secrets
 
 from chaosdb.core.arguments import check_arguments, number
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.results import action_result
+from chaosdb.core.results import target as target_entry
 from chaosdb.core.timeutil import Stopwatch
 from chaosdb.postgres.endpoints import patroni_client
 from chaosdb.postgres.patroni import HEALTHY_REPLICA_STATES
@@ -14,6 +16,7 @@ from chaosdb.postgres.patroni import HEALTHY_REPLICA_STATES
 __all__ = ["switchover", "failover", "wait_until_healthy"]
 
 
+@action_result
 def switchover(candidate: str = "", timeout_s: float = 60.0, configuration: Configuration = None,
                secrets: Secrets = None) -> Dict[str, Any]:
     """Planned switchover from the current leader to ``candidate`` (empty: Patroni picks the
@@ -35,10 +38,12 @@ def switchover(candidate: str = "", timeout_s: float = 60.0, configuration: Conf
     watch = Stopwatch()
     message = client.switchover(leader.name, candidate or None)
     new = client.wait_for_leader(timeout_s, not_named=leader.name, newer_than_timeline=leader.timeline)
-    return {"action": "switchover", "from": leader.name, "to": new.name, "message": message,
+    return {"action": "switchover", "targets": [target_entry(leader.name, roles=["leader"])],
+            "from": leader.name, "to": new.name, "message": message,
             "new_timeline": new.timeline, **watch.stop().as_dict()}
 
 
+@action_result
 def failover(candidate: str = "", timeout_s: float = 60.0, configuration: Configuration = None,
              secrets: Secrets = None) -> Dict[str, Any]:
     """Manual failover to ``candidate`` (empty: the streaming replica with the least lag, a
@@ -63,10 +68,12 @@ def failover(candidate: str = "", timeout_s: float = 60.0, configuration: Config
     while new.name != candidate and time.monotonic() < deadline:
         time.sleep(0.5)
         new = client.wait_for_leader(max(1.0, deadline - time.monotonic()), newer_than_timeline=old_timeline)
-    return {"action": "failover", "from": leader.name if leader else None, "to": new.name, "message": message,
+    return {"action": "failover", "targets": [target_entry(new.name, roles=["leader"])],
+            "from": leader.name if leader else None, "to": new.name, "message": message,
             "new_timeline": new.timeline, **watch.stop().as_dict()}
 
 
+@action_result
 def wait_until_healthy(timeout_s: float = 60.0, max_lag_bytes: int = 1048576, expected_members: int = 0,
                        configuration: Configuration = None,
                        secrets: Secrets = None) -> Dict[str, Any]:
@@ -86,7 +93,8 @@ def wait_until_healthy(timeout_s: float = 60.0, max_lag_bytes: int = 1048576, ex
                   and all(m.state in HEALTHY_REPLICA_STATES and m.lag_bytes is not None
                           and m.lag_bytes <= max_lag_bytes for m in replicas))
             if ok:
-                return {"leader": leaders[0].name, "members": len(members), **watch.stop().as_dict()}
+                return {"targets": [], "leader": leaders[0].name, "members": len(members),
+                        **watch.stop().as_dict()}
             last = ", ".join(f"{m.name}={m.role}/{m.state}/lag={m.lag_bytes}" for m in members)
         except ChaosDBError as exc:
             last = str(exc)

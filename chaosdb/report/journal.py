@@ -61,6 +61,7 @@ class Activity:
     background: bool = False
     output: Any = None
     func: str = ""
+    module: str = ""
 
     @property
     def restores(self) -> bool:
@@ -108,7 +109,8 @@ def _activities(runs: list[dict[str, Any]], rollback: bool) -> list[Activity]:
             name=str(act.get("name", "?")), kind=str(act.get("type", "action")), start=parse_ts(r.get("start")),
             end=end, status=str(r.get("status", "")), rollback=rollback,
             background=bool(act.get("background", False)), output=output,
-            func=str((act.get("provider") or {}).get("func", ""))))
+            func=str((act.get("provider") or {}).get("func", "")),
+            module=str((act.get("provider") or {}).get("module", ""))))
     return out
 
 

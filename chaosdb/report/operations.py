@@ -28,6 +28,9 @@ from chaosdb.report.metrics import overlap_s, pause_spans, unavailability, windo
 __all__ = ["OPERATOR_ACTIONS", "operations_from_journal", "measure_operations"]
 
 OPERATOR_ACTIONS = ("rolling_restart", "scale_out", "scale_in")
+#: where they live (every action's result names it, ``action``: CockroachDB's Kubernetes rolling restart is
+#: another action of the same name)
+OPERATOR_MODULE = "chaosdb.local.actions"
 
 # fields of the action's output that are kept (the cluster side of the measurement)
 _KEEP = {
@@ -47,7 +50,8 @@ def operations_from_journal(journal: dict[str, Any]) -> list[dict[str, Any]]:
     ops: list[dict[str, Any]] = []
     for a in activities_of(journal):
         out = a.output
-        if a.kind != "action" or not isinstance(out, dict) or out.get("action") not in OPERATOR_ACTIONS:
+        if a.kind != "action" or not isinstance(out, dict) or out.get("action") not in OPERATOR_ACTIONS \
+                or a.module not in (OPERATOR_MODULE, ""):
             continue
         action = out["action"]
         op: dict[str, Any] = {"activity": a.name, "action": action, "rollback": a.rollback, "status": a.status,

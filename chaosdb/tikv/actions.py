@@ -16,6 +16,8 @@ from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.core.deprecation import renamed_argument, warn_deprecated
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.results import action_result
+from chaosdb.core.results import target as target_entry
 from chaosdb.core.signals import SIGNALS, signal_name
 from chaosdb.tikv import cluster
 from chaosdb.tikv.keys import MODES
@@ -34,6 +36,15 @@ def _target(target: Union[int, str], store: Union[int, str, None], action: str) 
                             "leader")
 
 
+def _store_entry(store: Dict[str, Any]) -> Dict[str, Any]:
+    """A store as the entry of a result's ``targets``: its id (what ``target`` takes), address and pod."""
+    return target_entry(store["id"], kind="store", address=store.get("address"), pod=store.get("pod"))
+
+
+def _region_entry(region_id: int, from_store: int, to_store: int) -> Dict[str, Any]:
+    return target_entry(region_id, kind="region", from_store=from_store, to_store=to_store)
+
+
 def _wait(check, timeout_s: float, interval_s: float = 0.5) -> Optional[float]:
     t0 = time.monotonic()
     while time.monotonic() - t0 <= timeout_s:
@@ -43,6 +54,7 @@ def _wait(check, timeout_s: float, interval_s: float = 0.5) -> Optional[float]:
     return None
 
 
+@action_result
 def transfer_region_leader(key: Optional[str] = None, region_id: Optional[int] = None,
                            to_store: Union[int, str] = "follower", mode: str = "raw", api_version: int = 1,
                            keyspace_id: int = 0, key_format: str = "utf8", wait_s: float = 30,
@@ -71,15 +83,18 @@ def transfer_region_leader(key: Optional[str] = None, region_id: Optional[int] =
         raise ChaosDBError(f"to_store must be a store id or 'follower', got {to_store!r}")
     before = region["leader_store_id"]
     if before == target:
-        return {"region": region["id"], "from_store": before, "to_store": target, "moved": False,
+        return {"targets": [_region_entry(region["id"], before, target)], "region": region["id"],
+                "from_store": before, "to_store": target, "moved": False,
                 "reason": "already the leader"}
     reply = pd_client(cfg).post("/operators", {"name": "transfer-leader", "region_id": region["id"],
                                                "to_store_id": target})
     took = _wait(lambda: cluster.region_by_id(cfg, region["id"])["leader_store_id"] == target, float(wait_s))
-    return {"region": region["id"], "from_store": before, "to_store": target, "pd": reply,
+    return {"targets": [_region_entry(region["id"], before, target)], "region": region["id"],
+            "from_store": before, "to_store": target, "pd": reply,
             "moved": took is not None, "took_s": took}
 
 
+@action_result
 def evict_leaders(target: Union[int, str] = "leader", key: Optional[str] = None, mode: str = "raw",
                   api_version: int = 1, keyspace_id: int = 0, key_format: str = "utf8", wait_s: float = 60,
                   store: Union[int, str, None] = None, configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
@@ -95,10 +110,12 @@ def evict_leaders(target: Union[int, str] = "leader", key: Optional[str] = None,
         raise ChaosDBError(f"store {picked['id']} is the only Up store: its leaders have nowhere to go")
     reply = pd_client(cfg).post("/schedulers", {"name": EVICT, "store_id": picked["id"]})
     took = _wait(lambda: cluster.store(cfg, picked["id"])["leader_count"] == 0, float(wait_s))
-    return {"store": picked["id"], "address": picked["address"], "pod": picked["pod"], "pd": reply,
+    return {"targets": [_store_entry(picked)], "store": picked["id"], "address": picked["address"],
+            "pod": picked["pod"], "pd": reply,
             "leaders_before": picked["leader_count"], "leaderless_after_s": took, "region": picked.get("region")}
 
 
+@action_result
 def remove_leader_eviction(store: Union[int, str, None] = None, configuration: Configuration = None,
                            secrets: Secrets = None) -> Dict[str, Any]:
     """Remove the evict-leader scheduler of one store (its id), or of every store when ``store`` is not
@@ -117,9 +134,11 @@ def remove_leader_eviction(store: Union[int, str, None] = None, configuration: C
         except ChaosDBError as exc:
             if getattr(exc, "status", None) != 404:
                 raise
-    return {"removed": removed, "schedulers": pd.get("/schedulers") or []}
+    stores = [target_entry(name.rsplit("-", 1)[1]) for name in removed if name.rsplit("-", 1)[-1].isdigit()]
+    return {"targets": stores, "removed": removed, "schedulers": pd.get("/schedulers") or []}
 
 
+@action_result
 def set_store_state(store: Union[int, str], state: str, i_understand_offline_removes_the_store: bool = False,
                     configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Set a store ``Offline`` (PD starts moving its regions away to remove it: only with
@@ -137,7 +156,8 @@ def set_store_state(store: Union[int, str], state: str, i_understand_offline_rem
     if current["state"] == "Tombstone":
         raise ChaosDBError(f"store {store} is a Tombstone: it was removed and cannot change state")
     reply = pd_client(cfg).post(f"/store/{int(store)}/state", query=[("state", state)])
-    return {"store": int(store), "from": current["state"], "to": state, "pd": reply,
+    return {"targets": [_store_entry(current)], "store": int(store), "from": current["state"], "to": state,
+            "pd": reply,
             "now": cluster.store(cfg, int(store))["state"]}
 
 
@@ -155,6 +175,7 @@ def _store_fault(action: str, store: Union[int, str], key: Optional[str], mode: 
     return out
 
 
+@action_result
 def limit_store_cpu(store: Union[int, str] = "leader", key: Optional[str] = None, quota_s: float = 0.05,
                     period_s: float = 1.0, duration_s: float = 0, mode: str = "raw", api_version: int = 1,
                     process_match: str = "tikv-server", configuration: Configuration = None,
@@ -168,6 +189,7 @@ def limit_store_cpu(store: Union[int, str] = "leader", key: Optional[str] = None
                         quota_s=quota_s, period_s=period_s, duration_s=duration_s)
 
 
+@action_result
 def limit_store_memory(store: Union[int, str] = "leader", key: Optional[str] = None, limit_mb: float = 256,
                        duration_s: float = 0, mode: str = "raw", api_version: int = 1,
                        process_match: str = "tikv-server", configuration: Configuration = None,
@@ -181,6 +203,7 @@ def limit_store_memory(store: Union[int, str] = "leader", key: Optional[str] = N
                         limit_mb=limit_mb, duration_s=duration_s)
 
 
+@action_result
 def kill_store(target: Union[int, str] = "leader", key: Optional[str] = None, signal: str = "KILL",
                mode: str = "raw", api_version: int = 1, process_match: str = "tikv-server",
                container: Optional[str] = None, store: Union[int, str, None] = None, configuration: Configuration = None,
@@ -193,7 +216,8 @@ def kill_store(target: Union[int, str] = "leader", key: Optional[str] = None, si
     cfg = configuration or {}
     sig = signal_name(signal)
     picked = cluster.resolve_store(cfg, _target(target, store, "kill_store"), key, mode, api_version)
-    base = {"store": picked["id"], "address": picked["address"], "pod": picked["pod"], "signal": sig,
+    base = {"targets": [_store_entry(picked)], "store": picked["id"], "address": picked["address"],
+            "pod": picked["pod"], "signal": sig,
             "region": picked.get("region")}
     if cfg.get("k8s_namespace"):
         if not picked["pod"]:

@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.results import record_problems
 from chaosdb.etcd import probes as etcd_probes
 from chaosdb.local import cluster as lc
 from chaosdb.local.state import load_secrets
@@ -147,6 +148,7 @@ def test_switchover_and_failover_actions(healthy, config):
     assert pg_probes.current_primary(configuration=config) == first
     result = pg_actions.switchover(candidate=target, configuration=config)
     assert result["from"] == first and result["to"] == target
+    assert result["targets"] == [{"name": first, "roles": ["leader"]}] and not record_problems(result), result
     assert pg_probes.current_primary(configuration=config) == target
     assert pg_probes.current_timeline(configuration=config) == tl + 1
     pg_actions.wait_until_healthy(timeout_s=60, expected_members=3, configuration=config)

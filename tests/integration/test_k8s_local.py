@@ -23,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 from chaosdb.chaosmesh import actions as cm
 from chaosdb.chaosmesh import probes as cmp
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.results import record_problems
 from chaosdb.k8s import actions as k8s
 from chaosdb.k8s import api
 from chaosdb.k8s import control as k8s_control
@@ -59,7 +60,7 @@ def cfg(kube):
     """Configuration for the activities; every chaos object a test leaves is deleted afterwards."""
     c = {**kube["configuration"], "k8s_namespace": CRDB_NS}
     yield c
-    left = cm.delete_all_chaos(CHAOS_NS, configuration=c, timeout_s=120)
+    left = cm.delete_all_chaos(CHAOS_NS, configuration=c, timeout_s=120)["deleted"]
     assert not [x for x in left if x["existed"]] or all(x["deleted"] for x in left)
 
 
@@ -207,7 +208,9 @@ def test_pod_kill_on_a_named_pod_replaces_it_and_deletion_removes_the_finalizer(
     before = _pod(cfg, CRDB_NS, "cockroachdb-1")
     made = cm.create_chaos(template="cockroachdb/pod-kill", name="t-pod-kill",
                            target={"pod": "cockroachdb-1", "namespace": CRDB_NS}, configuration=cfg)
-    assert made["injected"] and made["targets"] == [f"{CRDB_NS}/cockroachdb-1"], made
+    assert made["injected"] and made["selected_pods"] == [f"{CRDB_NS}/cockroachdb-1"], made
+    assert made["targets"] == [{"name": "t-pod-kill", "kind": "PodChaos", "namespace": CHAOS_NS}], made
+    assert made["action"] == "create_chaos" and not record_problems(made)
     assert made["records"][0]["phase"] == "Injected"
 
     def replaced():
@@ -348,7 +351,7 @@ def test_a_tikv_leader_target_is_resolved_by_real_pd_and_hit_by_chaos_mesh(cfg, 
                            configuration=c)
     pod = f"basic-tikv-{store_ids.index(leader['id'])}"
     assert made["target"]["pods"] == [pod] and made["target"]["detail"]["store_id"] == leader["id"]
-    assert made["injected"] and made["targets"] == [f"{TIKV_NS}/{pod}"], made
+    assert made["injected"] and made["selected_pods"] == [f"{TIKV_NS}/{pod}"], made
     follower = tikv_cluster.resolve_store(c, "follower", key="usertable:user42")
     assert follower["pod"] != pod and follower["pod"] in {f"basic-tikv-{i}" for i in range(3)}
     assert cm.delete_chaos("PodChaos", "t-tikv-leader", CHAOS_NS, configuration=c)["deleted"]
@@ -410,7 +413,7 @@ def test_chaos_run_of_the_pod_failure_experiment_against_the_local_cluster(cfg, 
     assert done.returncode == 0 and journal["status"] == "completed", log.read_text()[-4000:]
     assert journal["steady_states"]["after"]["steady_state_met"]
     runs = {r["activity"]["name"]: r for r in journal["run"]}
-    assert runs["pod-failure-on-one-pod"]["output"]["targets"] == [f"{CRDB_NS}/cockroachdb-1"]
+    assert runs["pod-failure-on-one-pod"]["output"]["selected_pods"] == [f"{CRDB_NS}/cockroachdb-1"]
     assert runs["wait-until-recovered"]["output"]["recovered"]
     assert cmp.chaos_objects(CHAOS_NS, configuration=cfg) == []
 

@@ -33,7 +33,7 @@ def test_patroni_primary_and_replica_map_to_their_pods(healthy, config, tmp_path
         cfg["k8s_kubeconfig"] = standin.write_kubeconfig(tmp_path / "kubeconfig")
         made = cm.create_chaos(template="cockroachdb/pod-failure", name="fail-primary", namespace="postgres",
                                variables={"DURATION": "1s"}, target={"role": "patroni-primary"}, configuration=cfg)
-        assert made["targets"] == [f"postgres/{pods[primary]}"]
+        assert made["selected_pods"] == [f"postgres/{pods[primary]}"]
         cm.delete_chaos("PodChaos", "fail-primary", "postgres", configuration=cfg)
     finally:
         standin.stop()

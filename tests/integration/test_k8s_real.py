@@ -35,7 +35,7 @@ def test_real_pod_failure_injects_pauses_and_recovers(cfg):
                            spec={"action": "pod-failure", "mode": "one", "duration": "30s",
                                  "selector": {"namespaces": [NS]}},
                            target={"pod": f"{STS}-0", "namespace": NS}, timeout_s=120, configuration=cfg)
-    assert made["injected"] and made["targets"]
+    assert made["injected"] and made["selected_pods"]
     assert cm.pause_chaos("PodChaos", made["name"], NS, timeout_s=120, configuration=cfg)["paused"]
     assert cm.resume_chaos("PodChaos", made["name"], NS, timeout_s=120, configuration=cfg)["injected"]
     assert cm.wait_until_recovered("PodChaos", made["name"], NS, timeout_s=180, configuration=cfg)["recovered"]

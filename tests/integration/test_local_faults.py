@@ -21,6 +21,7 @@ import psycopg
 import pytest
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.results import record_problems
 from chaosdb.faults import actions, probes
 from chaosdb.local import cluster as lc
 from chaosdb.local.processes import cpu_time_s, node_processes
@@ -103,12 +104,14 @@ def test_cpu_quota_throttles_the_node_to_about_its_quota(no_residue, config):
     quota_s = round(max(0.002, free_rate / 4 * period_s), 4)
     quota_rate = quota_s / period_s
     rec = actions.limit_cpu(target=leader, quota_s=quota_s, period_s=period_s, configuration=config)
-    assert pid in rec["cgroups"][0]["pids"]
+    assert pid in rec["cgroups"][0]["pids"] and not record_problems(rec), rec
     time.sleep(period_s + 0.1)  # let the current period run out
     w1, c1 = time.monotonic(), cpu_time_s([pid])
     time.sleep(4.0)
     limited_rate = (cpu_time_s([pid]) - c1) / (time.monotonic() - w1)
-    done = actions.revert_faults(configuration=config)
+    reverted = actions.revert_faults(configuration=config)
+    assert reverted["targets"] == [{"name": leader}] and not record_problems(reverted), reverted
+    done = reverted["reverted"]
     conn.cancel()
     t.join(10)
     conn.close()
@@ -149,7 +152,7 @@ def test_memory_limit_caps_usage_and_reports_pressure(no_residue, config):
         err = exc  # the OOM killer took the backend: the expected outcome of the pressure
     active = probes.active_faults()
     stats = active[0]["stats"]["cgroups"][replica]
-    done = actions.revert_faults(configuration=config)
+    done = actions.revert_faults(configuration=config)["reverted"]
     assert not os.path.exists(path)
     final = done[0]["stats"]["cgroups"][replica]
     assert stats["max_usage_bytes"] <= limit_mb * 1024 * 1024 + 64 * 1024, stats  # (charged in pages)
@@ -188,7 +191,7 @@ def test_partition_of_the_leader_elects_another_and_peers_lose_it(no_residue, co
                     members.get(peers[1].name, {}).get("role") == "leader":
                 new_leader = next(n for n, m in members.items() if m.get("role") == "leader")
     finally:
-        done = actions.revert_faults(configuration=config)
+        done = actions.revert_faults(configuration=config)["reverted"]
     assert new_leader and new_leader != leader, "no other node became leader while the leader was partitioned"
     assert lost_from_peers
     # every packet of the client's connections to the target goes through the fault's first rule (for bursty
@@ -256,7 +259,7 @@ def test_loss_raises_retransmissions_and_latency(no_residue, config, kind):
                 break  # the connection died under the loss: that is latency enough
             lossy.append(time.perf_counter() - t)
     finally:
-        done = actions.revert_faults(configuration=config)
+        done = actions.revert_faults(configuration=config)["reverted"]
         conn.close()
     retrans = _retrans() - r0
     assert retrans >= 5, f"only {retrans} TCP retransmissions with 15 % loss"
@@ -280,7 +283,7 @@ def test_bandwidth_limit_caps_throughput(no_residue, config):
         _query_rtts(dsn, 20, sql)  # ~1 MB out of the node
         slow = time.perf_counter() - t
     finally:
-        done = actions.revert_faults(configuration=config)
+        done = actions.revert_faults(configuration=config)["reverted"]
     sent = done[0]["stats"]["tc"][0]["bytes"]
     rate_kbit = (sent - 128 * 1024) * 8 / 1000 / slow  # minus the htb burst allowance
     assert sent > 1_000_000
@@ -337,10 +340,10 @@ def test_timed_fault_reverts_itself_when_the_injecting_process_is_killed(no_resi
         time.sleep(0.1)
     assert probes.no_fault_residue(), probes.fault_residue()
     # the rollback still learns what the fault did (once)
-    done = actions.revert_faults(configuration=config)
+    done = actions.revert_faults(configuration=config)["reverted"]
     assert [(d["id"], d["reverted_by"]) for d in done] == [(fault_id, "timer")]
     assert done[0]["stats"]["packets_matched"] > 0
-    assert actions.revert_faults(configuration=config) == []
+    assert actions.revert_faults(configuration=config)["reverted"] == []
 
 
 def test_cleanup_removes_faults_whose_records_are_lost(no_residue, config):
@@ -414,7 +417,7 @@ def test_fifty_inject_revert_cycles_leave_no_residue(no_residue, config, kind):
         rec = CYCLES[kind](config)
         assert rec["kind"] == kind
         assert not probes.no_fault_residue()
-        done = actions.revert_faults(configuration=config)
+        done = actions.revert_faults(configuration=config)["reverted"]
         assert [d["id"] for d in done] == [rec["fault_id"]]
         left = probes.fault_residue()
         assert left["clean"], f"cycle {i}: {left}"

@@ -9,6 +9,7 @@ import psycopg
 import pytest
 
 from chaosdb.core.errors import ChaosDBError, UnsafeFault
+from chaosdb.core.results import record_problems
 from chaosdb.local import actions, probes
 from chaosdb.local import cluster as lc
 
@@ -60,7 +61,7 @@ def test_kill_node_of_leader_elects_new_leader_and_old_one_rejoins(healthy, conf
     write_and_read(healthy, 2)
     record = actions.kill_node(target="leader", configuration=config)
     killed = record["targets"][0]
-    assert killed["node"] == old_leader
+    assert killed["name"] == old_leader and record["action"] == "kill_node" and not record_problems(record), record
     kinds = {p["kind"] for p in killed["processes"]}
     assert {"etcd", "patroni", "postmaster"} <= kinds
     assert probes.node_process_count(node=old_leader, configuration=config) == 0

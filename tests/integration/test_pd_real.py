@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.results import record_problems
 from chaosdb.local.processes import node_processes
 from chaosdb.tikv import actions, localpd, probes
 from chaosdb.tikv.keys import encode_key
@@ -95,6 +96,7 @@ def test_transfer_leader_moves_it_to_the_follower_pd_then_reports(pd):
 def test_evict_leaders_empties_the_store_and_its_removal_lets_them_back(pd):
     res = actions.evict_leaders(target="leader", key=KEY, wait_s=90, configuration=pd["cfg"])
     store = res["store"]
+    assert res["targets"][0]["name"] == str(store) and not record_problems(res), res
     try:
         assert res["leaderless_after_s"] is not None, res
         assert probes.leader_distribution(configuration=pd["cfg"])["stores"][str(store)]["leaders"] == 0

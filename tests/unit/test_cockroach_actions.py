@@ -17,6 +17,7 @@ from chaoslib.exceptions import InvalidActivity
 from chaosdb.cockroach import actions, channels, localproc, probes, ranges
 from chaosdb.cockroach.version import parse_version
 from chaosdb.core.errors import ChaosDBError, UnsafeFault
+from chaosdb.core.results import record_problems
 from chaosdb.k8s import api, pods
 from tests.polling import poll
 from tests.unit.k8s_api_standin import KubeStandin
@@ -117,6 +118,7 @@ def test_drain_by_id_then_restart_brings_it_back_locally(crdb):
     cfg = crdb("v23.2.4", nodes=3)
     res = actions.drain_node(2, drain_wait_s=1, configuration=cfg)
     assert res["ok"] and res["node"] == 2 and res["remaining"][-1] == 0 and res["drain_wait_s"] == 1
+    assert res["targets"][0]["name"] == "2" and not record_problems(res), res
     drain_argv = [a for a in _argvs(crdb.log) if a[:2] == ["node", "drain"]][-1]
     assert drain_argv[:4] == ["node", "drain", "2", "--drain-wait=1s"] and "--insecure" in drain_argv
     n2 = {n["id"]: n for n in probes.node_status(cfg)}[2]
@@ -338,7 +340,9 @@ def test_kill_in_pod_and_delete_pod_levels(kube):
 
 def test_restart_node_on_kubernetes_deletes_its_pod_gracefully(kube):
     out = actions.restart_node(2, grace_period_s=5, wait=False, configuration=kube.cfg)
-    assert out == {"node": 2, "deleted_pod": "cockroachdb-1", "grace_period_s": 5}
+    assert {k: out[k] for k in ("action", "targets", "node", "deleted_pod", "grace_period_s")} == \
+        {"action": "restart_node", "targets": [{"name": "2"}], "node": 2, "deleted_pod": "cockroachdb-1",
+         "grace_period_s": 5}
     assert kube.deletions == [{"pod": "cockroachdb-1", "namespace": "crdb", "grace_period_s": 5}]
 
 
@@ -463,7 +467,9 @@ def test_local_cockroach_cluster_up_kill_restart_down(crdb, tmp_path, capsys):
         started = [r for r in back["restarted"] if r["started"]]  # n3's record: already running (cluster up)
         assert [r["node"] for r in started] == [n2] and started[0]["back"]["status"]["is_live"]
         assert actions.wait_until_healthy(timeout_s=120, interval_s=0.2, configuration=cfg)["nodes"] == 3
-        assert actions.restart_killed_nodes(configuration=cfg) == {"restarted": []}
+        assert back["targets"] == [{"name": str(n2)}]
+        again = actions.restart_killed_nodes(configuration=cfg)
+        assert again["restarted"] == [] and again["targets"] == []
     finally:
         assert main(["cluster", "down", "--dir", str(d), "--purge"]) == 0
     assert not d.exists()

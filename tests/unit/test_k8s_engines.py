@@ -17,6 +17,7 @@ import pytest
 from chaosdb.chaosmesh import actions as cm
 from chaosdb.chaosmesh import probes as cmp
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.results import record_problems
 from chaosdb.k8s import actions as k8s
 from chaosdb.k8s import api
 from chaosdb.k8s.roles import resolve_target
@@ -64,7 +65,7 @@ def test_chaos_lifecycle_inject_pause_resume_recover_delete(kube):
     made = cm.create_chaos(template="cockroachdb/network-delay", variables=_template_vars(DURATION="3s"),
                            configuration=cfg)
     assert made["phase"] == "injected" and made["selected"] and made["all_injected"]
-    assert made["targets"] == ["crdb/cockroachdb-0"]
+    assert made["selected_pods"] == ["crdb/cockroachdb-0"]
     obj = kube.objects[("chaos-mesh.org", "networkchaos", "crdb", "cockroachdb-network-delay")]
     assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "chaostoolkit-db"
     assert obj["spec"]["delay"] == {"latency": "100ms", "jitter": "10ms", "correlation": "25"}
@@ -153,7 +154,8 @@ def test_delete_all_chaos_removes_only_what_this_pack_created(kube):
     listed = cmp.chaos_objects(configuration=cfg)
     assert sorted(o["kind"] for o in listed) == ["IOChaos", "Schedule"]
     removed = cm.delete_all_chaos(configuration=cfg)
-    assert sorted(r["kind"] for r in removed) == ["IOChaos", "Schedule"]
+    assert sorted(r["kind"] for r in removed["deleted"]) == ["IOChaos", "Schedule"]
+    assert sorted(t["kind"] for t in removed["targets"]) == ["IOChaos", "Schedule"]
     assert [k[3] for k in kube.objects] == ["someone-elses"]
 
 
@@ -168,7 +170,7 @@ def test_role_targets_cockroach_leaseholder_and_tikv_leader(kube, crdb):  # noqa
     made = cm.create_chaos(template="cockroachdb/network-partition", variables=_template_vars(),
                            target={"role": "cockroach-leaseholder", "table": "movr.public.vehicles",
                                    "row": ["boston", "22222222-2222-4200-8000-000000000002"]}, configuration=cfg)
-    assert made["targets"] == ["crdb/cockroachdb-1"] and made["target"]["detail"]["range"]["range_id"] == 57
+    assert made["selected_pods"] == ["crdb/cockroachdb-1"] and made["target"]["detail"]["range"]["range_id"] == 57
     cm.delete_chaos("NetworkChaos", made["name"], configuration=cfg)
 
     address = "basic-tikv-{i}.basic-tikv-peer.tidb-cluster.svc:{port}"
@@ -194,6 +196,7 @@ def test_delete_pod_force_and_grace_wait_for_the_replacement(kube):
     old = _uid(kube, "cockroachdb-1")
     forced = k8s.delete_pods({"pod": "cockroachdb-1"}, force=True, timeout_s=120, configuration=cfg)
     assert forced["grace_period_s"] == 0 and forced["old_uids"] == {"cockroachdb-1": old}
+    assert [t["name"] for t in forced["targets"]] == ["cockroachdb-1"] and not record_problems(forced), forced
     assert _uid(kube, "cockroachdb-1") != old and forced["ready_after_s"]["cockroachdb-1"] > 0
     graceful = k8s.delete_pods({"pods": ["cockroachdb-0"]}, grace_period_s=2, timeout_s=120, configuration=cfg)
     assert graceful["grace_period_s"] == 2 and graceful["ready_after_s"]["cockroachdb-0"] > 0.25
@@ -261,7 +264,9 @@ def test_litmus_engine_verdict_and_probe_success(kube):
     assert result["probes"] == [{"name": "cockroachdb-ready", "type": "httpProbe", "mode": "Continuous",
                                  "verdict": "Passed"}]
     assert litmus_probes.probe_success_percentage("cockroachdb-pod-delete", "pod-delete", configuration=cfg) == 100
-    assert litmus.delete_chaos_engine("cockroachdb-pod-delete", configuration=cfg)["deleted"]
+    deleted = litmus.delete_chaos_engine("cockroachdb-pod-delete", configuration=cfg)
+    assert deleted["deleted"] and deleted["targets"][0]["name"] == "cockroachdb-pod-delete"
+    assert not record_problems(deleted) and not record_problems(result), result
 
     kube.litmus_verdict, kube.litmus_probe_success = "Fail", "50"
     with pytest.raises(ChaosDBError, match="verdict Fail \\(probe success 50.0%\\)"):

@@ -266,7 +266,7 @@ def test_cpu_limit_on_the_leader_store_of_a_key(pd, local_stores):
         used = (cpu_time_s([local_stores[0].pid]) - c0) / (_time.monotonic() - t0)
         assert used < 0.2, used  # 10 % of a core allowed; a free spinner uses ~100 %
     finally:
-        reverted = fault_actions.revert_faults()
+        reverted = fault_actions.revert_faults()["reverted"]
     assert [r["kind"] for r in reverted] == ["cpu"]
     with pytest.raises(ChaosDBError, match="no local no-such-binary"):
         actions.kill_store("follower", key="usertable:user1", process_match="no-such-binary", configuration=pd.cfg)
@@ -282,7 +282,7 @@ def test_the_old_store_cpu_action_warns_and_forwards_to_the_local_engine(pd, loc
         assert res["kind"] == "cpu" and res["store"]["id"] in (2, 3)  # the result of the old shape still says
         assert res["cgroups"][0]["pids"] == [local_stores[res["store"]["id"] - 1].pid]
     finally:
-        assert [r["kind"] for r in fault_actions.revert_faults()] == ["cpu"]
+        assert [r["kind"] for r in fault_actions.revert_faults()["reverted"]] == ["cpu"]
 
 
 def test_kill_the_follower_store_locally(pd, local_stores):
