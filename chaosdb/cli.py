@@ -16,7 +16,8 @@ from chaosdb.faults.engine import cleanup, residue
 from chaosdb.faults.probes import active_faults
 from chaosdb.gameday.cli import add_parser as add_gameday_parser
 from chaosdb.load.calibrate import calibrate
-from chaosdb.load.control import etcd_endpoints
+from chaosdb.load.control import LOCUSTFILES, etcd_endpoints
+from chaosdb.load.distributed_control import worker_argv
 from chaosdb.local.state import cluster_dir_for, load_layout, resolve_cluster_dir
 from chaosdb.manifests.cli import add_parser as add_manifests_parser
 from chaosdb.report.compare import compare, load_runs, render_compare_markdown
@@ -88,6 +89,21 @@ def cmd_load_ycsb(args: argparse.Namespace) -> int:
         where = "etcd /ycsb/" if args.backend == "etcd" else "usertable"
         print(f"YCSB {where}: {result['records']} records ({result['inserted']} inserted) in {result['seconds']}s")
     return 0
+
+
+def cmd_load_worker(args: argparse.Namespace) -> int:
+    """Become a Locust worker of a load control's master (``remote_workers``); the DSN comes from this
+    machine's CHAOSDB_LOAD_DSN (the master sends none)."""
+    host, _, port = args.master.rpartition(":")
+    if not host or not port.isdigit():
+        print(f"--master must be HOST:PORT (the master's bind address and port), got {args.master!r}", file=sys.stderr)
+        return 2
+    if not os.environ.get("CHAOSDB_LOAD_DSN"):
+        print("set CHAOSDB_LOAD_DSN to this machine's DSN of the database under test", file=sys.stderr)
+        return 2
+    argv = worker_argv(args.locustfile or LOCUSTFILES[args.workload], host, int(port))
+    os.execv(argv[0], argv)
+    return 0  # not reached
 
 
 def cmd_load_calibrate(args: argparse.Namespace) -> int:
@@ -259,6 +275,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=["sql", "etcd"], default="sql",
                    help="sql: usertable in PostgreSQL; etcd: keys /ycsb/user<n> in the cluster's etcd (--dsn = URLs)")
     p.set_defaults(func=cmd_load_ycsb)
+    p = lsub.add_parser("worker", help="run a Locust worker for a load control's master on another machine")
+    p.add_argument("--master", required=True, help="HOST:PORT the master binds (the load control's "
+                   "master_bind_host and master_port)")
+    p.add_argument("--workload", choices=sorted(LOCUSTFILES), default="tpcc")
+    p.add_argument("--locustfile", default="", help="a locustfile of your own (the master's must match)")
+    p.set_defaults(func=cmd_load_worker)
     p = lsub.add_parser("calibrate", help="find the sustainable rate (UPB-style 10 %% steps)")
     _add_dsn_options(p)
     p.add_argument("--workload", choices=["tpcc", "ycsb"], default="tpcc")

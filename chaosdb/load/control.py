@@ -52,8 +52,10 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.redact import redact_dsn
 from chaosdb.core.timeutil import iso_from_epoch
 from chaosdb.experiment.checks import refuse_bad_arguments
+from chaosdb.load import distributed_control as dist_control
 from chaosdb.load import state as load_state
 from chaosdb.load import window as w
+from chaosdb.load.distributed import lost_workers, read_workers
 from chaosdb.workloads.outcomes import is_success
 from chaosdb.workloads.samples import read_recent, read_samples, sample_files
 
@@ -115,13 +117,21 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
                locustfile: str = "", processes: int = 0, isolation: str = "default", wait: float = 0.0,
                rate: float = 0.0, max_run_s: float = 3600.0, start_timeout_s: float = 60.0,
                extra_args: list[str] | None = None, dsn: str = "", progress_s: float = 5.0,
-               replace_samples: bool = False, configuration: dict[str, Any] | None = None,
+               replace_samples: bool = False, workers: int = 0, remote_workers: int = 0,
+               master_bind_host: str = "127.0.0.1", master_port: int = 0,
+               configuration: dict[str, Any] | None = None,
                secrets: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Start Locust and return once the warm-up is over; the record is kept in :mod:`chaosdb.load.state`."""
+    """Start Locust and return once the warm-up is over; the record is kept in :mod:`chaosdb.load.state`.
+
+    ``workers`` / ``remote_workers``: Locust's master/worker mode (:mod:`chaosdb.load.distributed`). The master
+    runs here and binds ``master_bind_host``:``master_port`` (0: a free port); ``workers`` worker processes are
+    started here, ``remote_workers`` more are expected to connect from elsewhere
+    (``chaosdb load worker --master HOST:PORT``). The load starts once all have connected."""
     if load_state.current() and load_state.current().get("running"):
         raise ChaosDBError("a load is already running in this process")
     try:  # values substituted from configuration (e.g. environment variables) arrive as strings
         users, records, processes = int(users), int(records), int(processes)
+        workers, remote_workers, master_port = int(workers), int(remote_workers), int(master_port)
         spawn_rate, warmup_s, baseline_s, wait, rate = (float(spawn_rate), float(warmup_s), float(baseline_s),
                                                         float(wait), float(rate))
         max_run_s, start_timeout_s = float(max_run_s), float(start_timeout_s)
@@ -129,6 +139,12 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
         raise ChaosDBError(f"load settings must be numbers: {exc}") from None
     if users < 1:
         raise ChaosDBError("users must be >= 1")
+    if workers < 0 or remote_workers < 0 or not 0 <= master_port <= 65535:
+        raise ChaosDBError("workers and remote_workers must be >= 0, master_port a TCP port (0: any free one)")
+    distributed = workers + remote_workers > 0
+    if distributed and processes:
+        raise ChaosDBError("give processes (Locust forks workers on this machine) or workers / remote_workers "
+                           "(master and workers, possibly on other machines), not both")
     if workload not in LOCUSTFILES and not locustfile:
         raise ChaosDBError(f"workload must be one of {', '.join(LOCUSTFILES)} (or give a locustfile)")
     the_dsn = _resolve_dsn(dsn, configuration, secrets, workload)
@@ -150,14 +166,22 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
         argv += ["--ycsb-records", str(records), "--ycsb-backend", "etcd" if workload == "ycsb-etcd" else "sql"]
     if processes:
         argv += ["--processes", str(processes)]
+    master = None
+    if distributed:
+        master = dist_control.master_address(master_bind_host, master_port)
+        argv += dist_control.master_args(master, workers + remote_workers, start_timeout_s)
     argv += list(extra_args or [])
-    env = source_env(CHAOSDB_LOAD_DSN=the_dsn, PYTHONUNBUFFERED="1")
+    # a master runs no user: it gets no DSN (Locust would send it to every worker with the options)
+    env = source_env(PYTHONUNBUFFERED="1") if distributed else source_env(CHAOSDB_LOAD_DSN=the_dsn,
+                                                                            PYTHONUNBUFFERED="1")
     log_path = out / "locust.log"
     log = open(log_path, "ab")
     started = time.time()
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                             cwd=str(out), start_new_session=True, preexec_fn=_die_with_parent)
     log.close()
+    local_workers = [dist_control.start_worker(locustfile or LOCUSTFILES[workload], master, i, out, the_dsn)
+                     for i in range(workers)] if master else []
     record: dict[str, Any] = {
         "running": True,
         "pid": proc.pid,
@@ -165,7 +189,8 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
                      "baseline_s": baseline_s, "processes": processes,
                      "isolation": isolation, "wait": wait, "rate": rate, "max_run_s": max_run_s,
                      "locustfile": locustfile or LOCUSTFILES[workload], "dsn": redact_dsn(the_dsn),
-                     "workload": workload, "records": records if workload.startswith("ycsb") else None},
+                     "workload": workload, "records": records if workload.startswith("ycsb") else None,
+                     "workers": workers, "remote_workers": remote_workers},
         "samples_dir": str(out),
         "samples_format": "chaosdb",
         "locust_csv_prefix": str(out / "locust"),
@@ -174,7 +199,11 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
         "start_ts": round(started, 6),
         "pauses": [],
     }
-    load_state.set_current(record, proc)
+    if master:
+        record["master"] = {"bind": f"{master.bind_host}:{master.port}", "connect": f"{master.host}:{master.port}"}
+        record["worker_pids"] = [w.pid for w in local_workers]
+        record["worker_logs"] = [str(out / f"worker-{i}.log") for i in range(workers)]
+    load_state.set_current(record, proc, local_workers)
     _progress.start(out, float(progress_s))
     _progress.phase = "starting the load"
     deadline = time.monotonic() + start_timeout_s
@@ -182,7 +211,11 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
         if proc.poll() is not None or time.monotonic() > deadline:
             stop_load()
             why = "exited" if proc.returncode is not None else f"committed nothing within {start_timeout_s:.0f}s"
-            raise ChaosDBError(f"the load {why}; last lines of {log_path}:\n{_tail(log_path)}")
+            if master:
+                why += (f" ({dist_control.connected(out)} of {workers + remote_workers} workers connected to "
+                        f"{master.host}:{master.port})")
+            logs = "".join(f"\nlast lines of {p}:\n{_tail(Path(p))}" for p in record.get("worker_logs", [])[:2])
+            raise ChaosDBError(f"the load {why}; last lines of {log_path}:\n{_tail(log_path)}{logs}")
         time.sleep(0.25)
     record["first_commit_ts"] = round(time.time(), 6)
     _progress.phase = f"warm-up ({warmup_s:g} s, not measured)"
@@ -211,6 +244,10 @@ def stop_load(stop_timeout_s: float = 20.0) -> dict[str, Any]:
     _progress.stop()
     if not record:
         return {}
+    stop_requested = time.time()
+    if record.get("master") and proc is not None and proc.poll() is None:
+        # the master stops the test and waits for every worker's last samples before it is ended
+        dist_control.drain(Path(record["samples_dir"]), proc, timeout_s=min(15.0, stop_timeout_s))
     if proc is not None and proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGCONT)  # a paused load must be able to exit
@@ -225,13 +262,17 @@ def stop_load(stop_timeout_s: float = 20.0) -> dict[str, Any]:
             except ProcessLookupError:
                 pass
             proc.wait(timeout=10)
+    dist_control.stop_workers(load_state.workers(), stop_timeout_s)
     if record.get("running"):
         record["running"] = False
-        stopped = time.time()
+        stopped = stop_requested if record.get("master") else time.time()
         record["stop_ts"] = round(stopped, 6)
         record["stopped_at"] = iso_from_epoch(stopped)
         record["exit_code"] = proc.returncode if proc is not None else None
         record.update(_summarise(record["samples_dir"]))
+        if record.get("master"):
+            record["workers"] = read_workers(record["samples_dir"])
+            record["workers_lost"] = lost_workers(record["workers"])
         Path(record["samples_dir"], "load.json").write_text(json.dumps(record, indent=2) + "\n")
     return record
 
@@ -261,8 +302,16 @@ class _Progress:
 
     def _run(self, samples_dir: Path, every_s: float) -> None:
         log = logging.getLogger("chaostoolkit")
+        told: set[str] = set()
         while not self._stop.wait(every_s):
             now = time.time()
+            for gone in lost_workers(read_workers(samples_dir)):  # master/worker mode only
+                if gone["id"] not in told:
+                    told.add(gone["id"])
+                    log.warning("[load] worker %s (index %s) %s %.0f s ago: its users stopped; transactions it ran "
+                                "after its last batch of samples are missing", gone["id"], gone.get("index"),
+                                "was lost (no heartbeat)" if gone["gone"] == "lost" else "quit",
+                                now - float(gone.get("gone_ts") or now))
             bounds = w.window_bounds(now, every_s, lag_s=1.5)
             rows = w.select(read_recent(samples_dir, bounds.start), bounds)
             if rows:

@@ -125,15 +125,23 @@ def _load_paused(enabled: bool) -> Iterator[None]:
     if not active or proc is None:
         yield
         return
+    remote = int((record.get("settings") or {}).get("remote_workers") or 0)
+    if remote:
+        raise ChaosDBError(f"the load has {remote} remote worker(s), which cannot be paused from here: their writes "
+                           "would keep the replicas from converging. Set pause_load to false and stop the load "
+                           "first, or run the load's workers on this machine (workers instead of remote_workers)")
+    groups = load_state.pause_group()
     start = time.time()
-    os.killpg(proc.pid, signal.SIGSTOP)
+    for pgid in groups:
+        os.killpg(pgid, signal.SIGSTOP)
     try:
         yield
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGCONT)
-        except ProcessLookupError:
-            pass
+        for pgid in groups:
+            try:
+                os.killpg(pgid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
         end = time.time()
         record.setdefault("pauses", []).append({"reason": "replica convergence check", "start_ts": round(start, 6),
                                                 "end_ts": round(end, 6), "started_at": iso_from_epoch(start),

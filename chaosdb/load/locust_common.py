@@ -3,8 +3,9 @@
 Terminal (client) numbers are ``local_index * workers + worker_index`` so that
 clients are spread evenly across worker processes (``--processes N``). In
 master/worker mode across machines the master forwards its option values to the
-workers: give ``--chaosdb-workers N`` (and the other ``--chaosdb-*`` options) to the
-master; each worker may take the DSN from its own ``CHAOSDB_LOAD_DSN``.
+workers: give ``--chaosdb-workers N``, ``--chaosdb-ship-samples`` (and the other
+``--chaosdb-*`` options) to the master; each worker takes the DSN from its own
+``CHAOSDB_LOAD_DSN`` and ships its samples to the master (:mod:`chaosdb.load.distributed`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import time
 from typing import Any
 
+from chaosdb.load.distributed import MasterCollector, ShippingWriter
 from chaosdb.workloads.outcomes import is_success
 from chaosdb.workloads.samples import Sample, SampleWriter
 
@@ -37,6 +39,8 @@ def add_common_options(parser: Any) -> None:
                         help="cap the total offered rate (transactions/s over all users); 0 = unlimited")
     parser.add_argument("--chaosdb-seed", type=int, default=None, help="repeatable random choices")
     parser.add_argument("--chaosdb-workers", type=int, default=0, help="worker processes in master/worker mode")
+    parser.add_argument("--chaosdb-ship-samples", action="store_true", default=False,
+                        help="master/worker mode: workers send their samples to the master, which writes them")
 
 
 class NullWriter(SampleWriter):
@@ -66,6 +70,7 @@ class ProcessState:
         self.workers = 1
         self._local = itertools.count()
         self.extra: dict[str, Any] = {}
+        self.collector: MasterCollector | None = None
 
     def setup(self, environment: Any, prefix: str = "samples") -> None:
         if self.writer is not None:
@@ -76,12 +81,28 @@ class ProcessState:
         self.workers = max(1, os.cpu_count() or 1) if workers < 0 else max(1, workers)
         path = os.path.join(opts.chaosdb_samples_dir, f"{prefix}-w{self.worker_index}-{os.getpid()}.csv")
         # CHAOSDB_SAMPLES_DISABLED=1 exists only for the benchmark that measures what recording costs
-        self.writer = NullWriter() if os.environ.get("CHAOSDB_SAMPLES_DISABLED") == "1" else SampleWriter(path)
+        if os.environ.get("CHAOSDB_SAMPLES_DISABLED") == "1":
+            self.writer = NullWriter()
+        elif getattr(opts, "chaosdb_ship_samples", False) and _is_worker(environment.runner):
+            self.writer = ShippingWriter(environment.runner)  # type: ignore[assignment]
+        else:
+            self.writer = SampleWriter(path)
 
     def attach(self, events: Any) -> None:
-        """Flush the samples when the test stops and close the file when Locust quits."""
+        """Flush the samples when the test stops and close the file when Locust quits; on a master whose
+        workers ship their samples, collect them (:mod:`chaosdb.load.distributed`)."""
         events.test_stop.add_listener(lambda environment, **_kw: self.flush())
         events.quitting.add_listener(lambda environment, **_kw: self.close())
+        events.init.add_listener(self._on_init)
+
+    def _on_init(self, environment: Any, **_kw: Any) -> None:
+        opts = environment.parsed_options
+        if opts is None or not getattr(opts, "chaosdb_ship_samples", False) or not _is_master(environment.runner):
+            return
+        import gevent  # noqa: PLC0415 - Locust's own dependency, only on a master
+
+        self.collector = MasterCollector(environment.runner, opts.chaosdb_samples_dir)
+        gevent.spawn(self.collector.run)
 
     def next_terminal(self) -> int:
         return next(self._local) * self.workers + self.worker_index
@@ -93,6 +114,14 @@ class ProcessState:
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+
+
+def _is_worker(runner: Any) -> bool:
+    return type(runner).__name__ == "WorkerRunner"
+
+
+def _is_master(runner: Any) -> bool:
+    return type(runner).__name__ == "MasterRunner"
 
 
 def resolve_dsn(opts: Any, workload: str) -> str:

@@ -7,15 +7,30 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["current", "process", "set_current", "samples_dir_for"]
+__all__ = ["current", "process", "workers", "set_current", "samples_dir_for", "pause_group"]
 
 _record: dict[str, Any] = {}
 _proc: subprocess.Popen | None = None
+_workers: list[subprocess.Popen] = []
 
 
-def set_current(record: dict[str, Any], proc: subprocess.Popen | None) -> None:
-    global _record, _proc
-    _record, _proc = record, proc
+def set_current(record: dict[str, Any], proc: subprocess.Popen | None,
+                workers: list[subprocess.Popen] | None = None) -> None:
+    """The running load: its record, its (master) process and the worker processes started with it."""
+    global _record, _proc, _workers
+    _record, _proc, _workers = record, proc, list(workers or [])
+
+
+def workers() -> list[subprocess.Popen]:
+    """Worker processes the control started on this machine (master/worker mode), else none."""
+    return _workers
+
+
+def pause_group() -> list[int]:
+    """Process group ids that pausing the load must stop: the load and the workers started here. Workers on
+    other machines cannot be paused (``remote_workers`` in the settings says how many there are)."""
+    procs = [p for p in [_proc, *_workers] if p is not None and p.poll() is None]
+    return [p.pid for p in procs]
 
 
 def current() -> dict[str, Any]:

@@ -25,7 +25,8 @@ from chaosdb.report.metrics import compute_metrics, sample_sets
 from chaosdb.report.operations import measure_operations, operations_from_journal
 from chaosdb.report.plots import ecdf_png, timeline_png
 
-__all__ = ["build_report", "render_markdown", "render_html", "format_value", "recovery_lines"]
+__all__ = ["build_report", "render_markdown", "render_html", "format_value", "recovery_lines", "load_workers_of",
+           "load_worker_lines"]
 
 SCHEMA_VERSION = 1
 
@@ -144,6 +145,37 @@ def recovery_lines(m: dict[str, Any]) -> list[str]:
     if d:
         lines.append(f"Throughput degradation {format_value(d.get('throughput_pct'))} %, p99 "
                      f"{format_value(d.get('p99_increase_pct'), 0)} %, availability {format_value((d.get('availability') or 0) * 100, 3)} %")
+    return lines + load_worker_lines(m)
+
+
+def load_workers_of(load: dict[str, Any], zero: float | None) -> dict[str, Any] | None:
+    """The load's master/worker record for the metrics (None for a single-process load): how many workers
+    connected and which left before the load was stopped, with times from *zero* (the first fault)."""
+    workers = load.get("workers")
+    if not workers:
+        return None
+
+    def rel(ts: Any) -> float | None:
+        return round(float(ts) - zero, 3) if isinstance(ts, (int, float)) and zero is not None else None
+
+    lost = [{"id": w.get("id"), "index": w.get("index"), "how": w.get("gone"), "at_s": rel(w.get("gone_ts")),
+             "last_samples_at_s": rel(w.get("last_batch_ts")), "samples": w.get("samples")}
+            for w in load.get("workers_lost") or []]
+    return {"connected": len(workers), "lost": lost}
+
+
+def load_worker_lines(m: dict[str, Any]) -> list[str]:
+    """A worker of the load that left mid-run, said next to the recovery: the load it carried went with it."""
+    lw = m.get("load_workers") or {}
+    lines = []
+    for w in lw.get("lost") or []:
+        how = "stopped sending heartbeats" if w["how"] == "lost" else "quit"
+        at = f" at {w['at_s']:.1f} s" if w.get("at_s") is not None else ""
+        last = (f"; its transactions after {w['last_samples_at_s']:.1f} s are not in the samples"
+                if w.get("last_samples_at_s") is not None else "")
+        lines.append(f"**Load worker lost**: worker {w.get('index')} ({w.get('id')}) {how}{at}, one of "
+                     f"{lw['connected']}; its users were not replaced{last}. Throughput after that counts the "
+                     "remaining workers only")
     return lines
 
 
@@ -291,6 +323,9 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
     m["operations"] = measure_operations(operations_from_journal(journal), data, info.load.get("pauses") or [],
                                          (m.get("baseline") or {}).get("throughput_tps"),
                                          (m.get("recovery") or {}).get("disturbances") or [], m.get("end_ts"))
+    workers = load_workers_of(info.load, m.get("first_fault_ts") or m.get("first_ts"))
+    if workers is not None:
+        m["load_workers"] = workers
     m["verdict"] = verdict_of(journal).as_dict()
     m["schema_version"] = SCHEMA_VERSION
     m["run"] = {"title": info.title, "status": m["verdict"]["status"], "deviated": info.deviated,

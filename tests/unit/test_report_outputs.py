@@ -312,3 +312,18 @@ def test_the_report_control_builds_from_the_journal_and_writes_a_masked_copy_bes
     assert m["run"]["journal"] == "journal.json" and (out / "journal.json").exists()  # beside metrics.json
     copy = (out / "journal.json").read_text()
     assert "hunter2-secret" not in copy and "***" in copy
+
+
+def test_a_load_worker_lost_mid_run_is_said_next_to_the_recovery():
+    from chaosdb.report.build import load_workers_of, recovery_lines
+
+    load = {"workers": [{"id": "a"}, {"id": "b", "gone": "lost"}, {"id": "c", "gone": "quit"}],
+            "workers_lost": [{"id": "b", "index": 1, "gone": "lost", "gone_ts": 112.5, "last_batch_ts": 111.0,
+                              "samples": 900, "mid_run": True}]}
+    lw = load_workers_of(load, 100.0)
+    assert lw == {"connected": 3, "lost": [{"id": "b", "index": 1, "how": "lost", "at_s": 12.5,
+                                            "last_samples_at_s": 11.0, "samples": 900}]}
+    lines = recovery_lines({"recovery": {"duration_s": None, "reason": "no fault"}, "load_workers": lw})
+    assert any("Load worker lost" in x and "stopped sending heartbeats at 12.5 s" in x and "after 11.0 s" in x
+               for x in lines), lines
+    assert load_workers_of({}, 100.0) is None
