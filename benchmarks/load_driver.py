@@ -11,6 +11,8 @@ In one run, same cluster, same number of clients:
   ``go-tpc tpcc prepare`` with the same warehouses, same clients and seconds; both report tpmC, tx/s, New-Order
   p99, client CPU per 1000 transactions and the cluster's CPU (every PostgreSQL process of the cluster) per
   transaction;
+* ``chaosdb`` in master/worker mode (``--workers N`` local workers shipping samples to the master, as the load
+  control runs it across machines): its throughput and client CPU against the single process;
 * the cost of sample recording: (a) directly, CPU microseconds per ``SampleWriter.add`` against the
   mean transaction time; (b) end to end, throughput with and without recording, interleaved runs.
 
@@ -38,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from chaosdb.core.binaries import find_binary  # noqa: E402
 from chaosdb.core.errors import ChaosDBError  # noqa: E402
 from chaosdb.core.stats import percentile  # noqa: E402
+from chaosdb.load.distributed_control import master_address, master_args, worker_argv  # noqa: E402
 from chaosdb.local import cluster  # noqa: E402
 from chaosdb.local.processes import cpu_time_s, node_processes  # noqa: E402
 from chaosdb.local.state import load_layout  # noqa: E402
@@ -126,6 +129,44 @@ def run_ours(dsn: str, clients: int, seconds: int, workdir: Path, record: bool, 
     return out
 
 
+def run_ours_master_worker(dsn: str, clients: int, seconds: int, workdir: Path, workers: int, layout) -> dict:
+    """The same load in Locust's master/worker mode (``workers`` local worker processes shipping their samples
+    to the master, as the load control runs it): what the distributed path costs on one machine."""
+    samples = workdir / f"ours-mw-{time.time_ns()}"
+    samples.mkdir()
+    master = master_address("127.0.0.1")
+    cpu0, db0 = child_cpu(), cluster_cpu(layout)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("CHAOSDB_LOAD_DSN", None)  # as the control runs it: the master has no DSN
+    mproc = subprocess.Popen([sys.executable, "-m", "locust", "-f", str(ROOT / "load" / "tpcc.py"), "--headless",
+                              "-u", str(clients), "-r", str(clients), "-t", f"{seconds}s", "--only-summary",
+                              "--json-file", str(samples / "locust"), "--chaosdb-samples-dir", str(samples),
+                              *master_args(master, workers, 60)], env=env, cwd=workdir,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wenv = dict(env, CHAOSDB_LOAD_DSN=dsn)
+    wprocs = [subprocess.Popen(worker_argv(str(ROOT / "load" / "tpcc.py"), master.host, master.port), env=wenv,
+                               cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+              for _ in range(workers)]
+    mproc.wait(timeout=seconds + 180)
+    for w in wprocs:
+        try:
+            w.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            w.kill()
+            w.wait()
+    cpu, db = child_cpu() - cpu0, cluster_cpu(layout) - db0
+    rows = [s for s in read_samples(samples)]
+    ok = sorted(s.latency_ms for s in rows if is_success(s.outcome))
+    new_orders = sorted(s.latency_ms for s in rows if is_success(s.outcome) and s.name == "new_order")
+    return {"workers": workers, "transactions": len(rows), "tps": round(len(ok) / seconds, 1),
+            "tpmC": round(len(new_orders) * 60 / seconds, 1), "client_cpu_s": round(cpu, 2),
+            "client_cpu_s_per_1000_tx": round(cpu / max(1, len(rows)) * 1000, 3),
+            "cluster_cpu_ms_per_tx": round(db / max(1, len(rows)) * 1000, 2),
+            "p99_ms": round(percentile(ok, 99), 2) if ok else None,
+            "new_order_p99_ms": round(percentile(new_orders, 99), 2) if new_orders else None,
+            "exit_code": mproc.returncode}
+
+
 def run_pgbench(layout, clients: int, seconds: int, workdir: Path) -> dict:
     pgbench = Path(layout.binaries["postgres_bin"]) / "pgbench"
     leader = cluster.status(layout)["leader"]
@@ -180,6 +221,8 @@ def main() -> int:
     ap.add_argument("--scale-down", type=int, default=10)
     ap.add_argument("--pairs", type=int, default=3, help="interleaved with/without-recording pairs")
     ap.add_argument("--bin-dir", default=None, help="where go-tpc is (else CHAOSDB_BIN_DIR, the cache, PATH)")
+    ap.add_argument("--workers", type=int, default=2, help="also run master/worker mode with this many local "
+                    "workers (0: not)")
     args = ap.parse_args()
     go_tpc: str | None = None
     go_tpc_missing = ""
@@ -196,6 +239,8 @@ def main() -> int:
         loader.load(dsn, Scale.reduced(args.warehouses, args.scale_down))
         gotpc = run_go_tpc(go_tpc, layout, args.clients, args.seconds, args.warehouses, root) if go_tpc else None
         ours = run_ours(dsn, args.clients, args.seconds, root, record=True, layout=layout)
+        mw = run_ours_master_worker(dsn, args.clients, args.seconds, root, args.workers, layout) \
+            if args.workers else None
         pgb = run_pgbench(layout, args.clients, args.seconds, root)
         with_rec, without = [], []
         for _ in range(args.pairs):
@@ -207,6 +252,11 @@ def main() -> int:
             "clients": args.clients, "seconds": args.seconds, "warehouses": args.warehouses,
             "scale_down": args.scale_down, "cpu_cores": os.cpu_count(),
             "chaosdb_tpcc": ours,
+            "chaosdb_tpcc_master_worker": mw,
+            "master_worker_over_single_process": None if not mw else {
+                "tps_ratio": round(mw["tps"] / ours["tps"], 3) if ours["tps"] else None,
+                "client_cpu_per_1000_tx_ratio": round(mw["client_cpu_s_per_1000_tx"]
+                                                      / ours["client_cpu_s_per_1000_tx"], 2)},
             "pgbench": pgb,
             "go_tpc": gotpc or f"not measured: {go_tpc_missing}",
             "versus_go_tpc": None if not gotpc else {

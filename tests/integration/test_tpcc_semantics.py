@@ -182,3 +182,21 @@ def test_the_shipped_transaction_writes_what_the_row_by_row_form_writes(conn, na
 
 #: seeds whose New-Order draws the unused item number (found by replaying the draws)
 ROLLBACK_SEEDS = (223, 324)
+
+
+def test_stock_level_counts_what_the_spec_s_two_steps_count(conn):
+    """2.8.2.2: read the district's next order number, then count the distinct items of its last 20 orders
+    whose stock is below the threshold; the shipped single statement gives the same count."""
+    for seed in range(30):
+        rnd = RandomSource(SCALE, c_load=157, seed=seed)
+        w_id, d_id = 1 + seed % 2, 1 + seed % DISTRICTS_PER_WAREHOUSE
+        threshold = RandomSource(SCALE, c_load=157, seed=seed).rng.randint(10, 20)
+        nxt = conn.execute("SELECT d_next_o_id FROM district WHERE d_w_id = %s AND d_id = %s",
+                           (w_id, d_id)).fetchone()[0]
+        want = conn.execute("SELECT count(DISTINCT s_i_id) FROM order_line, stock WHERE ol_w_id = %s "
+                            "AND ol_d_id = %s AND ol_o_id < %s AND ol_o_id >= %s AND s_w_id = %s "
+                            "AND s_i_id = ol_i_id AND s_quantity < %s",
+                            (w_id, d_id, nxt, nxt - 20, w_id, threshold)).fetchone()[0]
+        got = shipped.stock_level(conn, rnd, w_id, d_id).details["low_stock"]
+        assert got == want, (seed, got, want)
+        conn.rollback()
