@@ -78,3 +78,24 @@ def test_master_and_workers_merge_samples_and_a_lost_worker_is_reported(tpcc_db,
     assert record["by_outcome"].get("committed", 0) > 50
     # nothing of the load is left
     assert not pid_alive(record["pid"]) and not any(pid_alive(p) for p in record["worker_pids"])
+
+
+def test_ycsb_in_master_worker_mode_merges_every_workers_samples(pg_cluster, tmp_path, healthy):
+    from chaosdb.workloads import ycsb
+
+    ycsb.load(pg_cluster.dsn(), 2000)
+    samples = tmp_path / "samples"
+    try:
+        control.start_load(workload="ycsb", records=2000, users=4, warmup_s=1, baseline_s=3,
+                           samples_dir=str(samples), workers=2, progress_s=0,
+                           configuration={"chaosdb_cluster_dir": pg_cluster.dir})
+        assert poll(lambda: len(read_workers(samples)) == 2 and all(w["samples"] > 0 for w in read_workers(samples)),
+                    timeout=180, every=0.5), read_workers(samples)
+    finally:
+        record = control.stop_load()
+    rows = list(read_samples(samples))
+    assert {s.name for s in rows} == {"read", "update"} and all(s.outcome == "committed" for s in rows)
+    assert len(sample_files(samples)) == 2 and record["workers_lost"] == []
+    assert len(rows) == record["transactions"] == sum(w["samples"] for w in record["workers"])
+    per_file = [{s.terminal for s in read_samples(f)} for f in sample_files(samples)]
+    assert not per_file[0] & per_file[1], per_file
