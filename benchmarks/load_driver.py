@@ -10,7 +10,9 @@ In one run, same cluster, same number of clients:
   (``--bin-dir``, ``CHAOSDB_BIN_DIR``, ``~/.cache/chaosdb/bin`` or PATH), on a database of its own loaded by
   ``go-tpc tpcc prepare`` with the same warehouses, same clients and seconds; both report tpmC, tx/s, New-Order
   p99, client CPU per 1000 transactions and the cluster's CPU (every PostgreSQL process of the cluster) per
-  transaction;
+  transaction; in ``--rounds`` rounds whose order alternates (go-tpc first, then ours first, ...), each run
+  started from both databases vacuumed and analysed, a CHECKPOINT and no autovacuum worker left (the runs
+  before are not billed to the next one), the ratios given per round and over the rounds' means;
 * ``chaosdb`` in master/worker mode (``--workers N`` local workers shipping samples to the master, as the load
   control runs it across machines): its throughput and client CPU against the single process;
 * the cost of sample recording: (a) directly, CPU microseconds per ``SampleWriter.add`` against the
@@ -62,25 +64,32 @@ def cluster_cpu(layout) -> float:
     return cpu_time_s(pids)
 
 
-def run_go_tpc(go_tpc: str, layout, clients: int, seconds: int, warehouses: int, workdir: Path) -> dict:
-    """go-tpc on its own database (``gotpc``), loaded once with ``tpcc prepare``; its summary lines parsed."""
-    import re
-
-    import psycopg
-
+def go_tpc_base(go_tpc: str, layout, warehouses: int) -> list[str]:
+    """go-tpc's connection arguments for its own database (``gotpc``) on the leader."""
     leader = cluster.status(layout)["leader"]
     node = layout.node(leader)
     password = next(line.split(":")[-1] for line in (layout.path / "pgpass").read_text().splitlines()
                     if line.split(":")[3] == "postgres")
-    with psycopg.connect(layout.node_dsn(leader), autocommit=True) as conn:
+    return [go_tpc, "tpcc", "-d", "postgres", "-H", node.host, "-P", str(node.pg_port), "-U", "postgres",
+            "-p", password, "-D", "gotpc", "--conn-params", "sslmode=disable", "--warehouses", str(warehouses)]
+
+
+def prepare_go_tpc(go_tpc: str, layout, warehouses: int, workdir: Path) -> None:
+    """go-tpc's database, loaded once by ``go-tpc tpcc prepare``."""
+    import psycopg
+
+    with psycopg.connect(layout.node_dsn(cluster.status(layout)["leader"]), autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'gotpc'").fetchone():
             conn.execute("CREATE DATABASE gotpc")
-    base = [go_tpc, "tpcc", "-d", "postgres", "-H", node.host, "-P", str(node.pg_port), "-U", "postgres",
-            "-p", password, "-D", "gotpc", "--conn-params", "sslmode=disable", "--warehouses", str(warehouses)]
-    marker = workdir / f"gotpc-loaded-{warehouses}"
-    if not marker.exists():
-        subprocess.run(base + ["prepare", "-T", "4"], check=True, capture_output=True, cwd=workdir, timeout=3600)
-        marker.touch()
+    subprocess.run(go_tpc_base(go_tpc, layout, warehouses) + ["prepare", "-T", "4"], check=True,
+                   capture_output=True, cwd=workdir, timeout=3600)
+
+
+def run_go_tpc(go_tpc: str, layout, clients: int, seconds: int, warehouses: int, workdir: Path) -> dict:
+    """One go-tpc run on its database (see :func:`prepare_go_tpc`); its summary lines parsed."""
+    import re
+
+    base = go_tpc_base(go_tpc, layout, warehouses)
     cpu0, db0 = child_cpu(), cluster_cpu(layout)
     proc = subprocess.run(base + ["run", "-T", str(clients), "--time", f"{seconds}s", "--interval", "1000s"], check=False,
                           capture_output=True, text=True, cwd=workdir, timeout=seconds + 300)
@@ -213,12 +222,53 @@ def writer_cost_us(n: int = 200_000) -> float:
         return (time.process_time() - t0) / n * 1e6
 
 
+def quiesce(layout, databases: list[tuple[str, dict]], timeout_s: float = 300.0) -> float:
+    """Start each measured run from the same state: every benchmark database vacuumed and analysed (the dead rows
+    of the runs before, whichever driver made them, cleaned now rather than by autovacuum during the next run,
+    which would bill that driver for them), a CHECKPOINT, and no autovacuum worker left. Returns the time it took."""
+    import psycopg
+
+    t0 = time.monotonic()
+    for conninfo, overrides in databases:
+        vacuum_analyze(conninfo, **overrides)
+    with psycopg.connect(layout.node_dsn(cluster.status(layout)["leader"]), autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        while time.monotonic() - t0 < timeout_s:
+            busy = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'"
+                                ).fetchone()[0]
+            if not busy:
+                break
+            time.sleep(1.0)
+    return round(time.monotonic() - t0, 1)
+
+
+def vacuum_analyze(conninfo: str, **overrides) -> None:
+    """After a bulk load, as a benchmark run starts from: every table vacuumed and its statistics current."""
+    import psycopg
+
+    with psycopg.connect(conninfo, autocommit=True, **overrides) as conn:
+        conn.execute("VACUUM (ANALYZE)")
+
+
+def versus(ours: dict, gotpc: dict) -> dict:
+    return {
+        "tpmC_ratio": round(ours["tpmC"] / gotpc["tpmC"], 3) if gotpc["tpmC"] else None,
+        "tps_ratio": round(ours["tps"] / gotpc["tps"], 3) if gotpc["tps"] else None,
+        "client_cpu_per_1000_tx_ratio": round(ours["client_cpu_s_per_1000_tx"] / gotpc["client_cpu_s_per_1000_tx"], 2),
+        "cluster_cpu_per_tx_ratio": round(ours["cluster_cpu_ms_per_tx"] / gotpc["cluster_cpu_ms_per_tx"], 2),
+        "new_order_p99_ratio": round(ours["new_order_p99_ms"] / gotpc["new_order_p99_ms"], 2)
+        if gotpc["new_order_p99_ms"] and ours.get("new_order_p99_ms") else None,
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=30)
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--warehouses", type=int, default=2)
     ap.add_argument("--scale-down", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=2, help="rounds of go-tpc and ours, the order alternating "
+                    "(go-tpc first in odd rounds, ours first in even ones)")
     ap.add_argument("--pairs", type=int, default=3, help="interleaved with/without-recording pairs")
     ap.add_argument("--bin-dir", default=None, help="where go-tpc is (else CHAOSDB_BIN_DIR, the cache, PATH)")
     ap.add_argument("--workers", type=int, default=2, help="also run master/worker mode with this many local "
@@ -237,37 +287,61 @@ def main() -> int:
         layout = load_layout(root / "cluster")
         dsn = layout.dsn()
         loader.load(dsn, Scale.reduced(args.warehouses, args.scale_down))
-        gotpc = run_go_tpc(go_tpc, layout, args.clients, args.seconds, args.warehouses, root) if go_tpc else None
-        ours = run_ours(dsn, args.clients, args.seconds, root, record=True, layout=layout)
+        databases: list[tuple[str, dict]] = [(dsn, {})]
+        if go_tpc:
+            prepare_go_tpc(go_tpc, layout, args.warehouses, root)
+            databases.append((layout.node_dsn(cluster.status(layout)["leader"]), {"dbname": "gotpc"}))
+        rounds = []
+        for n in range(1, max(1, args.rounds) + 1):
+            order = ["go_tpc", "chaosdb_tpcc"] if n % 2 else ["chaosdb_tpcc", "go_tpc"]
+            one: dict = {"round": n, "order": [d for d in order if d != "go_tpc" or go_tpc], "quiesce_s": {}}
+            for driver in one["order"]:
+                one["quiesce_s"][driver] = quiesce(layout, databases)
+                if driver == "go_tpc":
+                    one[driver] = run_go_tpc(go_tpc, layout, args.clients, args.seconds, args.warehouses, root)
+                else:
+                    one[driver] = run_ours(dsn, args.clients, args.seconds, root, record=True, layout=layout)
+            if go_tpc:
+                one["versus_go_tpc"] = versus(one["chaosdb_tpcc"], one["go_tpc"])
+            rounds.append(one)
+        ours = rounds[0]["chaosdb_tpcc"]
+        if args.workers:
+            quiesce(layout, databases)
         mw = run_ours_master_worker(dsn, args.clients, args.seconds, root, args.workers, layout) \
             if args.workers else None
+        quiesce(layout, databases)
         pgb = run_pgbench(layout, args.clients, args.seconds, root)
         with_rec, without = [], []
         for _ in range(args.pairs):
             without.append(run_ours(dsn, args.clients, args.seconds, root, record=False)["tps"])
             with_rec.append(run_ours(dsn, args.clients, args.seconds, root, record=True)["tps"])
         cost_us = writer_cost_us()
+        summary = None
+        if go_tpc:
+            def total(driver: str, key: str) -> float:
+                return sum(r[driver][key] for r in rounds)
+
+            pooled = {d: {"tpmC": total(d, "tpmC") / len(rounds), "tps": total(d, "tps") / len(rounds),
+                          "client_cpu_s_per_1000_tx": statistics.fmean(r[d]["client_cpu_s_per_1000_tx"]
+                                                                       for r in rounds),
+                          "cluster_cpu_ms_per_tx": statistics.fmean(r[d]["cluster_cpu_ms_per_tx"] for r in rounds),
+                          "new_order_p99_ms": statistics.fmean(r[d]["new_order_p99_ms"] for r in rounds)}
+                      for d in ("chaosdb_tpcc", "go_tpc")}
+            summary = {"per_round": [r["versus_go_tpc"] for r in rounds],
+                       "means_over_rounds": versus(pooled["chaosdb_tpcc"], pooled["go_tpc"]),
+                       "targets": "tpmC >= 1.0, client CPU <= 1.5, cluster CPU <= 1.0, New-Order p99 <= 1.0"}
         result = {
             "benchmark": "load_driver",
             "clients": args.clients, "seconds": args.seconds, "warehouses": args.warehouses,
             "scale_down": args.scale_down, "cpu_cores": os.cpu_count(),
-            "chaosdb_tpcc": ours,
+            "rounds": rounds,
+            "versus_go_tpc": summary or f"not measured: {go_tpc_missing}",
             "chaosdb_tpcc_master_worker": mw,
             "master_worker_over_single_process": None if not mw else {
                 "tps_ratio": round(mw["tps"] / ours["tps"], 3) if ours["tps"] else None,
                 "client_cpu_per_1000_tx_ratio": round(mw["client_cpu_s_per_1000_tx"]
                                                       / ours["client_cpu_s_per_1000_tx"], 2)},
             "pgbench": pgb,
-            "go_tpc": gotpc or f"not measured: {go_tpc_missing}",
-            "versus_go_tpc": None if not gotpc else {
-                "tpmC_ratio": round(ours["tpmC"] / gotpc["tpmC"], 3) if gotpc["tpmC"] else None,
-                "tps_ratio": round(ours["tps"] / gotpc["tps"], 3) if gotpc["tps"] else None,
-                "client_cpu_per_1000_tx_ratio": round(ours["client_cpu_s_per_1000_tx"]
-                                                      / gotpc["client_cpu_s_per_1000_tx"], 2),
-                "cluster_cpu_per_tx_ratio": round(ours["cluster_cpu_ms_per_tx"] / gotpc["cluster_cpu_ms_per_tx"], 2),
-                "new_order_p99_ratio": round(ours["new_order_p99_ms"] / gotpc["new_order_p99_ms"], 2)
-                if gotpc["new_order_p99_ms"] and ours.get("new_order_p99_ms") else None,
-                "targets": "tpmC >= 1.0, client CPU <= 1.5, cluster CPU <= 1.0, New-Order p99 <= 1.0"},
             "ratios": {
                 "tps_chaosdb_over_pgbench": round(ours["tps"] / pgb["tps"], 3) if pgb["tps"] else None,
                 "client_cpu_per_1000_tx_chaosdb_over_pgbench":

@@ -10,6 +10,9 @@ Shared by every SQL workload (TPC-C terminals, YCSB clients):
   full jitter; the sample keeps the retries used;
 * an error while COMMIT is in flight (connection lost, 40003, 08007) is
   ``ambiguous`` and never retried: the write may or may not be durable;
+* a transaction of one statement (YCSB's read or update) may run in autocommit: one round trip instead of
+  three (BEGIN, the statement, COMMIT); the statement is then its own commit, so an error while a write is
+  in flight is ``ambiguous`` as it would be during COMMIT;
 * every attempt becomes exactly one :class:`~chaosdb.workloads.samples.Sample`.
 """
 
@@ -98,23 +101,39 @@ class Executor:
             self.close()
         return broken
 
-    def run(self, name: str, body: TxnBody, terminal: int = 0, keep_key_for: tuple[str, ...] = ()) -> Sample:
+    def run(self, name: str, body: TxnBody, terminal: int = 0, keep_key_for: tuple[str, ...] = (),
+            single_statement: str = "", key: str = "") -> Sample:
         """Run *body* in a transaction with retries; the outcome is a sample, never an exception.
 
         ``keep_key_for``: outcomes whose key is recorded (by default committed and ambiguous writes).
+        ``single_statement``: ``"read"`` or ``"write"`` when *body* runs exactly one statement, which then runs
+        in autocommit as its own transaction; a ``"write"`` in flight when the connection breaks is ambiguous.
+        ``key``: what the transaction writes, when known before it runs: kept for an ambiguous outcome even
+        though the body never returned.
         """
+        if single_statement not in ("", "read", "write"):
+            raise ValueError("single_statement must be '', 'read' or 'write'")
         import psycopg  # noqa: PLC0415 - needs the postgres extra
 
         start_ts = time.time()
         t0 = time.perf_counter()
         retries = 0
-        outcome, sqlstate, key = "error", "", ""
+        known_key = key
+        outcome, sqlstate = "error", ""
         while True:
+            key = known_key
             during_commit = False
             try:
                 conn = self.connection()
+                if conn.autocommit != bool(single_statement):
+                    conn.autocommit = bool(single_statement)
+                if single_statement:
+                    during_commit = single_statement == "write"
+                    key = body(conn) or known_key
+                    outcome, sqlstate = "committed", ""
+                    break
                 try:
-                    key = body(conn) or ""
+                    key = body(conn) or known_key
                 except BusinessRollback:
                     conn.rollback()
                     outcome, sqlstate = "rollback", ""

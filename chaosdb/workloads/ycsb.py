@@ -120,7 +120,10 @@ class SqlBackend:
             def body(conn: Any) -> str:
                 conn.execute(f"UPDATE usertable SET field{op.field} = %s WHERE ycsb_key = %s", (op.value, op.key))
                 return op.key
-        return self.executor.run(op.kind, body, client, keep_key_for=("committed", "ambiguous"))
+        # one statement each: autocommit, one round trip (BEGIN and COMMIT would make it three)
+        return self.executor.run(op.kind, body, client, keep_key_for=("committed", "ambiguous"),
+                                 single_statement="read" if op.kind == "read" else "write",
+                                 key="" if op.kind == "read" else op.key)
 
     def close(self) -> None:
         self.executor.close()

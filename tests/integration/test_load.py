@@ -16,6 +16,7 @@ import pytest
 from chaosdb.load import integrity, probes
 from chaosdb.local.processes import pid_alive
 from chaosdb.workloads.samples import read_samples
+from chaosdb.workloads.tpcc.rand import DECK_CARDS, DECK_SIZE
 from tests.chaosrun import ChaosRun
 
 pytestmark = pytest.mark.integration
@@ -89,9 +90,9 @@ def test_locust_headless_30s_mix_samples_and_live_probes(tpcc_db, tmp_path, heal
     rows = list(read_samples(samples))
     mix = collections.Counter(s.name for s in rows)
     assert set(mix) == {"new_order", "payment", "order_status", "delivery", "stock_level"}
-    # the shuffled 23-card deck (10/10/1/1/1): 43.5 % / 43.5 % / 4.3 % each, the spec's minimum mix
-    for name, cards in {"new_order": 10, "payment": 10, "order_status": 1, "delivery": 1, "stock_level": 1}.items():
-        assert _consistent_with(mix[name], len(rows), cards / 23), (name, mix)
+    # the shuffled 100-card deck (45/43/4/4/4): the spec's minimum shares, New-Order the rest
+    for name, cards in DECK_CARDS.items():
+        assert _consistent_with(mix[name], len(rows), cards / DECK_SIZE), (name, mix)
     # every transaction Locust counted is a sample row, and every sample is complete (Locust's final
     # stats CSV is written before the last requests are counted; its JSON report is complete)
     locust_counts = {e["name"]: e["num_requests"] for e in json.loads((tmp_path / "locust.json").read_text())}

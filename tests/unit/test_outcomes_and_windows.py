@@ -115,3 +115,66 @@ def test_terminal_builds_its_executor_with_the_sleep_function():
 
     ex = Executor("host=x", "default", 5, 2, "tpcc-1", 7, lambda s: None)  # positional, as the terminal does
     assert callable(ex.sleep) and isinstance(ex.tcp_options, dict)
+
+
+class _FakeConn:
+    """What the executor touches of a psycopg connection; *fail* raises from the statement."""
+
+    def __init__(self, fail=None, breaks=False):
+        self.autocommit, self.closed, self.broken = False, False, False
+        self.fail, self.breaks = fail, breaks
+        self.calls = []
+
+    def execute(self, sql, params=None):
+        self.calls.append(sql)
+        if self.fail is not None:
+            self.broken = self.breaks
+            raise self.fail
+        return self
+
+    def commit(self):
+        self.calls.append("COMMIT")
+
+    def rollback(self):
+        self.calls.append("ROLLBACK")
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.mark.parametrize("kind,fail,breaks,expected", [
+    ("write", None, False, "committed"),
+    ("read", None, False, "committed"),
+    ("write", "lost", True, "ambiguous"),  # the statement was its own COMMIT: it may have been applied
+    ("read", "lost", True, "conn_error"),
+    ("write", "40001", False, "aborted"),  # retried, then reported aborted
+])
+def test_a_single_statement_runs_in_autocommit_and_a_write_in_flight_is_ambiguous(kind, fail, breaks, expected):
+    import psycopg
+
+    from chaosdb.workloads.executor import Executor
+
+    exc = None
+    if fail == "lost":
+        exc = psycopg.OperationalError("server closed the connection unexpectedly")
+    elif fail:
+        exc = psycopg.errors.SerializationFailure("could not serialize access")
+    conns = []
+
+    def connection(self):
+        if self.conn is None or self.conn.closed or self.conn.broken:
+            self.conn = _FakeConn(exc, breaks)
+            conns.append(self.conn)
+        return self.conn
+
+    ex = Executor("host=x", max_retries=2, sleep=lambda s: None)
+    ex.connection = connection.__get__(ex)
+    sample = ex.run(kind, lambda conn: conn.execute("UPDATE t SET v = 1") and "k1", 3,
+                    keep_key_for=("committed", "ambiguous"), single_statement=kind, key="k1" if kind == "write" else "")
+    assert sample.outcome == expected and all(c.autocommit for c in conns)
+    assert not any("COMMIT" == call for c in conns for call in c.calls)  # no BEGIN/COMMIT round trips
+    assert sample.retries == (2 if fail == "40001" else 0)
+    # the key is known before the statement runs: an ambiguous write keeps it though the body never returned
+    assert (sample.key == "k1") == (expected in ("committed", "ambiguous"))
+    with pytest.raises(ValueError):
+        ex.run(kind, lambda conn: "", single_statement="maybe")
