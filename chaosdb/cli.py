@@ -224,8 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stores", type=int, default=5, help="--kind pd: simulated TiKV stores")
     p.add_argument("--regions", type=int, default=60, help="--kind pd: regions")
     p.add_argument("--nodes", type=int, default=3, help="number of nodes (default: 3; kubernetes: kwok nodes)")
-    p.add_argument("--workloads", default="cockroachdb,tikv",
-                   help="--kind kubernetes: database-shaped StatefulSets of fake pods (cockroachdb, tikv, or none)")
+    p.add_argument("--workloads", default="cockroachdb,tikv,postgres",
+                   help="--kind kubernetes: database-shaped StatefulSets of fake pods (cockroachdb, tikv, postgres, or none)")
     p.add_argument("--replicas", type=int, default=3, help="--kind kubernetes: pods per database StatefulSet")
     p.add_argument("--no-chaos-mesh", action="store_true", help="--kind kubernetes: without the Chaos Mesh controller")
     p.add_argument("--address-base", default=None,

@@ -18,6 +18,17 @@ from pathlib import Path
 from chaosdb.core.commands import restore_default_sigint
 
 CHAOS = str(Path(sys.executable).parent / "chaos")
+CHAOSDB = str(Path(sys.executable).parent / "chaosdb")
+
+
+def build_report(journal: Path, out: Path) -> str:
+    """``chaosdb report build`` of a journal, as a user runs it after ``chaos run``; returns the Markdown report
+    (the HTML report and metrics.json must be there too)."""
+    built = subprocess.run([CHAOSDB, "report", "build", str(journal), "-o", str(out)], capture_output=True,
+                           text=True, timeout=300, check=False)
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    assert (out / "report.html").exists() and (out / "metrics.json").exists(), sorted(p.name for p in out.iterdir())
+    return (out / "report.md").read_text()
 
 
 class ChaosRun:

@@ -9,6 +9,7 @@ created), plus per-experiment keys. Chaos objects are deleted by the rollbacks, 
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -63,11 +64,14 @@ def _delete(kind: str, name: str, rollback_name: str) -> dict[str, Any]:
 def _experiment(title: str, description: str, tags: list[str], configuration: dict[str, Any],
                 hypothesis: list[dict[str, Any]], method: list[dict[str, Any]],
                 rollbacks: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"version": "1.0.0", "title": title, "description": description, "tags": ["kubernetes", *tags],
-            "controls": [VERDICT_CONTROL, CONTROL],
-            "configuration": {**BASE_CONFIG, **configuration},
-            "steady-state-hypothesis": {"title": "the database is whole", "probes": hypothesis},
+    body = {"steady-state-hypothesis": {"title": "the database is whole", "probes": hypothesis},
             "method": method, "rollbacks": rollbacks}
+    # the activities read k8s_kubeconfig and k8s_namespace themselves; the other keys only where substituted
+    used = json.dumps(body)
+    config = {k: v for k, v in {**BASE_CONFIG, **configuration}.items()
+              if k in ("k8s_kubeconfig", "k8s_namespace") or k in configuration or "${" + k + "}" in used}
+    return {"version": "1.0.0", "title": title, "description": description, "tags": ["kubernetes", *tags],
+            "controls": [VERDICT_CONTROL, CONTROL], "configuration": config, **body}
 
 
 EXPERIMENTS: dict[str, dict[str, Any]] = {
@@ -135,10 +139,12 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
     "chaosmesh-pod-kill-patroni-primary": _experiment(
         "PostgreSQL/Patroni on Kubernetes: kill the primary's pod (Chaos Mesh); a replica is promoted",
         "The Patroni leader is read from its REST API when the run starts; its pod (member name = pod name, as "
-        "with Spilo) is killed by a PodChaos; the cluster must have a leader again within the hypothesis.",
+        "with Spilo, unless patroni_pods maps members to pods: CHAOSDB_PATRONI_PODS=member=pod,...) is killed by "
+        "a PodChaos; the cluster must have a leader again within the hypothesis.",
         ["chaos-mesh", "pod-kill", "patroni", "primary"],
         {"k8s_namespace": _env("CHAOSDB_K8S_NAMESPACE", "postgres"), "statefulset": _env(
-            "CHAOSDB_STATEFULSET", "postgres"), "patroni_url": _env("PATRONI_URL", "http://postgres:8008")},
+            "CHAOSDB_STATEFULSET", "postgres"), "patroni_urls": _env("PATRONI_URLS", "http://postgres:8008"),
+         "patroni_pods": _env("CHAOSDB_PATRONI_PODS", "")},
         [_act("probe", "patroni-is-healthy", "chaosdb.postgres.probes", "cluster_is_healthy", tolerance=True),
          STS_READY],
         [_act("action", "kill-the-primary-pod", "chaosdb.chaosmesh.actions", "create_chaos",

@@ -10,6 +10,10 @@ container to enter.
   for a TidbCluster ``basic`` (labels ``app.kubernetes.io/name: tidb-cluster``, ``component: pd|tikv``,
   ``instance: basic``, ``managed-by: tidb-operator``; containers ``pd`` / ``tikv``), Services ``basic-pd``,
   ``basic-pd-peer`` and ``basic-tikv-peer``.
+- ``postgres``: namespace ``postgres``, StatefulSet ``postgres`` (pods ``postgres-0..2``) as the Zalando
+  Postgres Operator names a cluster ``postgres`` (labels ``application: spilo``, ``cluster-name: postgres``;
+  container ``postgres``, ports 5432 and 8008 for Patroni's REST API), headless Service ``postgres``. Which
+  pod is the primary comes from Patroni (a ``patroni-primary`` target; ``patroni_pods`` maps members to pods).
 """
 
 from __future__ import annotations
@@ -76,7 +80,15 @@ def _tikv(replicas: int) -> list[dict[str, Any]]:
                          {"peer": 20160}, replicas)]
 
 
-WORKLOADS = {"cockroachdb": _cockroachdb, "tikv": _tikv}
+def _postgres(replicas: int) -> list[dict[str, Any]]:
+    ns = "postgres"
+    labels = {"application": "spilo", "cluster-name": "postgres"}
+    ports = {"postgresql": 5432, "patroni": 8008}
+    return [_namespace(ns), _service("postgres", ns, labels, ports, True),
+            _statefulset("postgres", ns, labels, "postgres", "postgres", "ghcr.io/zalando/spilo", ports, replicas)]
+
+
+WORKLOADS = {"cockroachdb": _cockroachdb, "tikv": _tikv, "postgres": _postgres}
 
 
 def workload_objects(names: list[str], replicas: int = 3) -> list[dict[str, Any]]:

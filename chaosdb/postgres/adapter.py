@@ -8,6 +8,7 @@ from typing import Any
 
 from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.podnames import pod_map
 from chaosdb.postgres.endpoints import patroni_client
 
 __all__ = ["ADAPTER", "PatroniAdapter"]
@@ -32,7 +33,7 @@ class PatroniAdapter(DatabaseAdapter):
             if not chosen:
                 raise ChaosDBError("the Patroni cluster has no running replica to target")
         m = chosen[0]
-        pod = str((configuration.get("patroni_pods") or {}).get(m.name, m.name))
+        pod = pod_map(configuration, "patroni_pods").get(m.name, m.name)
         return ResolvedNode(name=m.name, pod=pod, detail={"member": m.name, "patroni_role": m.role})
 
 

@@ -16,7 +16,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.redact import redact, redact_dsn
 from chaosdb.experiment.verdict import verdict_of
 from chaosdb.report.data import Samples, load_samples
@@ -25,7 +24,7 @@ from chaosdb.report.metrics import compute_metrics, sample_sets
 from chaosdb.report.operations import measure_operations, operations_from_journal
 from chaosdb.report.plots import ecdf_png, timeline_png
 
-__all__ = ["build_report", "render_markdown", "render_html", "format_value", "recovery_lines", "load_workers_of",
+__all__ = ["build_report", "build_journal_report", "render_markdown", "render_html", "format_value", "recovery_lines", "load_workers_of",
            "load_worker_lines"]
 
 SCHEMA_VERSION = 1
@@ -304,7 +303,7 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
     info, journal = read_journal(journal_path)
     location = samples or info.load.get("samples_dir")
     if not location:
-        raise ChaosDBError("the journal names no samples (no chaosdb_load in it): pass --samples PATH")
+        return build_journal_report(journal_path, out_dir, journal_name)
     location = Path(location)
     if not location.is_absolute() and not location.exists():
         location = Path(journal_path).parent / location
@@ -343,3 +342,59 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
     (out / "report.md").write_text(_scrub(md, info.secrets))
     (out / "report.html").write_text(_scrub(render_html(title, info, m, pngs), info.secrets))
     return {"out_dir": str(out), "metrics": m, "drawn": drawn, "files": sorted(p.name for p in out.iterdir())}
+
+
+NO_LOAD = ("This run had no load: the journal names no samples (no load control in the experiment) and none were "
+           "given, so there are no degradation or recovery figures. Run the experiment with the load control "
+           "(docs/load.md) or pass --samples to get them.")
+
+
+def build_journal_report(journal_path: Path | str, out_dir: Path | str | None = None,
+                         journal_name: str | None = None) -> dict[str, Any]:
+    """The report of a run without load samples (a Kubernetes or PD experiment run without the load control):
+    the verdict, every hypothesis result, and the faults and rollbacks with their times and outcomes, in
+    metrics.json (``samples``: 0), report.md and report.html; it says plainly that no figures can be measured."""
+    info, journal = read_journal(journal_path)
+    out = Path(out_dir) if out_dir else Path(journal_path).parent / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    faults = [a.as_dict() for a in info.faults] + [a.as_dict() for a in info.rollbacks if a.kind == "action"]
+    starts = [f["start_ts"] for f in faults if f["start_ts"] and f["status"] != "failed" and not f["rollback"]]
+    zero = min(starts) if starts else (info.start or 0.0)
+    v = verdict_of(journal).as_dict()
+    m: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "samples": 0, "first_fault_ts": min(starts) if starts
+                         else None, "faults": faults, "verdict": v, "no_load": NO_LOAD,
+                         "run": {"title": info.title, "status": v["status"], "deviated": info.deviated,
+                                 "journal": journal_name or info.path, "samples": [],
+                                 "chaoslib_version": info.chaoslib_version, "load_settings": {}}}
+    m = _scrub(m, info.secrets)
+    title = _scrub(info.title, info.secrets)
+    fault_rows = [[f["name"], "rollback" if f["rollback"] else ("restore" if f.get("restores") else f["type"]),
+                   format_value((f["start_ts"] or zero) - zero), format_value((f["end_ts"] or zero) - zero),
+                   f["status"]] for f in m["faults"]]
+    hyp = _hypothesis_rows(v)
+    md = [f"# {title}", "", f"**Verdict: {v.get('sentence', '')}**", "",
+          f"Journal: `{Path(info.path).name}` · status **{v.get('status', info.status)}**"
+          + (" · **deviated**" if info.deviated else ""), "", NO_LOAD, ""]
+    if hyp:
+        md += ["| " + " | ".join(HYPOTHESIS_HEADER) + " |", "|" + " --- |" * len(HYPOTHESIS_HEADER)]
+        md += [f"| {' | '.join(r)} |" for r in hyp] + [""]
+    md += ["## Faults and rollbacks", "", "| activity | kind | start (s) | end (s) | status |",
+           "| --- | --- | ---: | ---: | --- |"] + [f"| {' | '.join(r)} |" for r in fault_rows]
+    md += ["", "Times are seconds from the first fault.", ""]
+    status_class = "ok" if v.get("ok") else "bad"
+    page = "\n".join([
+        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
+        "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; style-src 'unsafe-inline'\">",
+        f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f"<p class={status_class}><b>Verdict: {html.escape(str(v.get('sentence', '')))}</b></p>",
+        f"<p>Status <b class={status_class}>{html.escape(str(v.get('status', info.status)))}"
+        f"{' · deviated' if info.deviated else ''}</b> · journal <code>{html.escape(Path(info.path).name)}</code></p>",
+        f"<p>{html.escape(NO_LOAD)}</p>",
+        _table(HYPOTHESIS_HEADER, hyp) if hyp else "",
+        "<h2>Faults and rollbacks</h2>", _table(["activity", "kind", "start (s)", "end (s)", "status"], fault_rows),
+        "<p><small>Times are seconds from the first fault. Generated by chaostoolkit-db.</small></p></body></html>"])
+    (out / "metrics.json").write_text(json.dumps(m, indent=2) + "\n")
+    (out / "report.md").write_text(_scrub("\n".join(md), info.secrets))
+    (out / "report.html").write_text(_scrub(page, info.secrets))
+    return {"out_dir": str(out), "metrics": m, "drawn": {}, "files": sorted(p.name for p in out.iterdir())}

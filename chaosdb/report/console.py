@@ -18,6 +18,11 @@ def build_and_summarise(journal: str, samples: str | None = None, out_dir: str |
     result = build_report(journal, samples=samples, out_dir=out_dir, rule=rule)
     m = result["metrics"]
     say(f"report written to {result['out_dir']}: {', '.join(result['files'])}")
+    if m.get("no_load"):
+        say(f"  verdict: {m['verdict'].get('sentence', '')}")
+        say("  " + m["no_load"])
+        say(f"  open {Path(result['out_dir']) / 'report.html'}")
+        return result
     b, i = m["baseline"], m.get("impact") or {}
     say(f"  baseline: p99 {b.get('p99_ms')} ms, {b.get('throughput_tps')} tx/s;  "
         f"impact: p99 {i.get('p99_ms')} ms, {i.get('throughput_tps')} tx/s, errors {i.get('error_rate')}")

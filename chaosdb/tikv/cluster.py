@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.podnames import statefulset_pod
+from chaosdb.core.podnames import pod_map, statefulset_pod
 from chaosdb.core.prometheus import parse_prometheus
 from chaosdb.tikv.keys import encode_key
 from chaosdb.tikv.pd import PDError, pd_client
@@ -112,7 +112,7 @@ def pod_of(address: str | None, store_id: Any = None, configuration: dict[str, A
     """The pod of a store: ``tikv_pods`` in the configuration (store id -> pod name) when it names this store,
     else the StatefulSet pod of its address (``basic-tikv-1.basic-tikv-peer.tidb.svc:20160`` -> ``basic-tikv-1``),
     else None."""
-    pods = {str(k): str(v) for k, v in ((configuration or {}).get("tikv_pods") or {}).items()}
+    pods = pod_map(configuration, "tikv_pods")
     if store_id is not None and str(store_id) in pods:
         return pods[str(store_id)]
     return statefulset_pod(address)

@@ -35,7 +35,7 @@ from chaosdb.manifests.templates import list_templates, render
 from chaosdb.manifests.validate import validate_object
 from chaosdb.tikv import cluster as tikv_cluster
 from chaosdb.tikv import localpd
-from tests.chaosrun import CHAOS
+from tests.chaosrun import CHAOS, build_report
 from tests.polling import poll
 from tests.realservers import real_binaries
 
@@ -416,6 +416,56 @@ def test_chaos_run_of_the_pod_failure_experiment_against_the_local_cluster(cfg, 
     assert runs["pod-failure-on-one-pod"]["output"]["selected_pods"] == [f"{CRDB_NS}/cockroachdb-1"]
     assert runs["wait-until-recovered"]["output"]["recovered"]
     assert cmp.chaos_objects(CHAOS_NS, configuration=cfg) == []
+    report = build_report(tmp_path / "journal.json", tmp_path / "report")
+    assert "pod-failure-on-one-pod" in report and "completed" in report
+
+
+@pytest.fixture(scope="module")
+def patroni(cluster_root):
+    """A real one-node Patroni cluster (Patroni, etcd, PostgreSQL) of this module's own, on its own address: the
+    primary a ``patroni-primary`` target asks Patroni's REST API for, standing for the fake ``postgres`` pods."""
+    from chaosdb.local import cluster as embedded
+    from chaosdb.local.state import load_layout
+
+    d = cluster_root / "k8s-patroni"
+    embedded.up(d, "k8spatroni", nodes=1, address_base="127.0.0.71", timeout=180)
+    try:
+        yield load_layout(d)
+    finally:
+        embedded.down(load_layout(d), purge=True)
+    assert not node_processes(d)
+
+
+def test_chaos_run_of_the_patroni_primary_pod_kill_against_real_patroni_and_chaos_mesh(cfg, kube, patroni,
+                                                                                        tmp_path):
+    """experiments/kubernetes/chaosmesh-pod-kill-patroni-primary.json with ``chaos run``: real Patroni names its
+    primary, ``patroni_pods`` (from the environment) maps that member to a pod, the real Chaos Mesh kills exactly
+    that pod and the real controller-manager replaces it; the rollback leaves no chaos object. The pods are fake:
+    no PostgreSQL runs in them, so no replica is promoted here (that is the embedded cluster's own tests)."""
+    member = patroni.nodes[0]
+    pod = "postgres-2"  # not the first pod: the map, not the ordinal, picks it
+    assert k8s.wait_for_statefulset_ready("postgres", "postgres", timeout_s=120, configuration=cfg)
+    uid = _pod(cfg, "postgres", pod)["uid"]
+    env = {**os.environ, "CHAOSDB_KUBECONFIG": kube["kubeconfig"],
+           "PATRONI_URLS": f"http://{member.host}:{member.api_port}", "CHAOSDB_PATRONI_PODS": f"{member.name}={pod}"}
+    log = tmp_path / "chaos.log"
+    done = subprocess.run([CHAOS, "--no-version-check", "--log-file", str(log), "run", "--journal-path",
+                           str(tmp_path / "journal.json"),
+                           str(ROOT / "experiments" / "kubernetes" / "chaosmesh-pod-kill-patroni-primary.json")],
+                          env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path, check=False)
+    journal = json.loads((tmp_path / "journal.json").read_text())
+    assert done.returncode == 0 and journal["status"] == "completed", log.read_text()[-4000:]
+    assert journal["steady_states"]["before"]["steady_state_met"]
+    assert journal["steady_states"]["after"]["steady_state_met"]
+    runs = {r["activity"]["name"]: r for r in journal["run"]}
+    kill = runs["kill-the-primary-pod"]["output"]
+    assert kill["selected_pods"] == [f"postgres/{pod}"], kill
+    assert kill["target"]["detail"]["member"] == member.name, kill["target"]
+    assert _poll(lambda: _pod(cfg, "postgres", pod)["uid"] != uid), "the killed pod was not replaced"
+    assert journal["rollbacks"][0]["output"]["deleted"], journal["rollbacks"]
+    assert cmp.chaos_objects(CHAOS_NS, configuration=cfg) == []
+    report = build_report(tmp_path / "journal.json", tmp_path / "report")
+    assert "kill-the-primary-pod" in report and "completed" in report
 
 
 def test_local_kubernetes_processes_are_the_clusters_own(kube):

@@ -23,6 +23,7 @@ from chaosdb.core.results import record_problems
 from chaosdb.local.processes import node_processes
 from chaosdb.tikv import actions, localpd, probes
 from chaosdb.tikv.keys import encode_key
+from tests.chaosrun import build_report
 from tests.polling import poll
 from tests.realservers import real_binaries
 
@@ -138,6 +139,8 @@ def test_the_tikv_evict_leader_experiment_runs_end_to_end(pd, tmp_path):
     evict = next(r for r in journal["run"] if r["activity"]["name"] == "evict-leaders-from-the-leader-store")
     assert evict["status"] == "succeeded" and evict["output"]["leaderless_after_s"] is not None
     assert journal["rollbacks"][0]["output"]["removed"], journal["rollbacks"]
+    report = build_report(tmp_path / "journal.json", tmp_path / "report")
+    assert "evict-leaders-from-the-leader-store" in report and "completed" in report
 
 
 def test_a_store_the_simulator_takes_away_loses_its_leaders_and_is_reported(pd):

@@ -202,3 +202,17 @@ def test_every_generated_experiment_names_the_command_that_regenerates_it():
         assert len(stamps) == 1, f"{path} does not say which generator wrote it"
         module = stamps[0]["regenerate"].removeprefix("python -m ")
         assert importlib.import_module(module).main, (path, module)
+
+
+def test_every_configuration_key_of_a_shipped_experiment_is_read_by_something():
+    """A key no activity reads and no ``${key}`` substitutes is a misspelling that fails only against a real
+    cluster (the Patroni pod-kill experiment set ``patroni_url``; the Patroni client reads ``patroni_urls``)."""
+    package = Path(__file__).resolve().parents[2] / "chaosdb"
+    source = "\n".join(p.read_text() for p in package.rglob("*.py"))
+    unread = []
+    for path in sorted(EXP_DIR.rglob("*.json")):
+        text = path.read_text()
+        for key in json.loads(text).get("configuration") or {}:
+            if "${" + key + "}" not in text and f'"{key}"' not in source and f"'{key}'" not in source:
+                unread.append(f"{path.relative_to(EXP_DIR)}: {key}")
+    assert not unread, unread

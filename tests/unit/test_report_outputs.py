@@ -144,6 +144,28 @@ def test_secrets_never_reach_any_output(real_journal, tmp_path):
     assert "***" in (out / "metrics.json").read_text()
 
 
+def test_a_run_without_load_gets_a_report_of_its_journal_that_says_so(real_journal, tmp_path, capsys):
+    """A Kubernetes or PD experiment run without the load control: the verdict, every hypothesis result and the
+    faults with their times, no invented figures, and nothing secret."""
+    canary = "CANARY-secret-without-load"
+    data = json.loads(real_journal.read_text())
+    assert "chaosdb_load" not in data
+    data["experiment"]["secrets"] = {"db": {"password": canary}}
+    data["run"][0]["activity"]["name"] = f"uses {canary}"
+    real_journal.write_text(json.dumps(data))
+    out = tmp_path / "out"
+    assert cli(["report", str(real_journal), "-o", str(out)]) == 0
+    assert "This run had no load" in capsys.readouterr().out
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["samples"] == 0 and "baseline" not in m and "recovery" not in m and m["verdict"]["sentence"]
+    names = {a["activity"]["name"].replace(canary, "***") for a in data["run"] if a["activity"]["type"] == "action"}
+    assert names <= {f["name"] for f in m["faults"]}
+    md = (out / "report.md").read_text()
+    assert "This run had no load" in md and "## Faults and rollbacks" in md and m["verdict"]["sentence"] in md
+    for f in out.iterdir():
+        assert canary.encode() not in f.read_bytes(), f.name
+
+
 def test_bad_inputs_are_explained(tmp_path):
     bad = tmp_path / "j.json"
     bad.write_text('{"run": [')

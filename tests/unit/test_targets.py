@@ -3,6 +3,7 @@ import random
 import pytest
 
 from chaosdb.core.errors import ChaosDBError, UnsafeFault
+from chaosdb.core.podnames import pod_map
 from chaosdb.core.targets import Target, check_quorum, parse_count, select_targets, tolerated_failures
 
 
@@ -78,3 +79,19 @@ def test_quorum_rule_can_be_overridden_and_says_so():
     assert verdict["allowed_by_quorum_rule"] is False
     with pytest.raises(UnsafeFault, match="allow_quorum_loss"):
         check_quorum(nodes, nodes[:2])
+
+
+@pytest.mark.parametrize("given,expected", [
+    ({"n1": "postgres-0", 2: "basic-tikv-1"}, {"n1": "postgres-0", "2": "basic-tikv-1"}),
+    ('{"n1": "postgres-0", "n2": "postgres-1"}', {"n1": "postgres-0", "n2": "postgres-1"}),
+    ("n1=postgres-0, n2=postgres-1", {"n1": "postgres-0", "n2": "postgres-1"}),
+    ("", {}), (None, {}),
+])
+def test_a_pod_map_comes_as_a_mapping_or_as_text_from_the_environment(given, expected):
+    assert pod_map({"patroni_pods": given}, "patroni_pods") == expected
+
+
+@pytest.mark.parametrize("bad", ["n1", "n1=,n2=postgres-1", '{"n1": ', "[1, 2]", 7])
+def test_a_pod_map_that_is_not_one_is_refused_with_the_forms_it_takes(bad):
+    with pytest.raises(ChaosDBError, match="patroni_pods: .*n1=postgres-0"):
+        pod_map({"patroni_pods": bad}, "patroni_pods")
