@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import collections
 import json
+import threading
 import time
 
 import psycopg
@@ -12,6 +14,7 @@ from chaosdb.core.errors import ChaosDBError, UnsafeFault
 from chaosdb.core.results import record_problems
 from chaosdb.local import actions, probes
 from chaosdb.local import cluster as lc
+from chaosdb.workloads import ycsb
 
 pytestmark = pytest.mark.integration
 
@@ -38,6 +41,55 @@ def host_of(layout, name):
     return layout.node(name).host
 
 
+def _wait(check, timeout: float = 120.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+class YcsbClient(threading.Thread):
+    """One YCSB-A client (autocommit reads and updates) running through a fault: every operation and its sample,
+    in order."""
+
+    def __init__(self, dsn: str, records: int) -> None:
+        super().__init__(daemon=True)
+        self.backend = ycsb.SqlBackend(dsn, client=0, seed=11)
+        self.workload = ycsb.WorkloadA(records, seed=11)
+        self.stop = threading.Event()
+        self.attempts: list = []
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            op = self.workload.next()
+            self.attempts.append((op, self.backend.execute(op, 0)))
+        self.backend.close()
+
+    def finish(self) -> list:
+        self.stop.set()
+        self.join(timeout=60)
+        return self.attempts
+
+
+def assert_no_acknowledged_update_lost(dsn: str, attempts: list) -> None:
+    """Every field's value is its last committed update, or an ambiguous update after it (which may have been
+    applied): an acknowledged update is never lost, whatever the failover did."""
+    allowed: dict = {}
+    for op, sample in attempts:
+        if op.kind != "update":
+            continue
+        if sample.outcome == "committed":
+            allowed[(op.key, op.field)] = {op.value}
+        elif sample.outcome == "ambiguous" and (op.key, op.field) in allowed:
+            allowed[(op.key, op.field)].add(op.value)
+    with psycopg.connect(dsn) as conn:
+        for (key, field), values in allowed.items():
+            got = conn.execute(f"SELECT field{field} FROM usertable WHERE ycsb_key = %s", (key,)).fetchone()[0]
+            assert got in values, (key, field)
+
+
 def test_kill_postgres_process_of_leader_is_restarted_by_patroni(healthy, config):
     before = lc.status(healthy)
     leader = before["leader"]
@@ -59,6 +111,10 @@ def test_kill_postgres_process_of_leader_is_restarted_by_patroni(healthy, config
 def test_kill_node_of_leader_elects_new_leader_and_old_one_rejoins(healthy, config):
     old_leader = lc.status(healthy)["leader"]
     write_and_read(healthy, 2)
+    ycsb.load(healthy.dsn(), 200)
+    client = YcsbClient(healthy.dsn(), 200)  # YCSB through the kill: each statement its own transaction
+    client.start()
+    assert _wait(lambda: sum(1 for _, s in client.attempts if s.outcome == "committed") >= 20)
     record = actions.kill_node(target="leader", configuration=config)
     killed = record["targets"][0]
     assert killed["name"] == old_leader and record["action"] == "kill_node" and not record_problems(record), record
@@ -68,6 +124,14 @@ def test_kill_node_of_leader_elects_new_leader_and_old_one_rejoins(healthy, conf
     # a different node becomes a writable primary
     server = write_and_read(healthy, 3, timeout=90)
     assert server != host_of(healthy, old_leader)
+    felt = len(client.attempts)
+    assert _wait(lambda: sum(1 for _, s in client.attempts[felt:] if s.outcome == "committed") >= 20)
+    attempts = client.finish()
+    # the kill is felt as connection errors or ambiguous updates, never as another error or a lost update
+    outcomes = collections.Counter(s.outcome for _, s in attempts)
+    assert set(outcomes) <= {"committed", "conn_error", "ambiguous"} and len(outcomes) > 1, outcomes
+    assert all(s.outcome != "ambiguous" for op, s in attempts if op.kind == "read"), outcomes
+    assert_no_acknowledged_update_lost(healthy.dsn(), attempts)
     new_leader = lc.status(healthy)["leader"]
     assert new_leader and new_leader != old_leader
     # it stays down until restarted
