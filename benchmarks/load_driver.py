@@ -34,7 +34,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -62,6 +65,30 @@ def cluster_cpu(layout) -> float:
     pids = [p.pid for n in layout.nodes for p in node_processes(Path(n.dir), n.data_dir) if p.kind == "postgres"
             or p.kind == "postmaster"]
     return cpu_time_s(pids)
+
+
+@contextmanager
+def bench_cluster(prefix: str, name: str, address_base: str) -> Iterator[tuple[Path, Any]]:
+    """A fresh embedded 3-node cluster in a temporary folder: (the folder, its layout); down and gone after."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    os.chmod(root, 0o755)
+    try:
+        cluster.up(root / "cluster", name, address_base=address_base, timeout=180)
+        yield root, load_layout(root / "cluster")
+    finally:
+        if (root / "cluster" / "cluster.json").exists():
+            cluster.down(load_layout(root / "cluster"), purge=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def pgbench_command(layout) -> tuple[list[str], dict[str, str]]:
+    """The cluster's own pgbench with the leader's host, port and user, and the environment it runs in."""
+    node = layout.node(cluster.status(layout)["leader"])
+    env = dict(os.environ, PGPASSFILE=str(layout.path / "pgpass"))
+    if layout.binaries.get("ld_path"):
+        env["LD_LIBRARY_PATH"] = layout.binaries["ld_path"]
+    return [str(Path(layout.binaries["postgres_bin"]) / "pgbench"), "-h", node.host, "-p", str(node.pg_port),
+            "-U", "postgres"], env
 
 
 def go_tpc_base(go_tpc: str, layout, warehouses: int) -> list[str]:
@@ -177,25 +204,20 @@ def run_ours_master_worker(dsn: str, clients: int, seconds: int, workdir: Path, 
 
 
 def run_pgbench(layout, clients: int, seconds: int, workdir: Path) -> dict:
-    pgbench = Path(layout.binaries["postgres_bin"]) / "pgbench"
+    pgbench, env = pgbench_command(layout)
     leader = cluster.status(layout)["leader"]
-    node = layout.node(leader)
-    env = dict(os.environ, PGPASSFILE=str(layout.path / "pgpass"))
-    if layout.binaries.get("ld_path"):
-        env["LD_LIBRARY_PATH"] = layout.binaries["ld_path"]
-    base = ["-h", node.host, "-p", str(node.pg_port), "-U", "postgres"]
     import psycopg
 
     with psycopg.connect(layout.node_dsn(leader), autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'pgbench'").fetchone():
             conn.execute("CREATE DATABASE pgbench")
-    subprocess.run([str(pgbench), "-i", "-q", "-s", "2", *base, "pgbench"], env=env, check=True,
-                   capture_output=True, cwd=workdir)
+    subprocess.run([*pgbench, "-i", "-q", "-s", "2", "pgbench"], env=env, check=True, capture_output=True,
+                   cwd=workdir)
     logdir = workdir / "pgbench-log"
     logdir.mkdir(exist_ok=True)
     cpu0 = child_cpu()
-    proc = subprocess.run([str(pgbench), "-c", str(clients), "-j", "2", "-T", str(seconds), "-l",
-                           "--log-prefix", str(logdir / "pgb"), *base, "pgbench"], env=env, capture_output=True,
+    proc = subprocess.run([*pgbench, "-c", str(clients), "-j", "2", "-T", str(seconds), "-l",
+                           "--log-prefix", str(logdir / "pgb"), "pgbench"], env=env, capture_output=True,
                           text=True, cwd=workdir)
     cpu = child_cpu() - cpu0
     lat = []
@@ -280,11 +302,7 @@ def main() -> int:
         go_tpc = find_binary("go-tpc", args.bin_dir)
     except ChaosDBError as e:
         go_tpc_missing = str(e)
-    root = Path(tempfile.mkdtemp(prefix="chaosdb-bench-load-"))
-    os.chmod(root, 0o755)
-    try:
-        cluster.up(root / "cluster", "benchload", address_base="127.0.0.81", timeout=180)
-        layout = load_layout(root / "cluster")
+    with bench_cluster("chaosdb-bench-load-", "benchload", "127.0.0.81") as (root, layout):
         dsn = layout.dsn()
         loader.load(dsn, Scale.reduced(args.warehouses, args.scale_down))
         databases: list[tuple[str, dict]] = [(dsn, {})]
@@ -364,10 +382,6 @@ def main() -> int:
         }
         print(json.dumps(result, indent=2))
         return 0
-    finally:
-        if (root / "cluster" / "cluster.json").exists():
-            cluster.down(load_layout(root / "cluster"), purge=True)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

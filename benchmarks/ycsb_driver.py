@@ -22,21 +22,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.load_driver import child_cpu, cluster_cpu, quiesce  # noqa: E402
+from benchmarks.load_driver import bench_cluster, child_cpu, cluster_cpu, pgbench_command, quiesce  # noqa: E402
 from chaosdb.core.stats import percentile  # noqa: E402
 from chaosdb.local import cluster  # noqa: E402
-from chaosdb.local.state import load_layout  # noqa: E402
 from chaosdb.workloads import ycsb  # noqa: E402
 from chaosdb.workloads.outcomes import is_success  # noqa: E402
 from chaosdb.workloads.samples import read_samples  # noqa: E402
@@ -71,19 +68,14 @@ def run_ycsb(code_root: Path, dsn: str, records: int, clients: int, seconds: int
 
 
 def run_pgbench(layout, clients: int, seconds: int, workdir: Path) -> dict:
-    pgbench = Path(layout.binaries["postgres_bin"]) / "pgbench"
-    node = layout.node(cluster.status(layout)["leader"])
-    env = dict(os.environ, PGPASSFILE=str(layout.path / "pgpass"))
-    if layout.binaries.get("ld_path"):
-        env["LD_LIBRARY_PATH"] = layout.binaries["ld_path"]
+    pgbench, env = pgbench_command(layout)
     script = workdir / "ycsb-a.sql"
     script.write_text(PGBENCH_SCRIPT)
     logdir = workdir / f"pgbench-{time.time_ns()}"
     logdir.mkdir()
     cpu0, db0 = child_cpu(), cluster_cpu(layout)
-    proc = subprocess.run([str(pgbench), "-c", str(clients), "-j", "2", "-T", str(seconds), "-M", "prepared",
-                           "-f", str(script), "-l", "--log-prefix", str(logdir / "pgb"), "-h", node.host,
-                           "-p", str(node.pg_port), "-U", "postgres", "pgbench"],
+    proc = subprocess.run([*pgbench, "-c", str(clients), "-j", "2", "-T", str(seconds), "-M", "prepared",
+                           "-f", str(script), "-l", "--log-prefix", str(logdir / "pgb"), "pgbench"],
                           env=env, capture_output=True, text=True, cwd=workdir)
     cpu, db = child_cpu() - cpu0, cluster_cpu(layout) - db0
     lat = sorted(int(parts[2]) / 1000.0 for f in logdir.glob("pgb*") for line in f.read_text().splitlines()
@@ -112,11 +104,7 @@ def main() -> int:
     ap.add_argument("--before", default=None, help="another checkout's root whose YCSB driver also runs")
     args = ap.parse_args()
     before = Path(args.before).resolve() if args.before else None
-    root = Path(tempfile.mkdtemp(prefix="chaosdb-bench-ycsb-"))
-    os.chmod(root, 0o755)
-    try:
-        cluster.up(root / "cluster", "benchycsb", address_base="127.0.0.86", timeout=180)
-        layout = load_layout(root / "cluster")
+    with bench_cluster("chaosdb-bench-ycsb-", "benchycsb", "127.0.0.86") as (root, layout):
         dsn = layout.dsn()
         ycsb.load(dsn, args.records)
         leader_dsn = layout.node_dsn(cluster.status(layout)["leader"])
@@ -124,13 +112,9 @@ def main() -> int:
 
         with psycopg.connect(leader_dsn, autocommit=True) as conn:
             conn.execute("CREATE DATABASE pgbench")
-        env = dict(os.environ, PGPASSFILE=str(layout.path / "pgpass"))
-        if layout.binaries.get("ld_path"):
-            env["LD_LIBRARY_PATH"] = layout.binaries["ld_path"]
-        node = layout.node(cluster.status(layout)["leader"])
-        subprocess.run([str(Path(layout.binaries["postgres_bin"]) / "pgbench"), "-i", "-q", "-s", "1", "-h",
-                        node.host, "-p", str(node.pg_port), "-U", "postgres", "pgbench"], env=env, check=True,
-                       capture_output=True, cwd=root)
+        pgbench, env = pgbench_command(layout)
+        subprocess.run([*pgbench, "-i", "-q", "-s", "1", "pgbench"], env=env, check=True, capture_output=True,
+                       cwd=root)
         databases: list[tuple[str, dict]] = [(dsn, {}), (leader_dsn, {"dbname": "pgbench"})]
         drivers = ["chaosdb_ycsb", "pgbench"] + (["chaosdb_ycsb_before"] if before else [])
         rounds = []
@@ -161,10 +145,6 @@ def main() -> int:
                                            if before else {})}}
         print(json.dumps(result, indent=2))
         return 0
-    finally:
-        if (root / "cluster" / "cluster.json").exists():
-            cluster.down(load_layout(root / "cluster"), purge=True)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -203,6 +203,23 @@ def _hypothesis_rows(v: dict[str, Any]) -> list[list[str]]:
 
 
 HYPOTHESIS_HEADER = ["probe", "tolerance", "before the method", "after the method"]
+FAULT_HEADER = ["activity", "kind", "start (s)", "end (s)", "status"]
+
+
+def _fault_rows(faults: list[dict[str, Any]], zero: float) -> list[list[str]]:
+    """activity, kind, start and end in seconds from *zero*, status: every fault and rollback of the run."""
+    return [[f["name"], "rollback" if f["rollback"] else ("restore" if f.get("restores") else f["type"]),
+             format_value((f["start_ts"] or zero) - zero), format_value((f["end_ts"] or zero) - zero), f["status"]]
+            for f in faults]
+
+
+def _markdown_table(header: list[str], rows: list[list[str]], align: list[str] | None = None) -> list[str]:
+    """A Markdown table; *align*: each column's separator cell (``---`` by default, ``---:`` to the right)."""
+    seps = align or ["---"] * len(header)
+    return ["| " + " | ".join(header) + " |", "| " + " | ".join(seps) + " |"] + [f"| {' | '.join(r)} |" for r in rows]
+
+
+FAULT_ALIGN = ["---", "---", "---:", "---:", "---"]
 
 
 def render_markdown(title: str, info: JournalInfo, m: dict[str, Any], images: dict[str, str]) -> str:
@@ -212,21 +229,16 @@ def render_markdown(title: str, info: JournalInfo, m: dict[str, Any], images: di
            + (" · **deviated**" if info.deviated else "") + f" · {m['samples']:,} transactions", ""]
     rows = _hypothesis_rows(v)
     if rows:
-        out += ["| " + " | ".join(HYPOTHESIS_HEADER) + " |", "|" + " --- |" * len(HYPOTHESIS_HEADER)]
-        out += [f"| {' | '.join(r)} |" for r in rows] + [""]
+        out += _markdown_table(HYPOTHESIS_HEADER, rows) + [""]
     out += [f"- {line}" for line in recovery_lines(m)] + [""]
     out += ["## Baseline and impact", "", "| | baseline | impact | change |", "| --- | ---: | ---: | ---: |"]
     out += [f"| {' | '.join(r)} |" for r in _summary_rows(m)] + [""]
     out += ["## Over time", "", f"![timeline]({images['timeline']})", "", f"![latency ECDF]({images['ecdf']})", ""]
     out += ["## By transaction", "", "| " + " | ".join(TX_HEADER) + " |", "|" + " --- |" * len(TX_HEADER)]
     out += [f"| {' | '.join(r)} |" for r in _tx_rows(m)] + [""]
-    out += ["## Faults and rollbacks", "", "| activity | kind | start (s) | end (s) | status |",
-            "| --- | --- | ---: | ---: | --- |"]
-    zero = m.get("first_fault_ts") or m["first_ts"]
-    for f in m["faults"]:
-        kind = "rollback" if f["rollback"] else ("restore" if f.get("restores") else f["type"])
-        out.append(f"| {f['name']} | {kind} | {format_value((f['start_ts'] or zero) - zero)} | "
-                   f"{format_value((f['end_ts'] or zero) - zero)} | {f['status']} |")
+    out += ["## Faults and rollbacks", ""]
+    out += _markdown_table(FAULT_HEADER, _fault_rows(m["faults"], m.get("first_fault_ts") or m["first_ts"]),
+                           FAULT_ALIGN)
     if m.get("operations"):
         out += ["", "## Operations under load", "", "| " + " | ".join(OPS_HEADER) + " |", "|" + " --- |" * len(OPS_HEADER)]
         out += [f"| {' | '.join(r)} |" for r in _ops_rows(m)]
@@ -267,10 +279,7 @@ def render_html(title: str, info: JournalInfo, m: dict[str, Any], png: dict[str,
             ("throughput drop", f"{d['throughput_pct']:.1f} %" if d.get("throughput_pct") is not None else "–"),
             ("p99 increase", f"{d['p99_increase_pct']:.0f} %" if d.get("p99_increase_pct") is not None else "–"),
             ("availability", f"{d['availability'] * 100:.2f} %" if d.get("availability") is not None else "–")]
-    zero = m.get("first_fault_ts") or m["first_ts"]
-    fault_rows = [[f["name"], "rollback" if f["rollback"] else ("restore" if f.get("restores") else f["type"]),
-                   format_value((f["start_ts"] or zero) - zero),
-                   format_value((f["end_ts"] or zero) - zero), f["status"]] for f in m["faults"]]
+    fault_rows = _fault_rows(m["faults"], m.get("first_fault_ts") or m["first_ts"])
     parts = [
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
         "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">",
@@ -286,7 +295,7 @@ def render_html(title: str, info: JournalInfo, m: dict[str, Any], png: dict[str,
         "<h2>Over time</h2>", img("timeline", "latency percentiles and throughput over time"),
         img("ecdf", "latency ECDF, baseline versus impact"),
         "<h2>By transaction</h2>", _table(TX_HEADER, _tx_rows(m)),
-        "<h2>Faults and rollbacks</h2>", _table(["activity", "kind", "start (s)", "end (s)", "status"], fault_rows),
+        "<h2>Faults and rollbacks</h2>", _table(FAULT_HEADER, fault_rows),
         ("<h2>Operations under load</h2>" + _table(OPS_HEADER, _ops_rows(m))) if m.get("operations") else "",
         "<p><small>Times are seconds from the first fault. The tables and both figures are of the same "
         "transactions: those that did not start while the load was paused for an integrity check (grey spans); "
@@ -303,7 +312,8 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
     info, journal = read_journal(journal_path)
     location = samples or info.load.get("samples_dir")
     if not location:
-        return build_journal_report(journal_path, out_dir, journal_name)
+        return _journal_report(info, journal, Path(out_dir) if out_dir else Path(journal_path).parent / "report",
+                               journal_name)
     location = Path(location)
     if not location.is_absolute() and not location.exists():
         location = Path(journal_path).parent / location
@@ -355,31 +365,32 @@ def build_journal_report(journal_path: Path | str, out_dir: Path | str | None = 
     the verdict, every hypothesis result, and the faults and rollbacks with their times and outcomes, in
     metrics.json (``samples``: 0), report.md and report.html; it says plainly that no figures can be measured."""
     info, journal = read_journal(journal_path)
-    out = Path(out_dir) if out_dir else Path(journal_path).parent / "report"
+    return _journal_report(info, journal, Path(out_dir) if out_dir else Path(journal_path).parent / "report",
+                           journal_name)
+
+
+def _journal_report(info: JournalInfo, journal: dict[str, Any], out: Path, journal_name: str | None) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     faults = [a.as_dict() for a in info.faults] + [a.as_dict() for a in info.rollbacks if a.kind == "action"]
     starts = [f["start_ts"] for f in faults if f["start_ts"] and f["status"] != "failed" and not f["rollback"]]
-    zero = min(starts) if starts else (info.start or 0.0)
+    first_fault = min(starts) if starts else None
     v = verdict_of(journal).as_dict()
-    m: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "samples": 0, "first_fault_ts": min(starts) if starts
-                         else None, "faults": faults, "verdict": v, "no_load": NO_LOAD,
+    m: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "samples": 0, "first_fault_ts": first_fault,
+                         "faults": faults, "verdict": v, "no_load": NO_LOAD,
                          "run": {"title": info.title, "status": v["status"], "deviated": info.deviated,
                                  "journal": journal_name or info.path, "samples": [],
                                  "chaoslib_version": info.chaoslib_version, "load_settings": {}}}
     m = _scrub(m, info.secrets)
     title = _scrub(info.title, info.secrets)
-    fault_rows = [[f["name"], "rollback" if f["rollback"] else ("restore" if f.get("restores") else f["type"]),
-                   format_value((f["start_ts"] or zero) - zero), format_value((f["end_ts"] or zero) - zero),
-                   f["status"]] for f in m["faults"]]
+    fault_rows = _fault_rows(m["faults"], first_fault or info.start or 0.0)
     hyp = _hypothesis_rows(v)
+    status = str(v.get("status", info.status))
     md = [f"# {title}", "", f"**Verdict: {v.get('sentence', '')}**", "",
-          f"Journal: `{Path(info.path).name}` · status **{v.get('status', info.status)}**"
-          + (" · **deviated**" if info.deviated else ""), "", NO_LOAD, ""]
+          f"Journal: `{Path(info.path).name}` · status **{status}**" + (" · **deviated**" if info.deviated else ""),
+          "", NO_LOAD, ""]
     if hyp:
-        md += ["| " + " | ".join(HYPOTHESIS_HEADER) + " |", "|" + " --- |" * len(HYPOTHESIS_HEADER)]
-        md += [f"| {' | '.join(r)} |" for r in hyp] + [""]
-    md += ["## Faults and rollbacks", "", "| activity | kind | start (s) | end (s) | status |",
-           "| --- | --- | ---: | ---: | --- |"] + [f"| {' | '.join(r)} |" for r in fault_rows]
+        md += _markdown_table(HYPOTHESIS_HEADER, hyp) + [""]
+    md += ["## Faults and rollbacks", ""] + _markdown_table(FAULT_HEADER, fault_rows, FAULT_ALIGN)
     md += ["", "Times are seconds from the first fault.", ""]
     status_class = "ok" if v.get("ok") else "bad"
     page = "\n".join([
@@ -388,11 +399,11 @@ def build_journal_report(journal_path: Path | str, out_dir: Path | str | None = 
         f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
         f"<p class={status_class}><b>Verdict: {html.escape(str(v.get('sentence', '')))}</b></p>",
-        f"<p>Status <b class={status_class}>{html.escape(str(v.get('status', info.status)))}"
-        f"{' · deviated' if info.deviated else ''}</b> · journal <code>{html.escape(Path(info.path).name)}</code></p>",
+        f"<p>Status <b class={status_class}>{html.escape(status)}{' · deviated' if info.deviated else ''}</b>"
+        f" · journal <code>{html.escape(Path(info.path).name)}</code></p>",
         f"<p>{html.escape(NO_LOAD)}</p>",
         _table(HYPOTHESIS_HEADER, hyp) if hyp else "",
-        "<h2>Faults and rollbacks</h2>", _table(["activity", "kind", "start (s)", "end (s)", "status"], fault_rows),
+        "<h2>Faults and rollbacks</h2>", _table(FAULT_HEADER, fault_rows),
         "<p><small>Times are seconds from the first fault. Generated by chaostoolkit-db.</small></p></body></html>"])
     (out / "metrics.json").write_text(json.dumps(m, indent=2) + "\n")
     (out / "report.md").write_text(_scrub("\n".join(md), info.secrets))

@@ -14,19 +14,18 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.chaosrun import CHAOSDB
 from tests.conftest import world_readable_tmpdir
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "tests" / "data" / "gameday" / "smoke.yaml"
-CHAOSDB = str(Path(sys.executable).parent / "chaosdb")
 
 
 def _manifest(results: Path) -> dict:

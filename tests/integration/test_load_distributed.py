@@ -8,7 +8,6 @@ import logging
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,11 +18,11 @@ from chaosdb.load.distributed import lost_workers, read_workers
 from chaosdb.load.distributed_control import master_address
 from chaosdb.local.processes import pid_alive
 from chaosdb.workloads.samples import read_samples, sample_files
+from tests.chaosrun import CHAOSDB
 from tests.polling import poll
 
 pytestmark = pytest.mark.integration
 
-CHAOSDB = str(Path(sys.executable).parent / "chaosdb")
 
 
 def test_master_and_workers_merge_samples_and_a_lost_worker_is_reported(tpcc_db, tmp_path, healthy, caplog):

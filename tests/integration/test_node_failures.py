@@ -15,6 +15,7 @@ from chaosdb.core.results import record_problems
 from chaosdb.local import actions, probes
 from chaosdb.local import cluster as lc
 from chaosdb.workloads import ycsb
+from tests.polling import poll
 
 pytestmark = pytest.mark.integration
 
@@ -39,15 +40,6 @@ def write_and_read(layout, value: int, timeout: float = 60.0) -> str:
 
 def host_of(layout, name):
     return layout.node(name).host
-
-
-def _wait(check, timeout: float = 120.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 class YcsbClient(threading.Thread):
@@ -114,7 +106,7 @@ def test_kill_node_of_leader_elects_new_leader_and_old_one_rejoins(healthy, conf
     ycsb.load(healthy.dsn(), 200)
     client = YcsbClient(healthy.dsn(), 200)  # YCSB through the kill: each statement its own transaction
     client.start()
-    assert _wait(lambda: sum(1 for _, s in client.attempts if s.outcome == "committed") >= 20)
+    assert poll(lambda: sum(1 for _, s in client.attempts if s.outcome == "committed") >= 20)
     record = actions.kill_node(target="leader", configuration=config)
     killed = record["targets"][0]
     assert killed["name"] == old_leader and record["action"] == "kill_node" and not record_problems(record), record
@@ -125,7 +117,7 @@ def test_kill_node_of_leader_elects_new_leader_and_old_one_rejoins(healthy, conf
     server = write_and_read(healthy, 3, timeout=90)
     assert server != host_of(healthy, old_leader)
     felt = len(client.attempts)
-    assert _wait(lambda: sum(1 for _, s in client.attempts[felt:] if s.outcome == "committed") >= 20)
+    assert poll(lambda: sum(1 for _, s in client.attempts[felt:] if s.outcome == "committed") >= 20)
     attempts = client.finish()
     # the kill is felt as connection errors or ambiguous updates, never as another error or a lost update
     outcomes = collections.Counter(s.outcome for _, s in attempts)
