@@ -12,6 +12,7 @@ from pathlib import Path
 from chaosdb.core.clusterkinds import CLUSTER_KINDS, DEFAULT_KIND, kind_module, kind_of_folder
 from chaosdb.core.console import print_json
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.extras import missing_extra_of, require_extras
 from chaosdb.faults.engine import cleanup, residue
 from chaosdb.faults.probes import active_faults
 from chaosdb.gameday.cli import add_parser as add_gameday_parser
@@ -22,6 +23,7 @@ from chaosdb.local.state import cluster_dir_for, load_layout, resolve_cluster_di
 from chaosdb.manifests.cli import add_parser as add_manifests_parser
 from chaosdb.report.compare import compare, load_runs, render_compare_markdown
 from chaosdb.report.upb import render_upb_markdown, upb_indices
+from chaosdb.shipped.cli import add_parser as add_experiments_parser
 from chaosdb.workloads import kv, ycsb
 from chaosdb.workloads.tpcc import loader
 from chaosdb.workloads.tpcc.rand import Scale
@@ -50,7 +52,11 @@ def _kind(args: argparse.Namespace) -> str:
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     """up, status or down of the cluster kind asked for (or found in the folder), by its own command module."""
-    return kind_module(_kind(args)).run(args, _cluster_dir(args), _cluster_name(args))
+    kind = _kind(args)
+    module = kind_module(kind)
+    if args.cluster_command == "up":
+        require_extras(f"'chaosdb cluster up --kind {kind}'", module.EXTRAS)
+    return module.run(args, _cluster_dir(args), _cluster_name(args))
 
 
 def _load_dsn(args: argparse.Namespace) -> str:
@@ -268,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="divide items and customers by this factor for quick runs (1 = spec sizes)")
     p.add_argument("--workers", type=int, default=2, help="loader processes")
     p.add_argument("--drop", action="store_true", help="drop the TPC-C tables first")
-    p.set_defaults(func=cmd_load_tpcc)
+    p.set_defaults(func=cmd_load_tpcc, extras=("postgres",))
     p = lsub.add_parser("ycsb-load", help="create the YCSB usertable and insert missing records")
     _add_dsn_options(p)
     p.add_argument("--records", type=int, default=10000)
@@ -280,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "master_bind_host and master_port)")
     p.add_argument("--workload", choices=sorted(LOCUSTFILES), default="tpcc")
     p.add_argument("--locustfile", default="", help="a locustfile of your own (the master's must match)")
-    p.set_defaults(func=cmd_load_worker)
+    p.set_defaults(func=cmd_load_worker, extras=("load",))
     p = lsub.add_parser("calibrate", help="find the sustainable rate (UPB-style 10 %% steps)")
     _add_dsn_options(p)
     p.add_argument("--workload", choices=["tpcc", "ycsb"], default="tpcc")
@@ -290,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=20)
     p.add_argument("--start-rate", type=float, default=0.0, help="first offered rate (default: half the probe)")
     p.add_argument("--out", default="chaosdb-calibration", help="directory for the steps' samples")
-    p.set_defaults(func=cmd_load_calibrate)
+    p.set_defaults(func=cmd_load_calibrate, extras=("load",))
 
     lo = sub.add_parser("local", help="the local fault engine: active faults, residue, cleanup")
     losub = lo.add_subparsers(dest="local_command", required=True)
@@ -312,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", default=None, help="output directory (default: report/ beside the journal)")
     p.add_argument("--rule", choices=["runs", "literal"], default="runs", help="recovery rule (see README)")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_report_build)
+    p.set_defaults(func=cmd_report_build, extras=("report",))
     p = rsub.add_parser("compare", help="Table 6.1-style comparison of runs (dirs or metrics.json; NAME=DIR)")
     p.add_argument("inputs", nargs="+")
     p.add_argument("-o", "--output", default=None, help="also write the table to this file")
@@ -323,9 +329,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_report_upb)
 
+    add_experiments_parser(sub)
     add_manifests_parser(sub)
     add_gameday_parser(sub)
     return parser
+
+
+def _command_words(args: argparse.Namespace) -> str:
+    """The command and sub-command that were run, e.g. ``report build``."""
+    words = [args.command] + [str(v) for k, v in vars(args).items() if k.endswith("_command") and k != "command"
+                              and isinstance(v, str)]
+    return " ".join(words)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -335,14 +349,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(argv) >= 2 and argv[0] == "report" and argv[1] not in ("build", "compare", "upb", "-h", "--help"):
         argv.insert(1, "build")
     args = parser.parse_args(argv)
+    what = f"'chaosdb {_command_words(args)}'"
     try:
+        require_extras(what, getattr(args, "extras", ()))
         return int(args.func(args) or 0)
     except ChaosDBError as exc:
         print(f"chaosdb: error: {exc}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as exc:  # a module of an extra: one line, never a traceback
+        missing = missing_extra_of(exc, what)
+        if missing is None:
+            raise
+        print(f"chaosdb: error: {missing}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("chaosdb: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (| head): nothing more to say
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

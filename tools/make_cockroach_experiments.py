@@ -66,19 +66,21 @@ AFTER = [
 LOCAL_RESTART = _activity("action", "restart-the-stopped-node", _MOD_A, "restart_killed_nodes", {"timeout_s": 300})
 
 K8S_CONFIG = {
-    "cockroach_host": {"type": "env", "key": "COCKROACH_HOST", "default": "cockroachdb-public:26257"},
-    "cockroach_certs_dir": {"type": "env", "key": "COCKROACH_CERTS_DIR", "default": "/cockroach/cockroach-certs"},
-    "cockroach_insecure": {"type": "env", "key": "COCKROACH_INSECURE", "default": "false"},
-    "cockroach_bin": {"type": "env", "key": "COCKROACH_BIN", "default": "./cockroach"},
-    "cockroach_cli_prefix": {"type": "env", "key": "COCKROACH_CLI_PREFIX",
+    "cockroach_host": {"type": "env", "key": "CHAOSDB_COCKROACH_HOST", "default": "cockroachdb-public:26257"},
+    "cockroach_certs_dir": {"type": "env", "key": "CHAOSDB_COCKROACH_CERTS_DIR", "default": "/cockroach/cockroach-certs"},
+    "cockroach_insecure": {"type": "env", "key": "CHAOSDB_COCKROACH_INSECURE", "default": "false"},
+    "cockroach_bin": {"type": "env", "key": "CHAOSDB_COCKROACH_BIN", "default": "./cockroach"},
+    "cockroach_cli_prefix": {"type": "env", "key": "CHAOSDB_COCKROACH_CLI_PREFIX",
                              "default": '["kubectl", "exec", "-n", "default", "cockroachdb-client-secure", "--"]'},
-    "k8s_namespace": {"type": "env", "key": "K8S_NAMESPACE", "default": "default"},
-    "k8s_container": {"type": "env", "key": "K8S_CONTAINER", "default": "cockroachdb"},
+    "k8s_namespace": {"type": "env", "key": "CHAOSDB_K8S_NAMESPACE", "default": "default"},
+    "k8s_container": {"type": "env", "key": "CHAOSDB_K8S_CONTAINER", "default": "cockroachdb"},
 }
 LOCAL_CONFIG = {
-    "cockroach_host": {"type": "env", "key": "COCKROACH_HOST", "default": "127.0.30.1:26257"},
-    "cockroach_insecure": {"type": "env", "key": "COCKROACH_INSECURE", "default": "true"},
-    "cockroach_bin": {"type": "env", "key": "COCKROACH_BIN", "default": "cockroach"},
+    "cockroach_url": {"type": "env", "key": "CHAOSDB_COCKROACH_URL",
+                      "default": "postgresql://root@127.0.30.1:26257/defaultdb?sslmode=disable"},
+    "cockroach_host": {"type": "env", "key": "CHAOSDB_COCKROACH_HOST", "default": "127.0.30.1:26257"},
+    "cockroach_insecure": {"type": "env", "key": "CHAOSDB_COCKROACH_INSECURE", "default": "true"},
+    "cockroach_bin": {"type": "env", "key": "CHAOSDB_COCKROACH_BIN", "default": "cockroach"},
 }
 
 EXPERIMENTS: dict[str, dict[str, Any]] = {
@@ -143,8 +145,8 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "fault": _activity("action", "rolling-restart", _MOD_A, "rolling_restart",
                            {"statefulset": "${statefulset}", "selector": "${pod_selector}", "poll_s": 1},
                            after=30),
-        "config": {"statefulset": {"type": "env", "key": "CRDB_STATEFULSET", "default": "cockroachdb"},
-                   "pod_selector": {"type": "env", "key": "CRDB_POD_SELECTOR", "default": "app=cockroachdb"}},
+        "config": {"statefulset": {"type": "env", "key": "CHAOSDB_STATEFULSET", "default": "cockroachdb"},
+                   "pod_selector": {"type": "env", "key": "CHAOSDB_POD_SELECTOR", "default": "app=cockroachdb"}},
     },
     "local-process-kill": {
         "title": "Thesis level 1 on a local cluster: the leaseholder's cockroach process is killed",
@@ -194,22 +196,24 @@ def _build(name: str) -> dict[str, Any]:
         "version": "1.0.0",
         "title": spec["title"],
         "description": (f"Hypothesis: on {where}, with 8 TPC-C terminals (data loaded beforehand with 'chaosdb load "
-                        "tpcc-load --dsn $COCKROACH_URL'), every active node is live with no unavailable or "
+                        "tpcc-load --dsn $CHAOSDB_COCKROACH_URL'), every active node is live with no unavailable or "
                         "under-replicated range, p99 latency stays within " f"{MAX_P99_RATIO} times the baseline's, fewer than 1 % of attempts fail, "
                         "the TPC-C consistency conditions hold and no acknowledged New-Order is lost. "
                         + spec["story"]),
         "tags": ["cockroachdb", "kubernetes" if not local else "local", "thesis"],
         "configuration": config,
-        "secrets": {SECRETS_SCOPE: {
-            "cockroach_url": {"type": "env", "key": "COCKROACH_URL"},
-            "load_dsn": {"type": "env", "key": "COCKROACH_URL"},
-        }},
+        # a production URL carries a password: a secret there; the local cluster is insecure, with a default URL
+        **({} if local else {"secrets": {SECRETS_SCOPE: {
+            "cockroach_url": {"type": "env", "key": "CHAOSDB_COCKROACH_URL"},
+            "load_dsn": {"type": "env", "key": "CHAOSDB_COCKROACH_URL"},
+        }}}),
         "controls": [
             VERDICT_CONTROL,
             {"name": "tpcc-load", "provider": {
                 "type": "python", "module": "chaosdb.load.control",
                 "arguments": {"users": 8, "warmup_s": 15, "baseline_s": "${baseline_s}", "isolation": "serializable",
-                              "samples_dir": "${report_dir}/samples", "replace_samples": True}}},
+                              "samples_dir": "${report_dir}/samples", "replace_samples": True,
+                              **({"dsn": "${cockroach_url}"} if local else {})}}},
             {"name": "report", "provider": {"type": "python", "module": "chaosdb.report.control",
                                             "arguments": {"out_dir": "${report_dir}"}}},
         ],

@@ -102,7 +102,7 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "and only that pod's egress is delayed. Run it with the TPC-C load (see README) to measure the "
         "latency it costs; the cluster must stay healthy.",
         ["chaos-mesh", "network-delay", "cockroachdb", "leaseholder"],
-        {"cockroach_url": _env("COCKROACH_URL", "postgresql://root@cockroachdb-public:26257/tpcc?sslmode=disable"),
+        {"cockroach_url": _env("CHAOSDB_COCKROACH_URL", "postgresql://root@cockroachdb-public:26257/tpcc?sslmode=disable"),
          "latency": _env("CHAOSDB_LATENCY", "100ms"), "chaos_duration": _env("CHAOSDB_CHAOS_DURATION", "120s")},
         [CRDB_HEALTHY, STS_READY],
         [_act("probe", "leaseholder-before", "chaosdb.cockroach.probes", "leaseholder_of_row",
@@ -119,19 +119,19 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         [_delete("NetworkChaos", "chaosdb-delay-leaseholder", "delete-the-delay")]),
     "chaosmesh-stress-cpu-tikv-leader": _experiment(
         "TiKV: CPU stress on the store holding the leader of a key's region (Chaos Mesh)",
-        "The leader store of the region of CHAOSDB_KEY is looked up in PD when the run starts; its pod gets a "
+        "The leader store of the region of CHAOSDB_TIKV_KEY is looked up in PD when the run starts; its pod gets a "
         "StressChaos from tikv/stress-cpu. Compare with CHAOSDB_TIKV_ROLE=tikv-follower (the TiKV study's "
         "leader vs follower comparison).",
         ["chaos-mesh", "stress-cpu", "tikv", "leader"],
         {"k8s_namespace": _env("CHAOSDB_K8S_NAMESPACE", "tidb-cluster"), "statefulset": _env(
-            "CHAOSDB_STATEFULSET", "basic-tikv"), "pd_url": _env("PD_URL", "http://basic-pd.tidb-cluster.svc:2379"),
-         "key": _env("CHAOSDB_KEY", "usertable:user1"), "role": _env("CHAOSDB_TIKV_ROLE", "tikv-leader"),
+            "CHAOSDB_STATEFULSET", "basic-tikv"), "pd_url": _env("CHAOSDB_PD_URL", "http://basic-pd.tidb-cluster.svc:2379"),
+         "tikv_key": _env("CHAOSDB_TIKV_KEY", "usertable:user1"), "tikv_role": _env("CHAOSDB_TIKV_ROLE", "tikv-leader"),
          "chaos_duration": _env("CHAOSDB_CHAOS_DURATION", "120s")},
         [_act("probe", "tikv-is-healthy", "chaosdb.tikv.probes", "cluster_is_healthy", tolerance=True), STS_READY],
         [_act("action", "stress-the-leader-store", "chaosdb.chaosmesh.actions", "create_chaos",
               {"template": "tikv/stress-cpu", "name": "chaosdb-stress-tikv",
                "variables": _chaos_vars(DURATION="${chaos_duration}"),
-               "target": {"role": "${role}", "key": "${key}", "namespace": "${k8s_namespace}"}}),
+               "target": {"role": "${tikv_role}", "key": "${tikv_key}", "namespace": "${k8s_namespace}"}}),
          _act("action", "wait-until-recovered", "chaosdb.chaosmesh.actions", "wait_until_recovered",
               {"kind": "StressChaos", "name": "chaosdb-stress-tikv", "namespace": "${chaos_namespace}",
                "timeout_s": 900})],
@@ -143,7 +143,7 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "a PodChaos; the cluster must have a leader again within the hypothesis.",
         ["chaos-mesh", "pod-kill", "patroni", "primary"],
         {"k8s_namespace": _env("CHAOSDB_K8S_NAMESPACE", "postgres"), "statefulset": _env(
-            "CHAOSDB_STATEFULSET", "postgres"), "patroni_urls": _env("PATRONI_URLS", "http://postgres:8008"),
+            "CHAOSDB_STATEFULSET", "postgres"), "patroni_urls": _env("CHAOSDB_PATRONI_URLS", "http://postgres:8008"),
          "patroni_pods": _env("CHAOSDB_PATRONI_PODS", "")},
         [_act("probe", "patroni-is-healthy", "chaosdb.postgres.probes", "cluster_is_healthy", tolerance=True),
          STS_READY],
@@ -179,7 +179,7 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "No automatic scale-in: decommission the new node first (chaosdb.cockroach.actions.decommission_nodes), "
         "then scale back.",
         ["kubernetes", "scale-out", "cockroachdb", "operator-fault"],
-        {"cockroach_url": _env("COCKROACH_URL", "postgresql://root@cockroachdb-public:26257/tpcc?sslmode=disable"),
+        {"cockroach_url": _env("CHAOSDB_COCKROACH_URL", "postgresql://root@cockroachdb-public:26257/tpcc?sslmode=disable"),
          "replicas_after": dict(_env("CHAOSDB_REPLICAS_AFTER", 4), env_var_type="int")},
         [CRDB_HEALTHY, STS_READY],
         [_act("action", "scale-out", "chaosdb.k8s.actions", "scale_statefulset",

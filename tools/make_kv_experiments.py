@@ -118,7 +118,7 @@ def render(name: str) -> str:
 
 
 # ---------------------------------------------------------------------------
-# the same design for a real TiKV cluster (PD_URL); the load is go-ycsb, run alongside
+# the same design for a real TiKV cluster (CHAOSDB_PD_URL); the load is go-ycsb, run alongside
 
 TIKV = "chaosdb.tikv.actions"
 TIKV_HYPOTHESIS = {
@@ -174,17 +174,17 @@ def build_tikv(name: str) -> dict[str, Any]:
         "title": f"TiKV: {kind} fault on the {role} store of the key under load",
         "description": ("Hypothesis: every TiKV store stays Up (or comes back), PD stays healthy and no region "
                         "misses a peer. The fault hits the store that leads (or follows for) the region of "
-                        "TIKV_KEY, found through PD when the action runs, as in the TiKV study; run the load "
+                        "CHAOSDB_TIKV_KEY, found through PD when the action runs, as in the TiKV study; run the load "
                         "alongside (go-ycsb: go-ycsb run tikv -P workloads/workloada -p tikv.pd=$PD_ADDR "
                         "-p tikv.type=raw) and compare the leader and follower runs. Local stores are faulted "
-                        "through the local engine (root); on Kubernetes set K8S_NAMESPACE (kills run in the pod; "
+                        "through the local engine (root); on Kubernetes set CHAOSDB_K8S_NAMESPACE (kills run in the pod; "
                         "for CPU/memory use the Chaos Mesh templates on the store's pod)."),
         "tags": ["tikv", "pd", "tikv-study", kind, role],
         "configuration": {
-            "pd_url": {"type": "env", "key": "PD_URL", "default": "http://127.0.0.1:2379"},
-            "tikv_key": {"type": "env", "key": "TIKV_KEY", "default": "usertable:user1000"},
-            "tikv_mode": {"type": "env", "key": "TIKV_MODE", "default": "raw"},
-            "k8s_namespace": {"type": "env", "key": "K8S_NAMESPACE", "default": ""},
+            "pd_url": {"type": "env", "key": "CHAOSDB_PD_URL", "default": "http://127.0.0.1:2379"},
+            "tikv_key": {"type": "env", "key": "CHAOSDB_TIKV_KEY", "default": "usertable:user1000"},
+            "tikv_mode": {"type": "env", "key": "CHAOSDB_TIKV_MODE", "default": "raw"},
+            "k8s_namespace": {"type": "env", "key": "CHAOSDB_K8S_NAMESPACE", "default": ""},
         },
         "controls": [VERDICT_CONTROL],
         "steady-state-hypothesis": TIKV_HYPOTHESIS,

@@ -267,4 +267,4 @@ def _kind(value: Any) -> None:
         choice("kind", *KINDS)(value)
 
 
-check_arguments(globals(), kind=_kind, kinds=_kinds, target=_target)
+check_arguments(globals(), kind=_kind, kinds=_kinds, target=_target, extras=("k8s",))

@@ -62,4 +62,4 @@ def chaos_objects(namespace: str = "", managed_only: bool = True, configuration:
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
-check_arguments(globals(), kind=choice("kind", *KINDS))
+check_arguments(globals(), kind=choice("kind", *KINDS), extras=("k8s",))

@@ -10,10 +10,12 @@ from pathlib import Path
 from chaosdb.cockroach import localcluster
 from chaosdb.core.console import fmt, print_json, print_stopped
 
-__all__ = ["STATE_FILE", "DEFAULT_ADDRESS", "run"]
+__all__ = ["STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "run"]
 
 STATE_FILE = localcluster.STATE_FILE
 DEFAULT_ADDRESS = "127.0.30.1"
+#: the extras ``cluster up`` of this kind needs (:mod:`chaosdb.core.extras`)
+EXTRAS: tuple[str, ...] = ()
 
 
 def run(args: argparse.Namespace, directory: Path, name: str) -> int:

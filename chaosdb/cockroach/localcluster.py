@@ -37,7 +37,7 @@ def find_binary(cockroach_bin: str | None = None) -> str:
             "a real CockroachDB. Download the binary for your platform from "
             "https://www.cockroachlabs.com/docs/releases/ , put it on PATH (or pass --cockroach-bin), then run "
             "this again. Without it, use --kind postgres-ha (the embedded cluster) or point the experiments at "
-            "a running cluster (COCKROACH_URL).")
+            "a running cluster (CHAOSDB_COCKROACH_URL).")
     return path
 
 

@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable, Mapping
 from chaoslib.exceptions import InvalidActivity
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.extras import MissingExtra, missing_modules
 from chaosdb.core.targets import parse_count
 
 __all__ = ["Check", "CheckedSignature", "check_arguments", "choice", "number", "one_of_or_names",
@@ -159,10 +160,15 @@ class CheckedSignature(inspect.Signature):
     checks: dict[str, Check]
     combination: Combination | None
     where: str
+    extras: tuple[str, ...] = ()
 
     def problems(self, arguments: Mapping[str, Any]) -> list[str]:
-        """Every problem with these arguments' values (a value holding ``${...}`` is skipped)."""
+        """Every problem with these arguments' values (a value holding ``${...}`` is skipped), after the
+        extras the activity needs that are not installed."""
         found = []
+        missing = missing_modules(self.extras)
+        if missing:
+            found.append(str(MissingExtra("this activity", missing)))
         given = {k: v for k, v in arguments.items() if k not in ("configuration", "secrets")}
         for name, value in given.items():
             check = getattr(self, "checks", {}).get(name)
@@ -195,11 +201,14 @@ class CheckedSignature(inspect.Signature):
 
 
 def check_arguments(namespace: dict[str, Any], combinations: Mapping[str, Combination] | None = None,
-                    functions: Mapping[str, Mapping[str, Check]] | None = None, **checks: Check) -> None:
+                    functions: Mapping[str, Mapping[str, Check]] | None = None, *,
+                    extras: tuple[str, ...] | Mapping[str, tuple[str, ...]] = (), **checks: Check) -> None:
     """Give every function in the module's ``__all__`` a :class:`CheckedSignature`: the generic rules,
     overridden by *checks* (argument name -> check) where a function has that argument, overridden in turn
     by *functions* (function name -> {argument name -> check}); and the function's entry of *combinations*
-    (function name -> check of all its arguments)."""
+    (function name -> check of all its arguments). *extras*: the optional extras the module's activities need
+    (:mod:`chaosdb.core.extras`), or function name -> its extras; one that is not installed is the first problem
+    ``chaos validate`` reports."""
     module = namespace.get("__name__", "")
     for fname in namespace.get("__all__", []):
         func = namespace.get(fname)
@@ -216,6 +225,7 @@ def check_arguments(namespace: dict[str, Any], combinations: Mapping[str, Combin
         sig.checks = rules
         sig.combination = (combinations or {}).get(fname)
         sig.where = f"{module}.{fname}"
+        sig.extras = tuple(extras.get(fname, ()) if isinstance(extras, Mapping) else extras)
         func.__signature__ = sig  # type: ignore[attr-defined]
 
 

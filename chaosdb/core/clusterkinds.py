@@ -1,7 +1,7 @@
 """Local cluster kinds, found by name: what ``chaosdb cluster up|status|down --kind KIND`` reaches. Each kind's
 module (its ``cluster_command``) says which file marks its cluster folder (``STATE_FILE``), its default first
-address (``DEFAULT_ADDRESS``) and runs the command (``run(args, directory, name) -> exit status``); the CLI never
-names one."""
+address (``DEFAULT_ADDRESS``), the extras its ``up`` needs (``EXTRAS``) and runs the command
+(``run(args, directory, name) -> exit status``); the CLI never names one."""
 
 from __future__ import annotations
 

@@ -29,6 +29,8 @@ from chaoslib.exceptions import InterruptExecution
 from chaoslib.hypothesis import within_tolerance
 from chaoslib.run import RunEventHandler
 
+from chaosdb.core.deprecation import warn_deprecated
+from chaosdb.core.settings import applied_old_names
 from chaosdb.experiment.checks import refuse_bad_arguments
 from chaosdb.experiment.verdict import verdict_of
 
@@ -62,6 +64,8 @@ class _JournalHandle(RunEventHandler):
 def configure_control(experiment: dict[str, Any] | None = None, event_registry: Any = None, **kwargs: Any) -> None:
     global _run
     _run = _Run()
+    for old, new in applied_old_names():  # said on stderr when chaos started; said again in the run's log
+        warn_deprecated(f"the environment variable {old}", new)
     if event_registry is not None:
         event_registry.register(_JournalHandle())
 

@@ -85,7 +85,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--only", action="append", metavar="SCENARIO", help="run only this scenario (repeatable)")
     p.add_argument("--fail-on-deviation", action="store_true",
                    help="exit 1 when a run's hypothesis failed (default: only when runs could not finish)")
-    p.set_defaults(func=_run)
+    p.set_defaults(func=_run, extras=("report",))
     p = gsub.add_parser("status", help="what ran, what is left")
     p.add_argument("results")
     p.add_argument("--json", action="store_true")
@@ -95,7 +95,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--rebuild-runs", action="store_true",
                    help="first recompute every run's metrics from its journal and samples (after a reporter update)")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=_report)
+    p.set_defaults(func=_report, extras=("report",))
     p = gsub.add_parser("gate", help="exit 1 when the results got worse than a baseline beyond the limits")
     p.add_argument("results", help="results directory or its summary.json")
     p.add_argument("--baseline", required=True, help="baseline results directory or summary.json")
@@ -105,4 +105,4 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--scenario", action="append", help="gate only this scenario (repeatable)")
     p.add_argument("--allow-missing", action="store_true", help="skip baseline scenarios the results lack")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=_gate)
+    p.set_defaults(func=_gate, extras=("report",))

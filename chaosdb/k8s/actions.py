@@ -208,4 +208,4 @@ def restart_statefulset(name: str, namespace: str = "", image: str = "", contain
 check_arguments(globals(), {}, {"scale_statefulset": {"replicas": number("replicas", 1, integer=True)}},
                 target=check_target, signal=choice("signal", *SIGNALS), pid=number("pid", 1, integer=True),
                 grace_period_s=number("grace_period_s", 0, integer=True, hint=" (seconds)"),
-                replicas=number("replicas", 0, integer=True))
+                replicas=number("replicas", 0, integer=True), extras=("k8s",))

@@ -16,9 +16,13 @@ import logging
 from typing import Any
 
 from chaosdb.core.engines import engine_action
+from chaosdb.core.extras import control_validator
 from chaosdb.k8s import created
 
-__all__ = ["after_experiment_control"]
+__all__ = ["validate_control", "after_experiment_control"]
+
+#: ``chaos validate`` refuses this control when its extra is not installed
+validate_control = control_validator("chaosdb.k8s.control", ("k8s",))
 
 logger = logging.getLogger("chaostoolkit")
 

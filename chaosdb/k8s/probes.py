@@ -44,4 +44,4 @@ def pods_of_statefulset(name: str, namespace: str = "", configuration: Configura
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
-check_arguments(globals())
+check_arguments(globals(), extras=("k8s",))

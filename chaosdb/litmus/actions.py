@@ -159,4 +159,4 @@ def delete_chaos_engine(engine: str, namespace: str = "", stop_first: bool = Tru
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
-check_arguments(globals())
+check_arguments(globals(), extras=("k8s",))

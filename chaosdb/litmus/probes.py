@@ -31,4 +31,4 @@ def probe_success_percentage(engine: str, experiment: str, namespace: str = "",
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
-check_arguments(globals())
+check_arguments(globals(), extras=("k8s",))

@@ -29,5 +29,5 @@ def load_tpcc_data(warehouses: int = 1, scale_down: int = 1, workers: int = 2, d
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
-check_arguments(globals(), warehouses=number("warehouses", 1, integer=True),
+check_arguments(globals(), extras=("postgres",), warehouses=number("warehouses", 1, integer=True),
                 scale_down=number("scale_down", 1, integer=True), workers=number("workers", 1, integer=True))

@@ -49,6 +49,7 @@ from chaosdb.core.commands import die_with_parent
 from chaosdb.core.detach import source_env
 from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.extras import control_validator
 from chaosdb.core.redact import redact_dsn
 from chaosdb.core.timeutil import iso_from_epoch
 from chaosdb.experiment.checks import refuse_bad_arguments
@@ -59,9 +60,12 @@ from chaosdb.load.distributed import lost_workers, read_workers
 from chaosdb.workloads.outcomes import is_success
 from chaosdb.workloads.samples import read_recent, read_samples, sample_files
 
-__all__ = ["before_experiment_control", "after_experiment_control", "cleanup_control", "start_load", "stop_load",
+__all__ = ["validate_control", "before_experiment_control", "after_experiment_control", "cleanup_control", "start_load", "stop_load",
            "before_hypothesis_control", "before_method_control", "before_activity_control",
            "after_method_control", "before_rollback_control"]
+
+#: ``chaos validate`` refuses this control when its extra is not installed
+validate_control = control_validator("chaosdb.load.control", ("load",))
 
 LOCUSTFILES = {"tpcc": str(Path(__file__).with_name("locust_tpcc.py")),
                "ycsb": str(Path(__file__).with_name("locust_ycsb.py")),

@@ -239,4 +239,4 @@ def _conditions(value: Any) -> None:
         raise ChaosDBError(f"conditions must be among {sorted(consistency.CONDITION_QUERIES)}")
 
 
-check_arguments(globals(), conditions=_conditions)
+check_arguments(globals(), conditions=_conditions, extras=("postgres",))

@@ -377,7 +377,7 @@ def _rolling_restart_rule(args: Dict[str, Any]) -> None:
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
 check_arguments(globals(), {"rolling_restart": _rolling_restart_rule},
-                {"cluster_up": {"nodes": number("nodes", 1, integer=True)}},
+                {"cluster_up": {"nodes": number("nodes", 1, integer=True)}}, extras=("local",),
                 target=check_target, method=choice("method", "switchover", "shutdown"),
                 nodes=one_of_or_names("nodes", ("all",), is_node_name, "node1, node2, ..."),
                 node=one_of_or_names("node", ("",), is_node_name, "node1, node2, ..."),

@@ -11,9 +11,11 @@ from chaosdb.core.console import fmt, print_json
 from chaosdb.local import cluster
 from chaosdb.local.state import STATE_FILE, load_layout
 
-__all__ = ["STATE_FILE", "DEFAULT_ADDRESS", "run"]
+__all__ = ["STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "run"]
 
 DEFAULT_ADDRESS = "127.0.0.11"
+#: the extras ``cluster up`` of this kind needs (:mod:`chaosdb.core.extras`)
+EXTRAS: tuple[str, ...] = ("local",)
 
 
 def run(args: argparse.Namespace, directory: Path, name: str) -> int:

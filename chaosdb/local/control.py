@@ -22,6 +22,7 @@ from typing import Any
 from chaoslib.exceptions import InterruptExecution
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.extras import control_validator
 from chaosdb.experiment.checks import refuse_bad_arguments
 from chaosdb.load.control import stop_load
 from chaosdb.local import cluster
@@ -30,7 +31,10 @@ from chaosdb.workloads import kv, ycsb
 from chaosdb.workloads.tpcc import loader
 from chaosdb.workloads.tpcc.rand import Scale
 
-__all__ = ["before_experiment_control", "after_experiment_control"]
+__all__ = ["validate_control", "before_experiment_control", "after_experiment_control"]
+
+#: ``chaos validate`` refuses this control when its extra is not installed
+validate_control = control_validator("chaosdb.local.control", ("local",))
 
 logger = logging.getLogger("chaostoolkit")
 

@@ -9,10 +9,12 @@ from pathlib import Path
 from chaosdb.core.console import print_json, print_stopped
 from chaosdb.localkube import cluster as localkube
 
-__all__ = ["STATE_FILE", "DEFAULT_ADDRESS", "run"]
+__all__ = ["STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "run"]
 
 STATE_FILE = localkube.STATE_FILE
 DEFAULT_ADDRESS = "127.0.50.1"
+#: the extras ``cluster up`` of this kind needs (:mod:`chaosdb.core.extras`)
+EXTRAS: tuple[str, ...] = ("k8s", "local")
 
 
 def run(args: argparse.Namespace, directory: Path, name: str) -> int:

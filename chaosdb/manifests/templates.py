@@ -1,4 +1,4 @@
-"""Manifest templates in ``chaos-mesh-manifests/``: list them, render them with every variable filled.
+"""Manifest templates (shipped in :mod:`chaosdb.shipped`, ``templates/``): list them, render them with every variable filled.
 
 A template is a valid manifest as it is (its values are the defaults: ``kubectl apply -f`` and any validator
 take it unchanged) with a header that documents each variable, and a marker comment on every line a variable
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from chaosdb import shipped
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.timeutil import parse_go_duration
 
@@ -121,14 +122,15 @@ class RenderResult:
 
 
 def templates_dir(override: str | os.PathLike | None = None) -> Path:
-    """``override``, else ``$CHAOSDB_MANIFESTS``, else ``chaos-mesh-manifests/`` of the source tree."""
-    candidates = [override, os.environ.get("CHAOSDB_MANIFESTS"),
-                  Path(__file__).resolve().parents[2] / "chaos-mesh-manifests"]
-    for c in candidates:
-        if c and Path(c).is_dir():
-            return Path(c)
-    raise ChaosDBError("no template directory: pass --dir, set CHAOSDB_MANIFESTS, or run from a checkout of "
-                       "chaostoolkit-db (chaos-mesh-manifests/)")
+    """``override`` (``--dir``), else ``$CHAOSDB_MANIFESTS``, else the templates shipped with the package.
+
+    A folder that is named but does not exist is an error (never a silent fall-back to the shipped ones)."""
+    for source, value in (("--dir", override), ("CHAOSDB_MANIFESTS", os.environ.get("CHAOSDB_MANIFESTS"))):
+        if value:
+            if not Path(value).is_dir():
+                raise ChaosDBError(f"template folder {value} ({source}) does not exist or is not a folder")
+            return Path(value)
+    return shipped.templates_dir()
 
 
 def check_value(var: Variable, value: Any) -> str:

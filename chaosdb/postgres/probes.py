@@ -133,4 +133,5 @@ def current_timeline(configuration: Configuration = None,
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
-check_arguments(globals())
+# replication lag is read from the primary over SQL (psycopg: the postgres extra); the rest is Patroni's REST API
+check_arguments(globals(), extras={"replication_lag": ("postgres",)})

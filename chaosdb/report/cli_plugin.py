@@ -1,5 +1,8 @@
 """``chaos db-report JOURNAL``: the reporter as a Chaos Toolkit CLI plugin (entry point
-``chaostoolkit.cli_plugins``). Same as ``chaosdb report JOURNAL``."""
+``chaostoolkit.cli_plugins``). Same as ``chaosdb report JOURNAL``.
+
+Chaos Toolkit imports this module when ``chaos`` starts, before it reads any experiment: that is where the old
+names of the settings are mapped to their new ones (:func:`chaosdb.core.settings.apply_old_names`)."""
 
 from __future__ import annotations
 
@@ -8,9 +11,12 @@ import sys
 import click
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.report.console import build_and_summarise
+from chaosdb.core.extras import require_extras
+from chaosdb.core.settings import apply_old_names
 
 __all__ = ["db_report"]
+
+apply_old_names()
 
 
 @click.command("db-report")
@@ -22,6 +28,10 @@ def db_report(journal: str, samples: str | None, out: str | None, rule: str) -> 
     """Degradation and recovery report of a chaostoolkit-db run (metrics.json, report.md/.html, PNGs)."""
 
     try:
+        # Chaos Toolkit loads this plugin for every command: the reporter (numpy, matplotlib) only when it runs
+        require_extras("'chaos db-report'", ("report",))
+        from chaosdb.report.console import build_and_summarise  # noqa: PLC0415 - needs the report extra
+
         build_and_summarise(journal, samples=samples, out_dir=out, rule=rule)
     except ChaosDBError as exc:  # as 'chaosdb report' says it: one line, exit status 2
         click.echo(f"chaosdb: error: {exc}", err=True)

@@ -18,11 +18,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from chaosdb.core.extras import control_validator
 from chaosdb.core.redact import redact
 from chaosdb.load.control import stop_load
 from chaosdb.report.journal import secret_values_of
 
-__all__ = ["after_experiment_control"]
+__all__ = ["validate_control", "after_experiment_control"]
+
+#: ``chaos validate`` refuses this control when its extra is not installed
+validate_control = control_validator("chaosdb.report.control", ("report",))
 
 logger = logging.getLogger("chaostoolkit")
 

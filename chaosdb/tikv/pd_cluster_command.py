@@ -9,10 +9,12 @@ from pathlib import Path
 from chaosdb.core.console import print_json, print_stopped
 from chaosdb.tikv import localpd
 
-__all__ = ["STATE_FILE", "DEFAULT_ADDRESS", "run"]
+__all__ = ["STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "run"]
 
 STATE_FILE = localpd.STATE_FILE
 DEFAULT_ADDRESS = "127.0.40.1"
+#: the extras ``cluster up`` of this kind needs (:mod:`chaosdb.core.extras`)
+EXTRAS: tuple[str, ...] = ()
 
 
 def run(args: argparse.Namespace, directory: Path, name: str) -> int:

@@ -1,7 +1,7 @@
 """Opt-in: the CockroachDB activities against a real cluster / a real binary (none can run on CI here).
 
-* ``COCKROACH_URL`` (e.g. ``postgresql://root@host:26257/defaultdb?sslmode=disable``) plus, for the CLI
-  checks, ``COCKROACH_HOST`` and ``COCKROACH_INSECURE=true`` or ``COCKROACH_CERTS_DIR``: read-only probes
+* ``CHAOSDB_COCKROACH_URL`` (e.g. ``postgresql://root@host:26257/defaultdb?sslmode=disable``) plus, for the CLI
+  checks, ``CHAOSDB_COCKROACH_HOST`` and ``CHAOSDB_COCKROACH_INSECURE=true`` or ``CHAOSDB_COCKROACH_CERTS_DIR``: read-only probes
   (node status over SQL and CLI agree, leaseholder lookup, table leaseholders).
 * ``CHAOSDB_REAL_COCKROACH_BIN`` (a cockroach binary): a 3-node local cluster is created in a temp dir, a
   node killed and restarted, a node drained, and everything removed.
@@ -17,11 +17,11 @@ import pytest
 from chaosdb.cockroach import actions, probes
 from chaosdb.cockroach.channels import run_sql
 
-URL = os.environ.get("COCKROACH_URL")
+URL = os.environ.get("CHAOSDB_COCKROACH_URL")
 BIN = os.environ.get("CHAOSDB_REAL_COCKROACH_BIN")
 
 
-@pytest.mark.skipif(not URL, reason="set COCKROACH_URL to run against a real CockroachDB")
+@pytest.mark.skipif(not URL, reason="set CHAOSDB_COCKROACH_URL to run against a real CockroachDB")
 def test_probes_against_a_real_cluster():
     sql_cfg = {"cockroach_channel": "sql", "cockroach_url": URL}
     nodes = probes.node_status(sql_cfg)
@@ -32,11 +32,11 @@ def test_probes_against_a_real_cluster():
     assert lh["lease_holder"] in {n["id"] for n in nodes} and lh["node"]["address"]
     leases = probes.table_leaseholders("chaosdb_probe", configuration=sql_cfg)
     assert sum(leases["leases_by_node"].values()) == len(leases["ranges"]) >= 1
-    if shutil.which(os.environ.get("COCKROACH_BIN", "cockroach")) and os.environ.get("COCKROACH_HOST"):
-        cli_cfg = {"cockroach_channel": "cli", "cockroach_host": os.environ["COCKROACH_HOST"],
-                   "cockroach_insecure": os.environ.get("COCKROACH_INSECURE", ""),
-                   "cockroach_certs_dir": os.environ.get("COCKROACH_CERTS_DIR", ""),
-                   "cockroach_bin": os.environ.get("COCKROACH_BIN", "cockroach")}
+    if shutil.which(os.environ.get("CHAOSDB_COCKROACH_BIN", "cockroach")) and os.environ.get("CHAOSDB_COCKROACH_HOST"):
+        cli_cfg = {"cockroach_channel": "cli", "cockroach_host": os.environ["CHAOSDB_COCKROACH_HOST"],
+                   "cockroach_insecure": os.environ.get("CHAOSDB_COCKROACH_INSECURE", ""),
+                   "cockroach_certs_dir": os.environ.get("CHAOSDB_COCKROACH_CERTS_DIR", ""),
+                   "cockroach_bin": os.environ.get("CHAOSDB_COCKROACH_BIN", "cockroach")}
         assert {n["id"] for n in probes.node_status(cli_cfg)} == {n["id"] for n in nodes}
 
 

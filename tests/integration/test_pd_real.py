@@ -131,7 +131,7 @@ def test_the_tikv_evict_leader_experiment_runs_end_to_end(pd, tmp_path):
             activity["pauses"]["after"] = 3  # the CI version
     path = tmp_path / "evict-leader.json"
     path.write_text(json.dumps(exp))
-    env_cfg = {"PD_URL": pd["cfg"]["pd_url"], "TIKV_KEY": "usertable:user2000", "TIKV_MODE": "raw"}
+    env_cfg = {"CHAOSDB_PD_URL": pd["cfg"]["pd_url"], "CHAOSDB_TIKV_KEY": "usertable:user2000", "CHAOSDB_TIKV_MODE": "raw"}
     run = subprocess.run([CHAOS, "--no-log-file", "run", "--journal-path", str(tmp_path / "journal.json"), str(path)],
                          capture_output=True, text=True, timeout=600, cwd=tmp_path, env={**os.environ, **env_cfg})
     journal = json.loads((tmp_path / "journal.json").read_text())

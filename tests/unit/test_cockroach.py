@@ -1,5 +1,5 @@
 """CockroachDB node status: contract tests against recorded real outputs, a stand-in CLI on PATH and a
-local HTTP stand-in (no CockroachDB can run here); opt-in checks against a real cluster via COCKROACH_URL."""
+local HTTP stand-in (no CockroachDB can run here); opt-in checks against a real cluster via CHAOSDB_COCKROACH_URL."""
 
 from __future__ import annotations
 
@@ -222,10 +222,10 @@ def test_prometheus_parser_keeps_tenants_apart():
 # opt-in: a real cluster
 
 
-@pytest.mark.skipif(not os.environ.get("COCKROACH_URL"), reason="set COCKROACH_URL (postgresql://root@host:26257/"
+@pytest.mark.skipif(not os.environ.get("CHAOSDB_COCKROACH_URL"), reason="set CHAOSDB_COCKROACH_URL (postgresql://root@host:26257/"
                     "defaultdb?sslmode=disable) to run against a real CockroachDB")
 def test_real_cluster_over_sql():
-    cfg = {"cockroach_channel": "sql", "cockroach_url": os.environ["COCKROACH_URL"]}
+    cfg = {"cockroach_channel": "sql", "cockroach_url": os.environ["CHAOSDB_COCKROACH_URL"]}
     nodes = probes.node_status(cfg)
     assert nodes and any(n["is_live"] for n in nodes)
     assert all(n["ranges"] is not None for n in nodes if n["is_live"])

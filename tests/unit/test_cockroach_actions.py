@@ -487,7 +487,7 @@ def test_the_url_can_live_in_the_secrets():
 
 def test_chaos_run_of_the_local_kill_experiment(crdb, tmp_path):
     """The shipped local experiment's method and rollbacks through a real `chaos run` (load parts removed:
-    TPC-C cannot run against the stand-in), with a password in COCKROACH_URL that must not reach the journal."""
+    TPC-C cannot run against the stand-in), with a password in CHAOSDB_COCKROACH_URL that must not reach the journal."""
     from chaosdb.cockroach import localcluster
     from tools import make_cockroach_experiments as gen
     crdb.write({"version": "v23.2.4", "nodes": [], "ranges": [
@@ -502,7 +502,7 @@ def test_chaos_run_of_the_local_kill_experiment(crdb, tmp_path):
                             "cockroach_host": "127.0.32.1:26257"}
     path = tmp_path / "exp.json"
     path.write_text(json.dumps(exp))
-    env = {**os.environ, "COCKROACH_URL": "postgresql://root:topsecret@127.0.32.1:26257/defaultdb"}
+    env = {**os.environ, "CHAOSDB_COCKROACH_URL": "postgresql://root:topsecret@127.0.32.1:26257/defaultdb"}
     try:
         localcluster.up(d, "crdb", nodes=3, address_base="127.0.32.1", timeout=20)
         run = subprocess.run([str(Path(sys.executable).parent / "chaos"), "--log-file", str(tmp_path / "chaos.log"),

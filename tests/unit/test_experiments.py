@@ -86,7 +86,10 @@ def test_cockroach_experiment_is_generated_gated_and_restores(name):
         assert exp["rollbacks"][0]["provider"]["func"] == "restart_killed_nodes"
         assert all(a["provider"]["func"] != "delete_node_pod" for a in exp["method"])
     # the URL (which may hold a password) is a secret; the rest comes from the environment
-    assert exp["secrets"]["cockroach"]["cockroach_url"] == {"type": "env", "key": "COCKROACH_URL"}
+    if name.startswith("local-"):  # the local cluster is insecure: its URL has no password and a default
+        assert "secrets" not in exp and exp["configuration"]["cockroach_url"]["default"].startswith("postgresql://")
+    else:
+        assert exp["secrets"]["cockroach"]["cockroach_url"] == {"type": "env", "key": "CHAOSDB_COCKROACH_URL"}
     assert all(v.get("type") == "env" for v in exp["configuration"].values())
     assert all("cockroach" in a.get("secrets", []) for a in exp["method"])
 
@@ -105,7 +108,7 @@ def test_cockroach_experiments_pass_chaos_validate(tmp_path):
     import subprocess
     import sys
     chaos = Path(sys.executable).parent / "chaos"
-    env = {**os.environ, "COCKROACH_URL": "postgresql://root@127.0.0.1:1/defaultdb?sslmode=disable"}
+    env = {**os.environ, "CHAOSDB_COCKROACH_URL": "postgresql://root@127.0.0.1:1/defaultdb?sslmode=disable"}
     for name in sorted(crdb_exps.EXPERIMENTS):
         out = subprocess.run([str(chaos), "--log-file", str(tmp_path / "chaos.log"), "validate",
                               str(CRDB_DIR / f"{name}.json")], capture_output=True, text=True, env=env, timeout=120)

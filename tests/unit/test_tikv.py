@@ -297,7 +297,7 @@ def test_chaos_run_of_the_tikv_experiments(pd, local_stores, tmp_path):
     import subprocess
     import sys
     chaos = str(Path(sys.executable).parent / "chaos")
-    env = {**os.environ, "PD_URL": pd.url, "TIKV_KEY": "usertable:user9", "K8S_NAMESPACE": ""}
+    env = {**os.environ, "CHAOSDB_PD_URL": pd.url, "CHAOSDB_TIKV_KEY": "usertable:user9", "CHAOSDB_K8S_NAMESPACE": ""}
     exp_dir = Path(__file__).resolve().parents[2] / "experiments" / "tikv"
     for name in ("evict-leader", "kill-follower"):
         exp = json.loads((exp_dir / f"{name}.json").read_text())

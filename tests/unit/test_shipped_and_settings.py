@@ -1,0 +1,180 @@
+"""What ships with the package (experiments, templates, locustfiles), the extras each part needs, and the one
+name per setting. The same behaviour from a built wheel is proven in tests/integration/test_from_wheel.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from chaoslib.exceptions import InvalidActivity, InvalidControl, InvalidExperiment
+from chaoslib.experiment import ensure_experiment_is_valid
+
+from chaosdb import cli, shipped
+from chaosdb.core import extras, settings
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.manifests.templates import list_templates, templates_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _shipped_experiments() -> list[Path]:
+    return sorted(shipped.experiments_dir().rglob("*.json"))
+
+
+def test_the_checkouts_top_level_folders_are_the_shipped_ones():
+    for link, target in (("experiments", shipped.experiments_dir()), ("chaos-mesh-manifests", shipped.templates_dir()),
+                         ("load", shipped.locustfiles_dir())):
+        assert (ROOT / link).resolve() == target.resolve(), link
+    assert templates_dir() == shipped.templates_dir()
+    assert len(list_templates()) >= 30
+
+
+def test_copy_puts_every_experiment_the_locustfiles_and_a_chosen_template_in_the_users_folder(tmp_path):
+    out = tmp_path / "mine"
+    written = shipped.copy_shipped(out, templates=["kubernetes/gameday-cronjob"])
+    assert {p for p in written["experiments"] if p.endswith(".json")} == \
+        {str(p.relative_to(shipped.experiments_dir())) for p in _shipped_experiments()}
+    assert sorted(written["locustfiles"]) == ["load/tpcc.py", "load/ycsb.py"]
+    assert written["templates"] == ["templates/kubernetes/gameday-cronjob.yaml"]
+    assert (out / "quickstart.json").read_bytes() == (shipped.experiments_dir() / "quickstart.json").read_bytes()
+    # game-day suites name their experiments relative to themselves: the copy keeps that working
+    suite = (out / "gamedays" / "etcd-leader-follower.yaml").read_text()
+    assert "../etcd/kill-leader.json" in suite and (out / "etcd" / "kill-leader.json").is_file()
+    # a second copy refuses to overwrite anything (before writing anything), unless forced
+    (out / "quickstart.json").write_text("{}")
+    with pytest.raises(ChaosDBError, match="already exist.*--force"):
+        shipped.copy_shipped(out)
+    assert (out / "quickstart.json").read_text() == "{}"
+    shipped.copy_shipped(out, force=True)
+    assert json.loads((out / "quickstart.json").read_text())["title"].startswith("Quickstart")
+
+
+def test_an_unknown_template_is_refused_with_the_known_names(tmp_path):
+    with pytest.raises(ChaosDBError, match="no shipped template 'cockroachdb/nope'; known: .*cockroachdb/pod-kill"):
+        shipped.copy_shipped(tmp_path / "x", templates=["cockroachdb/nope"])
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(ChaosDBError, match="no shipped template"):
+        shipped.template_file("../../cli")
+
+
+def test_a_template_folder_that_does_not_exist_is_an_error_not_a_fallback(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHAOSDB_MANIFESTS", str(tmp_path / "missing"))
+    with pytest.raises(ChaosDBError, match="CHAOSDB_MANIFESTS.*does not exist"):
+        templates_dir()
+
+
+# --- one name per setting ---------------------------------------------------------------------------------------
+
+
+def _env_entries(exp: dict) -> list[tuple[str, str]]:
+    found = [(k, v["key"]) for k, v in (exp.get("configuration") or {}).items()
+             if isinstance(v, dict) and v.get("type") == "env"]
+    for scope in (exp.get("secrets") or {}).values():
+        found += [(k, v["key"]) for k, v in scope.items() if isinstance(v, dict) and v.get("type") == "env"]
+    return found
+
+
+def test_every_shipped_experiment_reads_each_setting_from_its_one_variable():
+    seen = set()
+    for path in _shipped_experiments():
+        for key, env in _env_entries(json.loads(path.read_text())):
+            if key == "load_dsn":  # the load's DSN is the CockroachDB URL in the CockroachDB experiments
+                assert env == settings.SETTINGS["cockroach_url"].env, path
+                continue
+            assert key in settings.SETTINGS, f"{path}: configuration key {key} is not in chaosdb.core.settings"
+            assert env == settings.SETTINGS[key].env, f"{path}: {key} read from {env}"
+            seen.add(key)
+    assert seen == set(settings.SETTINGS), f"settings no shipped experiment uses: {set(settings.SETTINGS) - seen}"
+    envs = [s.env for s in settings.SETTINGS.values()]
+    assert len(envs) == len(set(envs)) and all(e.startswith("CHAOSDB_") for e in envs)
+
+
+def test_the_docs_print_the_settings_table():
+    doc = (ROOT / "docs" / "running-experiments.md").read_text()
+    assert settings.markdown_table() in doc, "paste chaosdb.core.settings.markdown_table() into the docs"
+
+
+def test_an_old_variable_still_works_for_one_release_and_says_so(capsys):
+    env = {"COCKROACH_URL": "postgresql://u@h/db", "K8S_NAMESPACE": "crdb", "CHAOSDB_PD_URL": "http://new",
+           "PD_URL": "http://old"}
+    done = settings.apply_old_names(env)
+    assert sorted(done) == [("COCKROACH_URL", "CHAOSDB_COCKROACH_URL"), ("K8S_NAMESPACE", "CHAOSDB_K8S_NAMESPACE")]
+    assert env["CHAOSDB_COCKROACH_URL"] == "postgresql://u@h/db" and env["CHAOSDB_K8S_NAMESPACE"] == "crdb"
+    assert env["CHAOSDB_PD_URL"] == "http://new"  # the new name wins when both are set
+    err = capsys.readouterr().err
+    assert "COCKROACH_URL is deprecated" in err and "set CHAOSDB_COCKROACH_URL" in err and "PD_URL" not in err
+
+
+def test_the_game_day_cronjob_sets_settings_by_their_one_name():
+    text = (shipped.templates_dir() / "kubernetes" / "gameday-cronjob.yaml").read_text()
+    names = set(__import__("re").findall(r'- name: "([A-Z_]+)"', text))
+    assert names and all(n.startswith("CHAOSDB_") for n in names), names
+    assert all(settings.setting_of_env(n) is not None or n in settings.ENVIRONMENT_ONLY for n in names), names
+
+
+# --- extras -----------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def without(monkeypatch):
+    """Pretend the given modules are not installed (as on a base install)."""
+    absent: set[str] = set()
+    real = extras._installed
+    monkeypatch.setattr(extras, "_installed", lambda m: m not in absent and real(m))
+    return absent.update
+
+
+def test_validate_refuses_an_activity_whose_extra_is_missing_with_one_install_line(without):
+    without({"psycopg"})
+    exp = json.loads((shipped.experiments_dir() / "quickstart.json").read_text())
+    with pytest.raises(InvalidActivity) as err:
+        ensure_experiment_is_valid(exp)
+    assert "needs the postgres extra (psycopg not installed): pip install 'chaostoolkit-db[postgres]'" \
+        in str(err.value)
+
+
+def test_validate_refuses_a_control_whose_extra_is_missing(without):
+    without({"numpy", "matplotlib"})
+    exp = json.loads((shipped.experiments_dir() / "quickstart.json").read_text())
+    with pytest.raises(InvalidControl, match=r"control 'report' \(chaosdb.report.control\) needs the report extra "
+                                             r"\(matplotlib, numpy not installed\): pip install "
+                                             r"'chaostoolkit-db\[report\]'"):
+        ensure_experiment_is_valid(exp)
+
+
+def test_every_shipped_experiment_validates_with_every_extra(monkeypatch):
+    monkeypatch.setenv("CHAOSDB_COCKROACH_URL", "postgresql://root@h:26257/tpcc?sslmode=verify-full")
+    for path in _shipped_experiments():
+        try:
+            ensure_experiment_is_valid(json.loads(path.read_text()))
+        except (InvalidActivity, InvalidControl, InvalidExperiment) as exc:
+            pytest.fail(f"{path.relative_to(shipped.experiments_dir())}: {exc}")
+
+
+@pytest.mark.parametrize("argv,extra", [
+    (["report", "journal.json"], "report"),
+    (["load", "tpcc-load", "--dsn", "postgresql://u@h/db"], "postgres"),
+    (["load", "calibrate", "--dsn", "postgresql://u@h/db"], "load"),
+    (["load", "worker", "--master", "127.0.0.1:5557"], "load"),
+    (["manifests", "render", "cockroachdb/pod-kill"], "k8s"),
+    (["manifests", "validate", "x.yaml"], "k8s"),
+    (["gameday", "gate", "a", "--baseline", "b"], "report"),
+    (["gameday", "report", "a"], "report"),
+    (["cluster", "up", "--dir", "/nonexistent/chaosdb-never"], "local"),
+])
+def test_a_command_without_its_extra_exits_2_with_one_line(without, capsys, argv, extra):
+    without({m for ms in extras.EXTRA_MODULES.values() for m in ms})
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"pip install 'chaostoolkit-db[{extra}]'" in err, err
+    assert not Path("/nonexistent/chaosdb-never").exists()
+
+
+def test_a_module_of_an_extra_missing_deep_inside_a_command_is_one_line_too(monkeypatch, capsys):
+    def boom(args):
+        raise ModuleNotFoundError("No module named 'numpy'", name="numpy")
+
+    monkeypatch.setattr(cli, "cmd_report_upb", boom)
+    assert cli.main(["report", "upb", "x.json"]) == 2
+    assert "'chaosdb report upb' needs the report extra (numpy not installed)" in capsys.readouterr().err
