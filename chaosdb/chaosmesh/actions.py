@@ -23,13 +23,13 @@ from chaosdb.chaosmesh.objects import (
     summarise,
     target_selector,
 )
-from chaosdb.core.arguments import check_arguments, choice
+from chaosdb.core.arguments import check_arguments, choice, is_unresolved
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import action_result
 from chaosdb.core.results import target as target_entry
 from chaosdb.k8s import api, created
 from chaosdb.k8s.roles import check_target, resolve_target
-from chaosdb.manifests.templates import render
+from chaosdb.manifests.templates import check_value, load_template, render
 
 __all__ = ["create_chaos", "wait_until_injected", "wait_until_recovered", "pause_chaos", "resume_chaos",
            "delete_chaos", "delete_all_chaos"]
@@ -267,4 +267,32 @@ def _kind(value: Any) -> None:
         choice("kind", *KINDS)(value)
 
 
-check_arguments(globals(), kind=_kind, kinds=_kinds, target=_target, extras=("k8s",))
+def _template_call(args: dict[str, Any]) -> None:
+    """create_chaos: a template that exists, no unknown variable, every required one given, each of its type
+    (the rendering and the CRD validation follow when the action runs)."""
+    if bool(args.get("template")) == bool(args.get("kind")):
+        raise ChaosDBError("give either template (with variables) or kind with spec")
+    if not args.get("template") or is_unresolved(args["template"]):
+        return
+    template = load_template(str(args["template"]))
+    values = args.get("variables") or {}
+    if not isinstance(values, dict):
+        raise ChaosDBError(f"variables must be a mapping of template variables, got {values!r}")
+    unknown = sorted(set(values) - set(template.variables))
+    if unknown:
+        raise ChaosDBError(f"template {template.name} has no variable(s) {', '.join(unknown)}; it has "
+                           f"{', '.join(template.variables)}")
+    missing = [v for v in template.variables.values() if v.required and values.get(v.name) is None]
+    if missing:
+        raise ChaosDBError(f"template {template.name} needs " + ", ".join(f"{v.name} ({v.description})"
+                                                                       for v in missing))
+    for vname, value in values.items():
+        if value is not None and not is_unresolved(value):
+            check_value(template.variables[vname], value)
+
+
+_template_call.partial = True  # type: ignore[attr-defined]  # checked at validate, ${...} values once known
+
+
+check_arguments(globals(), {"create_chaos": _template_call}, kind=_kind, kinds=_kinds, target=_target,
+                extras=("k8s",))

@@ -182,7 +182,9 @@ class CheckedSignature(inspect.Signature):
             except ChaosDBError as exc:
                 found.append(str(exc))
         combination = getattr(self, "combination", None)
-        if combination is not None and not found and not is_unresolved(given):
+        # a combination sees the values once all are known, or at once when it checks what is known (``partial``)
+        if combination is not None and not found and (not is_unresolved(given) or getattr(combination, "partial",
+                                                                                          False)):
             values = {name: p.default for name, p in self.parameters.items()
                       if p.default is not inspect.Parameter.empty}
             values.update(given)

@@ -178,3 +178,22 @@ def test_a_module_of_an_extra_missing_deep_inside_a_command_is_one_line_too(monk
     monkeypatch.setattr(cli, "cmd_report_upb", boom)
     assert cli.main(["report", "upb", "x.json"]) == 2
     assert "'chaosdb report upb' needs the report extra (numpy not installed)" in capsys.readouterr().err
+
+
+def test_validate_refuses_an_unknown_template_or_a_missing_variable_even_with_values_from_configuration():
+    exp = json.loads((shipped.experiments_dir() / "kubernetes" / "chaosmesh-network-delay-leaseholder.json").read_text())
+    create = next(a for a in exp["method"] if a["provider"].get("func") == "create_chaos")
+    args = create["provider"]["arguments"]
+    assert any("${" in str(v) for v in args["variables"].values())  # known only at run time: still checked
+    args["template"] = "cockroachdb/network-dealy"
+    with pytest.raises(InvalidActivity, match="no template 'cockroachdb/network-dealy'; known: .*network-delay"):
+        ensure_experiment_is_valid(exp)
+    args["template"], args["variables"] = "kubernetes/gameday-cronjob", {"NAME": "${chaos_namespace}"}
+    with pytest.raises(InvalidActivity, match="gameday-cronjob needs IMAGE"):
+        ensure_experiment_is_valid(exp)
+    args["variables"] = {"IMAGE": "Not An Image", "NAME": "${chaos_namespace}"}
+    with pytest.raises(InvalidActivity, match="IMAGE='Not An Image' is not valid"):
+        ensure_experiment_is_valid(exp)
+    args["variables"] = {"IMAGE": "registry.local/chaosdb:1", "LATENCY": "1s"}
+    with pytest.raises(InvalidActivity, match="has no variable.*LATENCY"):
+        ensure_experiment_is_valid(exp)
