@@ -61,18 +61,32 @@ def _delete(kind: str, name: str, rollback_name: str) -> dict[str, Any]:
                 {"kind": kind, "name": name, "namespace": "${chaos_namespace}"})
 
 
+#: a TPC-C load and the report where the user gives a DSN (CHAOSDB_LOAD_DSN, a secret): the same figures as an
+#: embedded run; without one the run has no load and its report says so
+LOAD_CONTROLS = [
+    {"name": "tpcc-load", "provider": {"type": "python", "module": "chaosdb.load.control", "arguments": {
+        "users": 8, "warmup_s": 15, "baseline_s": "${baseline_s}", "samples_dir": "${report_dir}/samples",
+        "replace_samples": True, "only_with_dsn": True}}},
+    {"name": "report", "provider": {"type": "python", "module": "chaosdb.report.control",
+                                    "arguments": {"out_dir": "${report_dir}"}}},
+]
+
+
 def _experiment(title: str, description: str, tags: list[str], configuration: dict[str, Any],
                 hypothesis: list[dict[str, Any]], method: list[dict[str, Any]],
                 rollbacks: list[dict[str, Any]]) -> dict[str, Any]:
     body = {"steady-state-hypothesis": {"title": "the database is whole", "probes": hypothesis},
             "method": method, "rollbacks": rollbacks}
+    controls = [VERDICT_CONTROL, CONTROL]
     # the activities read k8s_kubeconfig and k8s_namespace themselves; the other keys only where substituted
-    used = json.dumps(body)
+    used = json.dumps([body, controls])
     config = {k: v for k, v in {**BASE_CONFIG, **configuration}.items()
               if k in ("k8s_kubeconfig", "k8s_namespace") or k in configuration or "${" + k + "}" in used}
     return {"version": "1.0.0", "title": title, "description": description, "tags": ["kubernetes", *tags],
-            "controls": [VERDICT_CONTROL, CONTROL], "configuration": config, **body}
+            "controls": controls, "configuration": config, **body}
 
+
+_NO_LOAD = {"chaosmesh-stress-cpu-tikv-leader"}  # TiKV speaks no SQL: its load is go-ycsb, run alongside
 
 EXPERIMENTS: dict[str, dict[str, Any]] = {
     "chaosmesh-pod-failure-statefulset": _experiment(
@@ -188,6 +202,18 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
               {"duration_s": 300, "interval_s": 10, "stop_when_balanced": True})],
         []),
 }
+
+
+def _with_load(name: str, exp: dict[str, Any]) -> dict[str, Any]:
+    """The experiment with the load and report controls (and their two settings)."""
+    if name in _NO_LOAD:
+        return exp
+    config = {**exp["configuration"], "report_dir": _env("CHAOSDB_REPORT_DIR", f"runs/kubernetes-{name}"),
+              "baseline_s": _env("CHAOSDB_BASELINE_S", "30")}
+    return {**exp, "configuration": config, "controls": [*exp["controls"], *LOAD_CONTROLS]}
+
+
+EXPERIMENTS = {name: _with_load(name, exp) for name, exp in EXPERIMENTS.items()}
 
 
 def render(name: str) -> str:

@@ -27,7 +27,8 @@ The DSN comes from ``dsn`` (argument), else secret ``load_dsn`` (declare the
 secret scope in the experiment), else ``CHAOSDB_LOAD_DSN``, else the embedded
 cluster named by configuration ``chaosdb_cluster``/``chaosdb_cluster_dir``. It is
 handed to Locust in its environment, never on its command line, and never
-written to the journal.
+written to the journal. With ``"only_with_dsn": true`` a run where none of the first three is given has no
+load (the Kubernetes experiments: a load and its figures where the user gives a DSN), instead of an error.
 """
 
 from __future__ import annotations
@@ -360,6 +361,13 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
                               secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
     refuse_bad_arguments(context, configuration, secrets)  # nothing starts on bad input
     args = {k: v for k, v in kwargs.items() if k in start_load.__code__.co_varnames}
+    if kwargs.get("only_with_dsn"):  # e.g. the Kubernetes experiments: a load (and figures) where a DSN is given
+        try:
+            _resolve_dsn(str(args.get("dsn") or ""), configuration, secrets, str(args.get("workload") or "tpcc"))
+        except ChaosDBError:
+            logging.getLogger("chaostoolkit").info("chaosdb load control: no DSN given (dsn, a secret load_dsn or CHAOSDB_LOAD_DSN): this run "
+                        "has no load, and its report no degradation or recovery figures")
+            return
     try:
         start_load(configuration=configuration, secrets=secrets, **args)
     except ChaosDBError as exc:

@@ -108,9 +108,35 @@ def test_an_old_variable_still_works_for_one_release_and_says_so(capsys):
 
 def test_the_game_day_cronjob_sets_settings_by_their_one_name():
     text = (shipped.templates_dir() / "kubernetes" / "gameday-cronjob.yaml").read_text()
-    names = set(__import__("re").findall(r'- name: "([A-Z_]+)"', text))
-    assert names and all(n.startswith("CHAOSDB_") for n in names), names
+    names = set(__import__("re").findall(r'- name: "([A-Z0-9_]+)"', text)) - {"CHAOSDB_JOB_NAME"}  # the pod's own
+    assert {"CHAOSDB_K8S_NAMESPACE", "CHAOSDB_CHAOS_NAMESPACE", "CHAOSDB_REPORT_DIR"} <= names, names
     assert all(settings.setting_of_env(n) is not None or n in settings.ENVIRONMENT_ONLY for n in names), names
+
+
+def test_the_game_day_cronjob_runs_chaos_as_process_1_keeps_its_results_and_may_act_where_the_experiments_do():
+    import yaml
+
+    from chaosdb.manifests.templates import render
+
+    docs = render("kubernetes/gameday-cronjob", {"IMAGE": "registry.local/chaosdb:1", "DB_NAMESPACE": "crdb",
+                                                 "NAMESPACE": "gd"}).objects
+    by_kind = {}
+    for d in docs:
+        by_kind.setdefault(d["kind"], []).append(d)
+    pod = by_kind["CronJob"][0]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    # no shell in between: the deadline's SIGTERM reaches chaos, whose controls revert what the run injected
+    assert container["command"][0] == "chaos" and "args" not in container
+    assert container["envFrom"][0]["secretRef"]["optional"] is True
+    results = next(v for v in pod["volumes"] if v["name"] == "results")
+    assert results["persistentVolumeClaim"]["claimName"] == by_kind["PersistentVolumeClaim"][0]["metadata"]["name"]
+    assert by_kind["Namespace"][0]["metadata"]["name"] == "gd"
+    rules = {r["metadata"]["namespace"]: {(g, res) for rule in r["rules"] for g in rule["apiGroups"]
+                                          for res in rule["resources"]} for r in by_kind["Role"]}
+    assert ("chaos-mesh.org", "podchaos") in rules["gd"] and ("", "pods") in rules["crdb"]
+    # the Litmus experiment creates its engine in the database's namespace
+    assert ("litmuschaos.io", "chaosengines") in rules["crdb"]
+    assert yaml.safe_dump(docs)
 
 
 # --- extras -----------------------------------------------------------------------------------------------------
