@@ -470,3 +470,88 @@ def test_chaos_run_of_the_patroni_primary_pod_kill_against_real_patroni_and_chao
 
 def test_local_kubernetes_processes_are_the_clusters_own(kube):
     assert node_processes(Path(kube["dir"]))
+
+
+# --- the pack from its wheel, and the game-day CronJob's own permissions ----------------------------------------
+
+
+def test_a_chaos_mesh_template_applied_from_the_installed_wheel(cfg, kube, tmp_path_factory):
+    """create_chaos(template=...) in a fresh virtualenv holding only the wheel (k8s extra), run outside the
+    checkout: the shipped template reaches the real apiserver, webhooks and controller."""
+    from tests.wheel import build_wheel, make_venv, user_env
+
+    base = tmp_path_factory.mktemp("wheel-k8s")
+    bin_dir = make_venv(base / "venv", build_wheel(base / "build"), "k8s")
+    script = ("import json, sys, chaosdb\n"
+              "from chaosdb.chaosmesh import actions as cm\n"
+              "cfg = json.loads(sys.argv[1])\n"
+              "made = cm.create_chaos(template='cockroachdb/pod-kill', name='t-wheel-pod-kill',\n"
+              "                       target={'pod': 'cockroachdb-2', 'namespace': 'cockroachdb'}, configuration=cfg)\n"
+              "print(json.dumps({'file': chaosdb.__file__, 'injected': made['injected'],\n"
+              "                  'pods': made['selected_pods']}))\n")
+    done = subprocess.run([str(bin_dir / "python"), "-c", script, json.dumps(cfg)], cwd=base, env=user_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["file"].startswith(str(base)) and out["injected"] and out["pods"] == [f"{CRDB_NS}/cockroachdb-2"]
+    assert cm.delete_chaos("PodChaos", "t-wheel-pod-kill", CHAOS_NS, configuration=cfg)["existed"]
+
+
+def _service_account_kubeconfig(cfg, kube, namespace: str, name: str, path: Path) -> Path:
+    """A kubeconfig that authenticates as ServiceAccount *namespace*/*name* (a token from the TokenRequest API)."""
+    import yaml
+    from kubernetes import client
+
+    core = client.CoreV1Api(api.api_client(cfg))
+    token = core.create_namespaced_service_account_token(
+        name, namespace, client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(
+            audiences=[], expiration_seconds=3600))).status.token
+    admin = yaml.safe_load(Path(kube["kubeconfig"]).read_text())
+    admin["users"] = [{"name": "gameday", "user": {"token": token}}]
+    for c in admin["contexts"]:
+        c["context"]["user"] = "gameday"
+    path.write_text(yaml.safe_dump(admin))
+    path.chmod(0o600)
+    return path
+
+
+def test_the_cronjobs_service_account_may_run_a_shipped_experiment_and_nothing_else(cfg, kube, tmp_path):
+    """The CronJob manifest's own ServiceAccount, Roles and RoleBindings on the real apiserver: a shipped
+    Kubernetes experiment runs with that account's token only; an action outside them is refused naming the
+    permission that is missing."""
+    objects = [o for o in render("kubernetes/gameday-cronjob", {
+        "IMAGE": "registry.local/chaosdb:1", "NAMESPACE": CHAOS_NS, "DB_NAMESPACE": CRDB_NS,
+        "NAME": "gd-rbac"}).objects if o["kind"] in ("ServiceAccount", "Role", "RoleBinding")]
+    made = []
+    try:
+        for obj in objects:
+            resource = _dynamic(cfg).resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+            resource.create(body=obj, namespace=obj["metadata"]["namespace"])
+            made.append((resource, obj))
+        kubeconfig = _service_account_kubeconfig(cfg, kube, CHAOS_NS, "gd-rbac", tmp_path / "sa.kubeconfig")
+        assert k8s.wait_for_statefulset_ready("cockroachdb", CRDB_NS, timeout_s=120, configuration=cfg)
+        env = {**os.environ, "CHAOSDB_KUBECONFIG": str(kubeconfig), "CHAOSDB_CHAOS_DURATION": "8s",
+               "CHAOSDB_TARGET_POD": "cockroachdb-0", "CHAOSDB_K8S_NAMESPACE": CRDB_NS,
+               "CHAOSDB_CHAOS_NAMESPACE": CHAOS_NS, "CHAOSDB_REPORT_DIR": str(tmp_path / "report")}
+        env.pop("CHAOSDB_LOAD_DSN", None)
+        done = subprocess.run([CHAOS, "--no-version-check", "--log-file", str(tmp_path / "chaos.log"), "run",
+                               "--journal-path", str(tmp_path / "journal.json"),
+                               str(ROOT / "experiments" / "kubernetes" / "chaosmesh-pod-failure-statefulset.json")],
+                              env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
+        journal = json.loads((tmp_path / "journal.json").read_text())
+        log = (tmp_path / "chaos.log").read_text()
+        assert done.returncode == 0 and journal["status"] == "completed", log[-4000:]
+        assert "forbidden" not in log.lower()
+        # no DSN given: no load, and the report of the journal says there are no figures
+        assert (tmp_path / "report" / "report.html").is_file() and "no DSN given" in log
+        sa_cfg = {"k8s_kubeconfig": str(kubeconfig), "k8s_namespace": CRDB_NS}
+        api.reset_clients()
+        with pytest.raises(api.K8sApiError) as refused:
+            k8s.scale_statefulset("basic-tikv", 3, namespace=TIKV_NS, configuration=sa_cfg)
+        message = str(refused.value)
+        assert refused.value.status == 403 and "system:serviceaccount:chaos-testing:gd-rbac" in message
+        assert "statefulsets" in message and TIKV_NS in message, message
+    finally:
+        api.reset_clients()
+        for resource, obj in reversed(made):
+            resource.delete(name=obj["metadata"]["name"], namespace=obj["metadata"]["namespace"])
