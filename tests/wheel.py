@@ -27,11 +27,17 @@ def build_wheel(folder: Path) -> Path:
     return wheel
 
 
-def make_venv(folder: Path, wheel: Path, extras: str = "") -> Path:
-    """A fresh virtualenv in *folder* with *wheel* (and *extras*) installed; its bin folder."""
+#: the container image's pinned versions (Dockerfile)
+IMAGE_CONSTRAINTS = ROOT / "constraints-image.txt"
+
+
+def make_venv(folder: Path, wheel: Path, extras: str = "", constraints: Path | None = None) -> Path:
+    """A fresh virtualenv in *folder* with *wheel* (and *extras*) installed, within *constraints*; its bin
+    folder."""
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=300)
     spec = f"{wheel}[{extras}]" if extras else str(wheel)
-    done = subprocess.run([str(folder / "bin" / "pip"), "install", "-q", "--progress-bar", "off", spec],
+    pinned = ["-c", str(constraints)] if constraints else []
+    done = subprocess.run([str(folder / "bin" / "pip"), "install", "-q", "--progress-bar", "off", *pinned, spec],
                           capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stdout + done.stderr
     return folder / "bin"

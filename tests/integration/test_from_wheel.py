@@ -21,7 +21,7 @@ import pytest
 
 from chaosdb import shipped
 from tests.conftest import world_readable_tmpdir
-from tests.wheel import ROOT, build_wheel, make_venv, user_env
+from tests.wheel import IMAGE_CONSTRAINTS, ROOT, build_wheel, make_venv, user_env
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +34,7 @@ DOCUMENTED_ENV = {"CHAOSDB_COCKROACH_URL": "postgresql://root@cockroachdb-public
 def installed(tmp_path_factory):
     base = world_readable_tmpdir("chaosdb-wheel-")
     wheel = build_wheel(base / "build")
-    full = make_venv(base / "venv-all", wheel, "all")
+    full = make_venv(base / "venv-all", wheel, "all", IMAGE_CONSTRAINTS)  # the container image's versions
     bare = make_venv(base / "venv-base", wheel)
     work = base / "work"
     work.mkdir()

@@ -145,11 +145,13 @@ def test_every_bundled_template_is_admitted_by_the_real_apiserver_and_webhooks(k
         try:
             _dry_run_create(cfg, obj)
         except ApiException as e:  # the server's own words, for the report
-            pytest.fail(f"{name}: {obj['kind']}/{obj['metadata']['name']} refused: {e.body}")
+            if not (e.status == 409 and obj["kind"] == "Namespace"):  # the CronJob's namespace exists here
+                pytest.fail(f"{name}: {obj['kind']}/{obj['metadata']['name']} refused: {e.body}")
         admitted.append(name)
         kinds.add(obj["kind"])
     assert {"PodChaos", "NetworkChaos", "StressChaos", "IOChaos", "TimeChaos", "Schedule", "Workflow",
-            "ChaosEngine", "ChaosExperiment", "CronJob", "Role", "RoleBinding", "ServiceAccount"} <= kinds
+            "ChaosEngine", "ChaosExperiment", "CronJob", "Role", "RoleBinding", "ServiceAccount",
+            "PersistentVolumeClaim", "Namespace"} <= kinds
     assert len(set(admitted)) == len(list_templates())
 
 
