@@ -69,11 +69,11 @@ K8S_CONFIG = {
     "cockroach_host": {"type": "env", "key": "CHAOSDB_COCKROACH_HOST", "default": "cockroachdb-public:26257"},
     "cockroach_certs_dir": {"type": "env", "key": "CHAOSDB_COCKROACH_CERTS_DIR", "default": "/cockroach/cockroach-certs"},
     "cockroach_insecure": {"type": "env", "key": "CHAOSDB_COCKROACH_INSECURE", "default": "false"},
-    "cockroach_bin": {"type": "env", "key": "CHAOSDB_COCKROACH_BIN", "default": "./cockroach"},
-    "cockroach_cli_prefix": {"type": "env", "key": "CHAOSDB_COCKROACH_CLI_PREFIX",
-                             "default": '["kubectl", "exec", "-n", "default", "cockroachdb-client-secure", "--"]'},
+    # the CLI runs in a database pod through the official client's exec (the image has no kubectl)
+    "cockroach_bin": {"type": "env", "key": "CHAOSDB_COCKROACH_BIN", "default": "/cockroach/cockroach"},
+    "cockroach_cli_pod": {"type": "env", "key": "CHAOSDB_COCKROACH_CLI_POD", "default": "cockroachdb-0"},
     "k8s_namespace": {"type": "env", "key": "CHAOSDB_K8S_NAMESPACE", "default": "default"},
-    "k8s_container": {"type": "env", "key": "CHAOSDB_K8S_CONTAINER", "default": "cockroachdb"},
+    "k8s_container": {"type": "env", "key": "CHAOSDB_K8S_CONTAINER", "default": "db"},  # Helm chart, operator
 }
 LOCAL_CONFIG = {
     "cockroach_url": {"type": "env", "key": "CHAOSDB_COCKROACH_URL",

@@ -24,7 +24,7 @@ from chaosdb.cockroach.probes import cluster_health
 from chaosdb.cockroach.records import parse_decommission_output
 from chaosdb.cockroach.targets import check_selector, resolve_node
 from chaosdb.core.arguments import check_arguments, choice, number
-from chaosdb.core.commands import describe_argv, run_argv_full
+from chaosdb.core.commands import describe_argv
 from chaosdb.core.deprecation import renamed_argument, warn_deprecated
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError, UnsafeFault
@@ -123,7 +123,7 @@ def drain_node(target: Union[int, str] = "any", drain_wait_s: float = 60, shutdo
         _save_local(cfg, picked)
     t0 = time.monotonic()
     try:
-        out, err = run_argv_full(argv, timeout=None if secs == 0 else secs + 120)
+        out, err = channels.run_cli_full(cfg, argv, timeout=None if secs == 0 else secs + 120)
     except ChaosDBError as exc:
         if "drain timeout" in str(exc):
             raise ChaosDBError(f"n{picked['id']} did not finish draining within {flag}: raise drain_wait_s (the "
@@ -156,7 +156,7 @@ def quit_node(target: Union[int, str] = "any", drain_wait_s: float = 60, table: 
     argv = channels.cli_argv(_node_host_config(cfg, picked), "quit", f"--drain-wait={flag}")
     _save_local(cfg, picked)
     t0 = time.monotonic()
-    out, err = run_argv_full(argv, timeout=None if secs == 0 else secs + 120)
+    out, err = channels.run_cli_full(cfg, argv, timeout=None if secs == 0 else secs + 120)
     return {"targets": [_node_entry(picked)],
             "node": picked["id"], "pod": picked["pod"], "address": picked["address"], "drain_wait": flag,
             "drain_wait_s": secs, "ok": "ok" in out, "remaining": _remaining(err), "elapsed_s": round(time.monotonic() - t0, 3),
@@ -200,7 +200,7 @@ def decommission_nodes(nodes: Union[int, str, List[Union[int, str]]], wait: str 
     if checks:
         argv.append(f"--checks={checks}")
     t0 = time.monotonic()
-    out, _ = run_argv_full(argv, timeout=timeout_s)
+    out, _ = channels.run_cli_full(cfg, argv, timeout=timeout_s)
     result = parse_decommission_output(out)
     result.update({"targets": [_node_entry(t) for t in targets], "requested": ids, "wait": wait,
                    "completed": result["note"] is not None,
@@ -224,7 +224,7 @@ def recommission_nodes(nodes: Union[int, str, List[Union[int, str]]], configurat
                            "wipe its store and start it as a new node instead")
     ids = sorted({t["id"] for t in targets})
     argv = channels.cli_argv(cfg, "node", "recommission", *map(str, ids), "--format=csv")
-    out, _ = run_argv_full(argv, timeout=120)
+    out, _ = channels.run_cli_full(cfg, argv, timeout=120)
     result = parse_decommission_output(out)
     result.update({"targets": [_node_entry(t) for t in targets], "requested": ids,
                    "command": describe_argv(argv, 8)})

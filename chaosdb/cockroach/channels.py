@@ -36,12 +36,13 @@ from chaosdb.cockroach.records import (
 )
 from chaosdb.cockroach.sql import parse_sql_csv
 from chaosdb.cockroach.version import features_of
-from chaosdb.core.commands import run_argv
+from chaosdb.core.commands import run_argv, run_argv_full
+from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 
 __all__ = ["channel_of", "cli_argv", "cli_node_status", "http_node_status", "sql_node_status", "node_status",
            "http_health", "NODE_STATUS_SQL", "run_cli", "cli_version", "cluster_version",
-           "settings", "run_sql"]
+           "settings", "run_sql", "cli_pod", "run_cli_full"]
 
 
 SECRET_KEYS = ("cockroach_url",)
@@ -82,11 +83,37 @@ def cli_prefix(configuration: dict[str, Any]) -> list[str]:
     return list(prefix)
 
 
+def cli_pod(configuration: dict[str, Any]) -> tuple[str, str, str] | None:
+    """``cockroach_cli_pod`` (``pod`` or ``namespace/pod``) as (namespace, pod, container): the CLI then runs
+    inside that pod through the Kubernetes API (the official client's exec; no kubectl), in container
+    ``k8s_container``."""
+    value = str(configuration.get("cockroach_cli_pod") or "").strip()
+    if not value:
+        return None
+    if cli_prefix(configuration):
+        raise ChaosDBError("give cockroach_cli_pod or cockroach_cli_prefix, not both")
+    ns, _, pod = value.rpartition("/")
+    return ns or str(configuration.get("k8s_namespace") or "default"), pod, str(configuration.get("k8s_container")
+                                                                                 or "")
+
+
+def run_cli_full(configuration: dict[str, Any], argv: list[str], timeout: float | None = 30.0) -> tuple[str, str]:
+    """Run a CLI argv (never a shell) here, or in ``cockroach_cli_pod`` through the Kubernetes engine; (stdout,
+    stderr), or an error with the last lines it printed."""
+    where = cli_pod(configuration)
+    if where is None:
+        return run_argv_full(argv, timeout)
+    ns, pod, container = where
+    done = engine_action("kubernetes", "exec_in_pod")(ns, pod, container, argv, timeout,
+                                                      configuration=configuration)
+    return done["stdout"], done["stderr"]
+
+
 def cli_argv(configuration: dict[str, Any], *command: str) -> list[str]:
     """``[prefix...] cockroach <command...> <connection flags>`` as an argv list."""
     prefix = cli_prefix(configuration)
     binary = str(configuration.get("cockroach_bin") or "cockroach")
-    if not prefix and not shutil.which(binary):
+    if not prefix and not cli_pod(configuration) and not shutil.which(binary):
         raise ChaosDBError(f"the cockroach CLI ({binary}) is not on PATH: install it, set cockroach_bin, or use "
                            "cockroach_channel sql/http")
     argv = [*map(str, prefix), binary, *command]
@@ -116,12 +143,12 @@ def cli_version(configuration: dict[str, Any]) -> Any:
     if configuration.get("cockroach_version"):
         return features_of(str(configuration["cockroach_version"]))
     prefix = tuple(cli_prefix(configuration))
-    key = ("cli", prefix, str(configuration.get("cockroach_bin") or "cockroach"))
+    key = ("cli", prefix, str(configuration.get("cockroach_bin") or "cockroach"), cli_pod(configuration))
     if key not in _VERSIONS:
         argv = [*prefix, key[2], "version"]
-        if not prefix and not shutil.which(key[2]):
+        if not prefix and not key[3] and not shutil.which(key[2]):
             raise ChaosDBError(f"the cockroach CLI ({key[2]}) is not on PATH: install it or set cockroach_bin")
-        out = run_cli(argv, 30.0)
+        out = run_cli_full(configuration, argv, 30.0)[0]
         tag = next((ln.split(":", 1)[1] for ln in out.splitlines() if ln.lower().startswith("build tag")), out)
         _VERSIONS[key] = features_of(tag)
     return _VERSIONS[key]
@@ -141,7 +168,7 @@ def cluster_version(configuration: dict[str, Any]) -> Any:
 def cli_node_status(configuration: dict[str, Any], timeout: float = 30.0) -> list[dict[str, Any]]:
     """``cockroach node status --all --format=csv`` (CSV exists in every version; JSON only since v23.2)."""
     argv = cli_argv(configuration, "node", "status", "--all", "--format=csv")
-    return parse_cli_output(run_cli(argv, timeout), "csv")
+    return parse_cli_output(run_cli_full(configuration, argv, timeout)[0], "csv")
 
 
 class _Http:
@@ -297,7 +324,7 @@ def run_sql(configuration: dict[str, Any], statement: str, timeout: float = 30.0
         except psycopg.Error as exc:
             raise ChaosDBError(f"{statement.split(' FOR ROW')[0][:80]}: {str(exc).strip()}") from None
     argv = cli_argv(configuration, "sql", "-e", statement, "--format=csv")
-    return parse_sql_csv(run_cli(argv, timeout))
+    return parse_sql_csv(run_cli_full(configuration, argv, timeout)[0])
 
 
 def _sql_text(v: Any) -> str:

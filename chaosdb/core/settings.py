@@ -56,8 +56,8 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("cockroach_insecure", "CHAOSDB_COCKROACH_INSECURE", "true: the CLI talks to an insecure cluster",
             old=("COCKROACH_INSECURE",)),
     Setting("cockroach_bin", "CHAOSDB_COCKROACH_BIN", "the cockroach binary", old=("COCKROACH_BIN",)),
-    Setting("cockroach_cli_prefix", "CHAOSDB_COCKROACH_CLI_PREFIX", "JSON list put before the cockroach CLI",
-            old=("COCKROACH_CLI_PREFIX",)),
+    Setting("cockroach_cli_pod", "CHAOSDB_COCKROACH_CLI_POD", "[namespace/]pod the cockroach CLI runs in "
+            "(exec through the Kubernetes API, container k8s_container)"),
     Setting("pd_url", "CHAOSDB_PD_URL", "PD's HTTP API (TiKV)", old=("PD_URL",)),
     Setting("tikv_key", "CHAOSDB_TIKV_KEY", "the key whose region's leader or follower is the target",
             old=("TIKV_KEY", "CHAOSDB_KEY")),

@@ -8,7 +8,7 @@ exec here always names the container and fails if it is not in the pod.
 """
 
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from chaoslib.types import Configuration, Secrets
 
@@ -202,6 +202,15 @@ def restart_statefulset(name: str, namespace: str = "", image: str = "", contain
     previous = rollout.start_rollout(configuration, secrets, name, ns, image or None, container or None)
     return {"targets": [_statefulset_entry(name, ns)], "name": name, "statefulset": name, "namespace": ns,
             "image": image or None, "previous_image": previous}
+
+
+def exec_in_pod(namespace: str, pod: str, container: str, command: List[str], timeout_s: Optional[float] = 30.0,
+                configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, str]:
+    """Not an activity: run *command* in a container of a pod (the engine's one exec), for database packages that
+    reach this engine by name (:func:`chaosdb.core.engines.engine_action`), e.g. CockroachDB's CLI in its own
+    pod. Returns ``{"stdout", "stderr"}``."""
+    out, err = pods.exec_command(configuration, secrets, namespace, pod, container, command, timeout_s)
+    return {"stdout": out, "stderr": err}
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)

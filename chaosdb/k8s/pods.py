@@ -1,5 +1,6 @@
 """Pods through the official client: what one looks like as a plain record, reading and listing them, deleting
-one, and sending a signal to a process inside one of its containers (``exec`` through the client's stream API).
+one, and running a command (a signal, the CockroachDB CLI) inside one of its containers (``exec`` through the
+client's stream API).
 
 Every Kubernetes activity of the pack reaches pods through here (the database packages through
 :mod:`chaosdb.k8s.actions`): one client, one record shape.
@@ -7,6 +8,7 @@ Every Kubernetes activity of the pack reaches pods through here (the database pa
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from typing import Any
 
@@ -14,7 +16,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.signals import SIGNALS, signal_name
 from chaosdb.k8s import api
 
-__all__ = ["SIGNALS", "signal_name", "pod_summary", "read_pod", "list_pods", "delete_pod", "exec_signal"]
+__all__ = ["exec_command", "SIGNALS", "signal_name", "pod_summary", "read_pod", "list_pods", "delete_pod", "exec_signal"]
 
 def _ts(s: str | None) -> float | None:
     if not s:
@@ -69,29 +71,47 @@ def delete_pod(configuration: dict[str, Any] | None, secrets: dict[str, Any] | N
     return {"pod": name, "namespace": namespace, "grace_period_s": grace, "force": bool(force)}
 
 
-def exec_signal(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None, namespace: str, pod: str,
-                container: str, signal: str = "KILL", pid: int | str = 1, timeout_s: float = 30.0) -> None:
-    """``kill -s SIGNAL PID`` inside ``container`` of ``pod`` (PID 1: the database when the container execs
-    it). The container must be named (a pod with sidecars would otherwise get its default one); a command that
-    exits non-zero is an error with what it printed."""
+def exec_command(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None, namespace: str, pod: str,
+                 container: str, command: list[str], timeout_s: float | None = 30.0) -> tuple[str, str]:
+    """Run *command* (an argv, never a shell line) in ``container`` of ``pod`` through the API's exec stream;
+    (stdout, stderr). The container must be named (a pod with sidecars would otherwise get its default one); a
+    command that exits non-zero, or runs past *timeout_s*, is an error with what it printed."""
     from kubernetes.stream import stream  # noqa: PLC0415 - needs the k8s extra
 
-    sig = signal_name(signal)
     if not container:
         raise ChaosDBError("name the container to exec into (container, or k8s_container in the configuration): "
                            "pods with sidecars would otherwise get the default one")
-    if not str(pid).isdigit():
-        raise ChaosDBError(f"pid must be a number, got {pid!r}")
     core = api.core_v1(configuration, secrets)
-    command = ["kill", "-s", sig, str(pid)]
-    resp = api.call(f"exec kill in {namespace}/{pod}", stream, core.connect_get_namespaced_pod_exec, pod, namespace,
-                    command=command, container=container, stderr=True, stdin=False, stdout=True, tty=False,
-                    _preload_content=False)
+    what = f"{command[0] if command else '?'} in {namespace}/{pod} ({container})"
+    resp = api.call(f"exec {what}", stream, core.connect_get_namespaced_pod_exec, pod, namespace,
+                    command=list(map(str, command)), container=container, stderr=True, stdin=False, stdout=True,
+                    tty=False, _preload_content=False)
+    out: list[str] = []
+    err: list[str] = []
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     try:
-        resp.run_forever(timeout=timeout_s)
+        while resp.is_open():
+            resp.update(timeout=1)
+            out.append(resp.read_stdout() if resp.peek_stdout() else "")
+            err.append(resp.read_stderr() if resp.peek_stderr() else "")
+            if deadline is not None and time.monotonic() > deadline:
+                raise ChaosDBError(f"{what} did not end within {timeout_s:g} s")
         code = resp.returncode
-        err = (resp.read_channel(2) or resp.read_channel(3)) if hasattr(resp, "read_channel") else ""
+        err.append(resp.read_channel(3) if hasattr(resp, "read_channel") else "")
     finally:
         resp.close()
+    stdout, stderr = "".join(out), "".join(err)
     if code not in (0, None):
-        raise ChaosDBError(f"kill -s {sig} {pid} in {namespace}/{pod} ({container}) exited with {code}: {err}")
+        tail = "\n".join((stderr or stdout).strip().splitlines()[-5:])
+        raise ChaosDBError(f"{what} exited with {code}: {tail}")
+    return stdout, stderr
+
+
+def exec_signal(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None, namespace: str, pod: str,
+                container: str, signal: str = "KILL", pid: int | str = 1, timeout_s: float = 30.0) -> None:
+    """``kill -s SIGNAL PID`` inside ``container`` of ``pod`` (PID 1: the database when the container execs
+    it), through :func:`exec_command`."""
+    sig = signal_name(signal)
+    if not str(pid).isdigit():
+        raise ChaosDBError(f"pid must be a number, got {pid!r}")
+    exec_command(configuration, secrets, namespace, pod, container, ["kill", "-s", sig, str(pid)], timeout_s)

@@ -26,19 +26,25 @@ import base64
 import copy
 import hashlib
 import json
+import os
 import re
 import struct
+import subprocess
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from chaosdb.manifests.admission import admission_errors
 from chaosdb.manifests.schema import schema_errors
+
+#: the simulating CockroachDB CLI that an exec of ``cockroach`` in a pod runs
+COCKROACH_CLI = Path(__file__).resolve().parents[1] / "data" / "cockroach" / "standin" / "cockroach"
 
 CHAOS_PLURALS = {"podchaos": "PodChaos", "stresschaos": "StressChaos", "networkchaos": "NetworkChaos",
                  "iochaos": "IOChaos", "timechaos": "TimeChaos", "schedules": "Schedule", "workflows": "Workflow"}
@@ -587,6 +593,16 @@ class KubeStandin:
             if container not in pod.containers:
                 return "", {"status": "Failure", "reason": "BadRequest",
                             "message": f"container {container} is not valid for pod {name}"}
+            if command and os.path.basename(command[0]) == "cockroach":  # the CockroachDB CLI "in the pod": the
+                # simulating CLI (tests/data/cockroach/standin), with this process's STANDIN_* environment
+                done = subprocess.run([str(COCKROACH_CLI), *command[1:]], capture_output=True, text=True,
+                                      timeout=60)
+                if done.returncode == 0:
+                    return done.stdout, {"metadata": {}, "status": "Success"}
+                return done.stdout + done.stderr, {
+                    "status": "Failure", "reason": "NonZeroExitCode",
+                    "message": f"command terminated with non-zero exit code: exit status {done.returncode}",
+                    "details": {"causes": [{"reason": "ExitCode", "message": str(done.returncode)}]}}
             if command[:1] == ["kill"] and command[-1:] == ["1"]:
                 pod.restarts += 1
                 pod.ready_at = time.time() + self.restart_s

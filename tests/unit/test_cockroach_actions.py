@@ -310,6 +310,21 @@ def kube(crdb, tmp_path):
     api.reset_clients()
 
 
+def test_the_cli_runs_inside_a_pod_through_the_official_client(kube):
+    """cockroach_cli_pod: drain (and the version check before it) run as an exec in the pod, with the binary's
+    path inside the container; nothing runs on this machine and no kubectl is needed."""
+    cfg = {**kube.cfg, "cockroach_cli_pod": "cockroachdb-0", "cockroach_bin": "/cockroach/cockroach"}
+    assert not Path("/cockroach/cockroach").exists()
+    res = actions.drain_node(2, drain_wait_s=1, configuration=cfg)
+    assert res["ok"] and res["node"] == 2 and not record_problems(res), res
+    execs = [e for e in kube.execs if e["command"][:1] == ["/cockroach/cockroach"]]
+    assert {e["command"][1] for e in execs} >= {"node", "version"}, execs  # status, version, drain: all in the pod
+    assert execs[-1]["command"][1:5] == ["node", "drain", "2", "--drain-wait=1s"]
+    assert all(e["pod"] == "cockroachdb-0" and e["namespace"] == "crdb" and e["container"] == "db" for e in execs)
+    with pytest.raises(ChaosDBError, match="cockroach_cli_pod or cockroach_cli_prefix, not both"):
+        actions.drain_node(2, configuration={**cfg, "cockroach_cli_prefix": ["kubectl", "exec", "x", "--"]})
+
+
 def test_kill_in_pod_and_delete_pod_levels(kube):
     cfg = kube.cfg
     res = actions.kill_node("leaseholder", table="vehicles", row=["boston"], configuration=cfg)
