@@ -100,8 +100,6 @@ def missing_extra_of(exc: BaseException, what: str) -> MissingExtra | None:
         return None
     top = exc.name.split(".")[0]
     extras = [e for e, modules in EXTRA_MODULES.items() if top in modules]
-    if "all" in extras:
-        extras.remove("all")
     if not extras:
         return None
     # the smallest extra that brings it (psycopg: postgres rather than local or load)
