@@ -97,12 +97,12 @@ def exec_command(configuration: dict[str, Any] | None, secrets: dict[str, Any] |
             if deadline is not None and time.monotonic() > deadline:
                 raise ChaosDBError(f"{what} did not end within {timeout_s:g} s")
         code = resp.returncode
-        err.append(resp.read_channel(3) if hasattr(resp, "read_channel") else "")
+        status = resp.read_channel(3) if hasattr(resp, "read_channel") else ""  # the API's exit status record
     finally:
         resp.close()
     stdout, stderr = "".join(out), "".join(err)
     if code not in (0, None):
-        tail = "\n".join((stderr or stdout).strip().splitlines()[-5:])
+        tail = "\n".join((stderr or stdout or status).strip().splitlines()[-5:])
         raise ChaosDBError(f"{what} exited with {code}: {tail}")
     return stdout, stderr
 

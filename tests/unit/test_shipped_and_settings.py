@@ -4,6 +4,7 @@ name per setting. The same behaviour from a built wheel is proven in tests/integ
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -108,7 +109,7 @@ def test_an_old_variable_still_works_for_one_release_and_says_so(capsys):
 
 def test_the_game_day_cronjob_sets_settings_by_their_one_name():
     text = (shipped.templates_dir() / "kubernetes" / "gameday-cronjob.yaml").read_text()
-    names = set(__import__("re").findall(r'- name: "([A-Z0-9_]+)"', text)) - {"CHAOSDB_JOB_NAME"}  # the pod's own
+    names = set(re.findall(r'- name: "([A-Z0-9_]+)"', text)) - {"CHAOSDB_JOB_NAME"}  # the pod's own
     assert {"CHAOSDB_K8S_NAMESPACE", "CHAOSDB_CHAOS_NAMESPACE", "CHAOSDB_REPORT_DIR"} <= names, names
     assert all(settings.setting_of_env(n) is not None or n in settings.ENVIRONMENT_ONLY for n in names), names
 
