@@ -17,7 +17,7 @@ from chaosdb.faults.engine import cleanup, residue
 from chaosdb.faults.probes import active_faults
 from chaosdb.gameday.cli import add_parser as add_gameday_parser
 from chaosdb.load.calibrate import calibrate
-from chaosdb.load.control import LOCUSTFILES, etcd_endpoints
+from chaosdb.load.control import LOCUSTFILES, etcd_endpoints, etcd_tls
 from chaosdb.load.distributed_control import worker_argv
 from chaosdb.local.state import cluster_dir_for, load_layout, resolve_cluster_dir
 from chaosdb.manifests.cli import add_parser as add_manifests_parser
@@ -84,9 +84,9 @@ def cmd_load_tpcc(args: argparse.Namespace) -> int:
 
 def cmd_load_ycsb(args: argparse.Namespace) -> int:
     if args.backend == "etcd":
-        endpoints = args.dsn or etcd_endpoints({"chaosdb_cluster": args.cluster or "chaosdb",
-                                                "chaosdb_cluster_dir": args.cluster_dir})
-        result = kv.load_etcd(endpoints, args.records)
+        cluster = {"chaosdb_cluster": args.cluster or "chaosdb", "chaosdb_cluster_dir": args.cluster_dir}
+        endpoints = args.dsn or etcd_endpoints(cluster)
+        result = kv.load_etcd(endpoints, args.records, tls=None if args.dsn else etcd_tls(cluster))
     else:
         result = ycsb.load(_load_dsn(args), args.records)
     if args.json:
@@ -243,6 +243,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--etcd-port", type=int, default=2379, help="etcd client port")
     p.add_argument("--etcd-peer-port", type=int, default=2380)
     p.add_argument("--replication", choices=["sync", "async"], default="sync")
+    p.add_argument("--secure", action="store_true",
+                   help="postgres-ha and pd: a cluster CA; TLS with client certificates on every HTTP port (Patroni "
+                        "REST, etcd client and peer, PD); PostgreSQL TLS-only with scram-sha-256. The CA and a client "
+                        "certificate are written to the cluster's tls/ folder (only when the cluster is created)")
     p.add_argument("--run-as", default=None, help="unprivileged user for the processes when run as root "
                                                   "(default: chaosdb, created if missing)")
     p.add_argument("--postgres-bin", default=None, help="use this PostgreSQL bin directory instead of the wheel")

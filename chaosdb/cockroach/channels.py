@@ -11,7 +11,11 @@ Configuration (experiment ``configuration``; secrets in ``secrets``):
 ``cockroach_cli_prefix`` argv put before it, e.g. ``["kubectl", "exec", "-n", "crdb", "cockroachdb-client",
                          "-c", "client", "--"]`` (the thesis's client pod as gateway)
 ``cockroach_host``       ``--host`` for the CLI (used before ``cockroach_url``, which may hold a password)
-``cockroach_certs_dir``  ``--certs-dir``; else ``cockroach_insecure: true`` adds ``--insecure``
+``cockroach_certs_dir``  ``--certs-dir``; else ``cockroach_insecure: true`` adds ``--insecure``. SQL connections
+                         take ``ca.crt`` and ``client.<user>.crt/.key`` from it (``sslmode=verify-full``) where
+                         ``cockroach_url`` does not name its own files; HTTP takes ``ca.crt`` from it
+``cockroach_ca_file``    HTTP: the CA of the DB Console's certificate (default: ``<certs dir>/ca.crt``);
+``cockroach_cert_file``  ``cockroach_key_file``: a client certificate for HTTP; ``cockroach_tls_verify``
 ======================== ============================================================
 
 Secrets: ``cockroach_username`` / ``cockroach_password`` (HTTP login). Commands are argv lists,
@@ -21,10 +25,9 @@ never shell strings; user input is never interpolated into a shell.
 from __future__ import annotations
 
 import json
+import os
 import shutil
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any
 
 from chaosdb.cockroach.records import (
@@ -39,10 +42,12 @@ from chaosdb.cockroach.version import features_of
 from chaosdb.core.commands import run_argv, run_argv_full
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.http import HttpError, request
+from chaosdb.core.tls import ClientTls, client_tls
 
 __all__ = ["channel_of", "cli_argv", "cli_node_status", "http_node_status", "sql_node_status", "node_status",
            "http_health", "NODE_STATUS_SQL", "run_cli", "cli_version", "cluster_version",
-           "settings", "run_sql", "cli_pod", "run_cli_full"]
+           "settings", "run_sql", "cli_pod", "run_cli_full", "http_tls", "sql_url"]
 
 
 SECRET_KEYS = ("cockroach_url",)
@@ -171,23 +176,51 @@ def cli_node_status(configuration: dict[str, Any], timeout: float = 30.0) -> lis
     return parse_cli_output(run_cli_full(configuration, argv, timeout)[0], "csv")
 
 
+def http_tls(configuration: dict[str, Any] | None) -> ClientTls:
+    """TLS of the HTTP channel: ``cockroach_ca_file`` (default ``<cockroach_certs_dir>/ca.crt``),
+    ``cockroach_cert_file`` / ``cockroach_key_file``, ``cockroach_tls_verify``."""
+    cfg = dict(configuration or {})
+    certs = str(cfg.get("cockroach_certs_dir") or "")
+    if certs and not cfg.get("cockroach_ca_file") and os.path.isfile(os.path.join(certs, "ca.crt")):
+        cfg["cockroach_ca_file"] = os.path.join(certs, "ca.crt")
+    return client_tls("cockroach", cfg)
+
+
+def sql_url(configuration: dict[str, Any]) -> str:
+    """``cockroach_url`` with the TLS files of ``cockroach_certs_dir`` it does not name itself (what the cockroach CLI
+    does with ``--certs-dir``): ``ca.crt``, ``client.<user>.crt`` and ``.key``, ``sslmode=verify-full``."""
+    url = str(configuration.get("cockroach_url") or "")
+    certs = str(configuration.get("cockroach_certs_dir") or "")
+    if not url or not certs:
+        return url
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: PLC0415 - needs the postgres extra
+
+    have = conninfo_to_dict(url)
+    user = str(have.get("user") or "root")
+    wanted = {"sslrootcert": os.path.join(certs, "ca.crt"), "sslcert": os.path.join(certs, f"client.{user}.crt"),
+              "sslkey": os.path.join(certs, f"client.{user}.key"), "sslmode": "verify-full"}
+    extra = {k: v for k, v in wanted.items() if k not in have and (k == "sslmode" or os.path.isfile(v))}
+    if "sslrootcert" not in have and "sslrootcert" not in extra:
+        raise ChaosDBError(f"cockroach_certs_dir {certs} has no ca.crt (the CA of the cluster)")
+    return make_conninfo(url, **extra) if extra else url
+
+
 class _Http:
-    def __init__(self, base: str, secrets: dict[str, Any] | None, timeout: float):
+    def __init__(self, base: str, secrets: dict[str, Any] | None, timeout: float, tls: ClientTls | None = None):
         self.base = base.rstrip("/")
         self.secrets = secrets or {}
         self.timeout = timeout
+        self.tls = tls
         self.session: str | None = None
 
     def request(self, path: str, data: bytes | None = None, headers: dict[str, str] | None = None
                 ) -> tuple[int, str]:
-        req = urllib.request.Request(self.base + path, data=data, headers=headers or {})
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as r:
-                return r.status, r.read().decode("utf-8", "replace")
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode("utf-8", "replace")
-        except (urllib.error.URLError, OSError) as e:
-            raise ChaosDBError(f"{self.base}{path}: {getattr(e, 'reason', e)}") from None
+            resp = request("POST" if data is not None else "GET", self.base + path, data=data,
+                           timeout=self.timeout, headers=headers, tls=self.tls, url_key="cockroach_http_url")
+        except HttpError as e:
+            raise ChaosDBError(str(e)) from None
+        return resp.status, resp.body
 
     def login(self) -> str:
         user, password = self.secrets.get("cockroach_username"), self.secrets.get("cockroach_password")
@@ -233,12 +266,14 @@ def http_node_status(configuration: dict[str, Any], secrets: dict[str, Any] | No
                      timeout: float = 10.0) -> list[dict[str, Any]]:
     """``/api/v2/nodes/`` (login with the secrets), range counts from each reachable node's ``/_status/vars``."""
     urls = _http_urls(configuration)
-    api = _Http(urls[0], secrets, timeout)
+    tls = http_tls(configuration)
+    tls.check_urls(urls, "cockroach_http_url")
+    api = _Http(urls[0], secrets, timeout, tls)
     body = api.get_json("/api/v2/nodes/")
     metrics: dict[int, dict[str, float]] = {}
     for url in urls:
         try:
-            status, text = _Http(url, secrets, timeout).request("/_status/vars")
+            status, text = _Http(url, secrets, timeout, tls).request("/_status/vars")
         except ChaosDBError:
             continue  # a dead node's metrics are simply missing
         if status == 200:
@@ -247,10 +282,13 @@ def http_node_status(configuration: dict[str, Any], secrets: dict[str, Any] | No
     return normalise_api_nodes(body, metrics)
 
 
-def http_health(url: str, timeout: float = 5.0) -> dict[str, Any]:
-    """``/health?ready=1`` of one node: ready or why not; a refused connection means the node is down."""
+def http_health(url: str, timeout: float = 5.0, configuration: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``/health?ready=1`` of one node: ready or why not; a refused connection means the node is down (a TLS
+    failure is an error: it says nothing about the node)."""
+    tls = http_tls(configuration)
+    tls.check_urls([url], "url")
     try:
-        status, text = _Http(url, None, timeout).request("/health?ready=1")
+        status, text = _Http(url, None, timeout, tls).request("/health?ready=1")
     except ChaosDBError as exc:
         return {"ready": False, "status": None, "reason": str(exc)}
     return health_summary(status, text)
@@ -288,7 +326,8 @@ def sql_node_status(configuration: dict[str, Any], timeout: float = 10.0) -> lis
     from psycopg.rows import dict_row  # noqa: PLC0415 - needs the postgres extra
 
     try:
-        with psycopg.connect(str(url), connect_timeout=int(timeout), autocommit=True, row_factory=dict_row) as conn:
+        with psycopg.connect(sql_url(configuration), connect_timeout=int(timeout), autocommit=True,
+                             row_factory=dict_row) as conn:
             rows = conn.execute(NODE_STATUS_SQL).fetchall()
     except psycopg.Error as exc:
         raise ChaosDBError(f"node status over SQL failed: {str(exc).strip()}") from None
@@ -316,8 +355,7 @@ def run_sql(configuration: dict[str, Any], statement: str, timeout: float = 30.0
         import psycopg  # noqa: PLC0415 - needs the postgres extra
 
         try:
-            with psycopg.connect(str(configuration["cockroach_url"]), connect_timeout=int(timeout),
-                                 autocommit=True) as conn:
+            with psycopg.connect(sql_url(configuration), connect_timeout=int(timeout), autocommit=True) as conn:
                 cur = conn.execute(statement)
                 cols = [d.name for d in cur.description or []]
                 return [{c: (None if v is None else _sql_text(v)) for c, v in zip(cols, row, strict=False)} for row in cur.fetchall()]

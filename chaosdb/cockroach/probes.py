@@ -58,7 +58,7 @@ def node_is_ready(url: str, configuration: Configuration = None) -> Dict[str, An
     """``/health?ready=1`` of one node's DB Console URL: ``ready``, the HTTP status and the server's
     reason when not ready (``node is shutting down`` while draining, ...). A refused connection is
     reported as not ready, with the reason."""
-    return channels.http_health(url)
+    return channels.http_health(url, configuration=channels.settings(configuration))
 
 
 def leaseholder_of_row(table: Union[str, Sequence[str]], row: Any, index: Optional[str] = None,

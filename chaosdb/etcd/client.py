@@ -4,6 +4,10 @@ etcd >= 3.4 serves the gRPC API as JSON under ``/v3/`` on the client URL
 (``POST /v3/maintenance/status``, ``POST /v3/cluster/member/list``) and a plain
 ``GET /health``. Member and leader ids are uint64 and come back as decimal
 strings; they are kept as strings here.
+
+TLS (:class:`chaosdb.core.tls.ClientTls`) covers HTTPS and client certificates. With etcd's own authentication
+on, a username and password are exchanged for a token (``POST /v3/auth/authenticate``), which goes in the
+``Authorization`` header of every request and is renewed when etcd says it is no longer valid.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.http import HttpError, request_json
+from chaosdb.core.tls import ClientTls
 
 __all__ = ["EtcdClient", "EtcdMember"]
 
@@ -30,20 +35,58 @@ class EtcdMember:
 class EtcdClient:
     """Talks to an etcd cluster through any of its client URLs."""
 
-    def __init__(self, urls: list[str], timeout: float = 2.0) -> None:
+    def __init__(self, urls: list[str], timeout: float = 2.0, tls: ClientTls | None = None,
+                 auth: tuple[str, str] | None = None) -> None:
         if not urls:
             raise ChaosDBError("no etcd URL configured: set configuration 'etcd_urls'")
         self.urls = [u.rstrip("/") for u in urls]
         self.timeout = timeout
+        self.tls = tls
+        self.auth = auth
+        self._tokens: dict[str, str] = {}
+
+    def _token(self, url: str) -> str:
+        """A token for *url* from ``/v3/auth/authenticate`` (a wrong password is final: no retry)."""
+        if url not in self._tokens and self.auth:
+            try:
+                answer = request_json("POST", f"{url}/v3/auth/authenticate",
+                                      {"name": self.auth[0], "password": self.auth[1]}, timeout=self.timeout,
+                                      tls=self.tls, url_key="etcd_urls").json() or {}
+            except HttpError as exc:
+                if exc.status is not None and "authentication failed" in exc.body:
+                    raise ChaosDBError(f"etcd at {url} refused the login of {self.auth[0]!r}: check the secrets "
+                                       "etcd_username and etcd_password") from None
+                raise
+            self._tokens[url] = str(answer.get("token") or "")
+        return self._tokens.get(url, "")
+
+    def _post(self, url: str, path: str, body: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        for attempt in (1, 2):
+            token = self._token(url)
+            try:
+                return request_json("POST", f"{url}{path}", body, timeout=timeout or self.timeout, tls=self.tls,
+                                    url_key="etcd_urls", headers={"Authorization": token} if token else None
+                                    ).json() or {}
+            except HttpError as exc:
+                if exc.status is not None and ("invalid auth token" in exc.body or "user name is empty" in exc.body):
+                    if attempt == 1 and self.auth:
+                        self._tokens.pop(url, None)  # expired: log in again once
+                        continue
+                    raise ChaosDBError(f"etcd at {url} asks for a login: set the secrets etcd_username and "
+                                       "etcd_password") from None
+                raise
+        raise AssertionError("unreachable")
 
     def status(self, url: str) -> dict[str, Any]:
         """``/v3/maintenance/status`` of the member serving *url*."""
-        return request_json("POST", f"{url}/v3/maintenance/status", {}, timeout=self.timeout).json() or {}
+        return self._post(url, "/v3/maintenance/status", {})
 
     def health(self, url: str) -> bool:
         try:
-            body = request_json("GET", f"{url}/health", timeout=self.timeout).json() or {}
-        except HttpError:
+            body = request_json("GET", f"{url}/health", timeout=self.timeout, tls=self.tls).json() or {}
+        except HttpError as exc:
+            if exc.tls:  # not "unhealthy": this client's TLS settings are wrong, which the message says
+                raise ChaosDBError(str(exc)) from None
             return False
         return str(body.get("health")).lower() == "true"
 
@@ -51,8 +94,10 @@ class EtcdClient:
         last: Exception | None = None
         for url in self.urls:
             try:
-                body = request_json("POST", f"{url}/v3/cluster/member/list", {}, timeout=self.timeout).json()
+                body = self._post(url, "/v3/cluster/member/list", {})
             except HttpError as exc:
+                if exc.tls:  # a TLS setting is wrong: the other members would say the same
+                    raise ChaosDBError(str(exc)) from None
                 last = exc
                 continue
             return [
@@ -76,7 +121,7 @@ class EtcdClient:
         while True:
             for url in self.urls:
                 try:
-                    return request_json("POST", f"{url}{path}", body, timeout=max(self.timeout, 5.0)).json() or {}
+                    return self._post(url, path, body, timeout=max(self.timeout, 5.0))
                 except HttpError as exc:
                     last = exc
             if time.monotonic() > deadline or "unhealthy cluster" not in str(last):
@@ -101,7 +146,9 @@ class EtcdClient:
         for url in self.urls:
             try:
                 leader = str(self.status(url).get("leader", "0"))
-            except HttpError:
+            except HttpError as exc:
+                if exc.tls:
+                    raise ChaosDBError(str(exc)) from None
                 continue
             if leader and leader != "0":
                 return leader

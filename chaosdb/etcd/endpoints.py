@@ -7,16 +7,23 @@ from typing import Any
 
 from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster, split_urls
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.tls import client_tls, credentials
 from chaosdb.etcd.client import EtcdClient
 
 __all__ = ["etcd_client"]
 
 
-def etcd_client(configuration: dict[str, Any] | None) -> EtcdClient:
+def etcd_client(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None = None) -> EtcdClient:
+    """A client with the TLS keys ``etcd_ca_file``, ``etcd_cert_file``, ``etcd_key_file``, ``etcd_tls_verify``
+    and the secrets ``etcd_username`` / ``etcd_password`` (:mod:`chaosdb.core.tls`); an embedded cluster's own CA
+    and client certificate fill what they do not set."""
+    tls = client_tls("etcd", configuration)
+    auth = credentials("etcd", secrets)
     urls = split_urls((configuration or {}).get("etcd_urls"))
     if urls:
-        return EtcdClient(urls)
+        return EtcdClient(tls.check_urls(urls, "etcd_urls"), tls=tls, auth=auth)
     if not names_embedded_cluster(configuration):
         raise ChaosDBError("no etcd cluster configured: set configuration 'etcd_urls' "
                            "(or 'chaosdb_cluster' for the embedded cluster)")
-    return EtcdClient(embedded_endpoints(configuration)["etcd_urls"])
+    embedded = embedded_endpoints(configuration)
+    return EtcdClient(embedded["etcd_urls"], tls=tls.over(embedded.get("etcd_tls")), auth=auth)

@@ -92,7 +92,7 @@ def _patch_config(directory: Path, body: dict[str, Any]) -> None:
     for url in layout.patroni_urls:
         try:
             request_json("PATCH", f"{url}/config", body, timeout=10.0,
-                         auth=("patroni", secrets["patroni_password"]))
+                         auth=("patroni", secrets["patroni_password"]), tls=layout.client_tls("patroni"))
             return
         except HttpError as exc:
             last = exc
@@ -103,7 +103,7 @@ def _get_config(layout: Any) -> dict[str, Any]:
     last: Exception | None = None
     for url in layout.patroni_urls:
         try:
-            return request_json("GET", f"{url}/config", timeout=5.0).json() or {}
+            return request_json("GET", f"{url}/config", timeout=5.0, tls=layout.client_tls("patroni")).json() or {}
         except HttpError as exc:
             last = exc
     raise ChaosDBError(f"no Patroni member answered GET /config: {last}")

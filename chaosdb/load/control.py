@@ -51,13 +51,16 @@ from chaosdb.core.detach import source_env
 from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
+from chaosdb.core.libpq import with_libpq_tls
 from chaosdb.core.redact import redact_dsn
 from chaosdb.core.timeutil import iso_from_epoch
+from chaosdb.core.tls import ClientTls, client_tls
 from chaosdb.experiment.checks import refuse_bad_arguments
 from chaosdb.load import distributed_control as dist_control
 from chaosdb.load import state as load_state
 from chaosdb.load import window as w
 from chaosdb.load.distributed import lost_workers, read_workers
+from chaosdb.workloads.kv import tls_environment
 from chaosdb.workloads.outcomes import is_success
 from chaosdb.workloads.samples import read_recent, read_samples, sample_files
 
@@ -76,6 +79,13 @@ _die_with_parent = die_with_parent(signal.SIGTERM)
 
 def _resolve_dsn(dsn: str, configuration: dict[str, Any] | None, secrets: dict[str, Any] | None,
                  workload: str = "tpcc") -> str:
+    found = _given_dsn(dsn, configuration, secrets, workload)
+    # the PostgreSQL TLS keys and password (chaosdb.core.libpq) fill what the DSN does not say
+    return found if workload == "ycsb-etcd" else with_libpq_tls(found, configuration, secrets)
+
+
+def _given_dsn(dsn: str, configuration: dict[str, Any] | None, secrets: dict[str, Any] | None,
+               workload: str = "tpcc") -> str:
     if dsn:
         return dsn
     if workload == "ycsb-etcd":  # the etcd client URLs: configuration etcd_urls, else the embedded cluster's
@@ -104,6 +114,15 @@ def etcd_endpoints(configuration: dict[str, Any] | None) -> str:
         return ",".join(embedded_endpoints(configuration)["etcd_urls"])
     raise ChaosDBError("no etcd endpoints for the KV load: pass 'dsn' (http://host:2379,...), configuration "
                        "'etcd_urls', or 'chaosdb_cluster'")
+
+
+def etcd_tls(configuration: dict[str, Any] | None) -> ClientTls | None:
+    """TLS of the KV load's etcd client: the etcd keys of the configuration, over the embedded cluster's own CA and
+    client certificate."""
+    tls = client_tls("etcd", configuration)
+    if names_embedded_cluster(configuration, environment=False) and not (configuration or {}).get("etcd_urls"):
+        return tls.over(embedded_endpoints(configuration).get("etcd_tls"))
+    return tls if tls.given else None
 
 
 def _tail(path: Path, n: int = 15) -> str:
@@ -177,8 +196,9 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
         argv += dist_control.master_args(master, workers + remote_workers, start_timeout_s)
     argv += list(extra_args or [])
     # a master runs no user: it gets no DSN (Locust would send it to every worker with the options)
+    tls_env = tls_environment(etcd_tls(configuration)) if workload == "ycsb-etcd" else {}
     env = source_env(PYTHONUNBUFFERED="1") if distributed else source_env(CHAOSDB_LOAD_DSN=the_dsn,
-                                                                            PYTHONUNBUFFERED="1")
+                                                                            PYTHONUNBUFFERED="1", **tls_env)
     log_path = out / "locust.log"
     log = open(log_path, "ab")
     started = time.time()

@@ -31,7 +31,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.redact import redact
 from chaosdb.core.timeutil import iso_from_epoch
 from chaosdb.load import state as load_state
-from chaosdb.load.control import _resolve_dsn, etcd_endpoints
+from chaosdb.load.control import _resolve_dsn, etcd_endpoints, etcd_tls
 from chaosdb.postgres.endpoints import patroni_client
 from chaosdb.workloads.kv import lost_acknowledged_puts
 from chaosdb.workloads.samples import read_samples
@@ -107,7 +107,7 @@ def kv_acknowledged_writes(samples: str = "", dsn: str = "", configuration: Conf
             acked[name] = max(acked.get(name, 0), int(rev))
         elif s.outcome == "ambiguous":
             ambiguous += 1
-    result = lost_acknowledged_puts(dsn or etcd_endpoints(configuration), acked)
+    result = lost_acknowledged_puts(dsn or etcd_endpoints(configuration), acked, tls=etcd_tls(configuration))
     result.update({"acknowledged_puts_keys": len(acked), "ambiguous_puts": ambiguous, "samples": str(location)})
     return result
 

@@ -52,6 +52,7 @@ from chaosdb.local.state import (
     load_layout,
     load_secrets,
 )
+from chaosdb.local.tls import ensure_cluster_ca
 
 #: the cluster's life (up, down) is here; its parts live beside it and are named here too, where callers have
 #: always found them: layout (plan_layout), config (Patroni and etcd configuration, secrets), nodeproc (a
@@ -99,6 +100,10 @@ def up(
     created = False
     if (directory / STATE_FILE).exists():
         layout = load_layout(directory)  # an existing cluster keeps its own name and layout
+        if layout_options.get("secure") and not layout.secure:
+            raise ChaosDBError(f"the cluster at {directory} was created without --secure, which can only be chosen "
+                               "when a cluster is created: 'chaosdb cluster down --purge' it first, or use another "
+                               "--name")
         secrets = load_secrets(directory)
         ras = _run_as_of(layout)
     else:
@@ -126,6 +131,8 @@ def up(
         _write_private(directory / SECRETS_FILE, json.dumps(secrets, indent=2) + "\n")
         _write_pgpass(layout, secrets)
         layout.save()
+        if layout.secure:
+            ensure_cluster_ca(layout)
         created = True
     _prepare_dirs(layout, ras)
     _write_configs(layout, secrets)
@@ -148,6 +155,8 @@ def up(
         "admin_dsn": layout.dsn(user="postgres", database="postgres"),
         "patroni_urls": layout.patroni_urls,
         "etcd_urls": layout.etcd_urls,
+        **({"tls": {"ca_file": str(layout.tls_dir / "ca.crt"), "cert_file": str(layout.tls_dir / "client.crt"),
+                    "key_file": str(layout.tls_dir / "client.key")}} if layout.secure else {}),
     }
 
 

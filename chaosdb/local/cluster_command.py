@@ -48,6 +48,7 @@ def _up(args: argparse.Namespace, directory: Path, name: str) -> int:
         etcd_bin=args.etcd_bin, timeout=args.timeout, kind="postgres-ha", address_base=args.address_base or DEFAULT_ADDRESS,
         single_address=args.single_address, pg_port=args.pg_port, api_port=args.api_port,
         etcd_port=args.etcd_port, etcd_peer_port=args.etcd_peer_port, replication=args.replication,
+        secure=bool(getattr(args, "secure", False)),
     )
     if args.json:
         print_json(result)
@@ -59,6 +60,12 @@ def _up(args: argparse.Namespace, directory: Path, name: str) -> int:
     print(f"  DSN (admin): {result['admin_dsn']}")
     print(f"  Patroni:     {', '.join(result['patroni_urls'])}")
     print(f"  etcd:        {', '.join(result['etcd_urls'])}")
+    if result.get("tls"):
+        tls = result["tls"]
+        print(f"  TLS CA:      {tls['ca_file']}")
+        print(f"  client cert: {tls['cert_file']}")
+        print(f"  client key:  {tls['key_file']}")
+        print("  every port speaks TLS and asks for a client certificate of this CA (PostgreSQL: a password)")
     print("  passwords are in the pgpass file the DSNs name; 'chaosdb cluster status' shows the members")
     return 0
 

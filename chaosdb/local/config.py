@@ -16,9 +16,31 @@ from chaosdb.local.state import (
     ClusterLayout,
     NodeLayout,
 )
+from chaosdb.local.tls import NODE_CA, NODE_CERT, NODE_KEY, ensure_node_certificate, node_file
+
+
+def _secure_patroni(cfg: dict[str, Any], layout: ClusterLayout, node: NodeLayout) -> dict[str, Any]:
+    """A secure cluster's Patroni: HTTPS with client-certificate checks, etcd over TLS, PostgreSQL hostssl only."""
+    ca, crt, key = (node_file(node, f) for f in (NODE_CA, NODE_CERT, NODE_KEY))
+    cfg["restapi"].update(certfile=crt, keyfile=key, cafile=ca, verify_client="required")
+    cfg["ctl"] = {"certfile": crt, "keyfile": key, "cacert": ca}  # what Patroni presents to the other members
+    cfg["etcd3"].update(protocol="https", cacert=ca, cert=crt, key=key)
+    pg = cfg["postgresql"]
+    pg["parameters"].update(ssl="on", ssl_cert_file=crt, ssl_key_file=key, ssl_ca_file=ca,
+                            password_encryption="scram-sha-256")
+    for role in pg["authentication"].values():
+        role.update(sslmode="verify-full", sslrootcert=ca)
+    pg["pg_hba"] = [line.replace("host ", "hostssl ", 1) if line.startswith("host ") else line
+                    for line in pg["pg_hba"]]
+    return cfg
 
 
 def _patroni_config(layout: ClusterLayout, node: NodeLayout, secrets: dict[str, str]) -> dict[str, Any]:
+    cfg = _plain_patroni_config(layout, node, secrets)
+    return _secure_patroni(cfg, layout, node) if node.tls else cfg
+
+
+def _plain_patroni_config(layout: ClusterLayout, node: NodeLayout, secrets: dict[str, str]) -> dict[str, Any]:
     t = layout.timings or DEFAULT_TIMINGS
     return {
         "scope": layout.name,
@@ -102,7 +124,17 @@ def _etcd_argv(layout: ClusterLayout, node: NodeLayout) -> list[str]:
         "--initial-cluster-token", f"chaosdb-{layout.name}",
         "--initial-cluster-state", "new",
         "--log-level", "warn",
+        *_etcd_tls_argv(node),
     ]
+
+
+def _etcd_tls_argv(node: NodeLayout) -> list[str]:
+    """A secure node's etcd: TLS on both ports, and only clients and peers with a certificate of the cluster's CA."""
+    if not node.tls:
+        return []
+    ca, crt, key = (node_file(node, f) for f in (NODE_CA, NODE_CERT, NODE_KEY))
+    return ["--cert-file", crt, "--key-file", key, "--trusted-ca-file", ca, "--client-cert-auth",
+            "--peer-cert-file", crt, "--peer-key-file", key, "--peer-trusted-ca-file", ca, "--peer-client-cert-auth"]
 
 
 def _patroni_env(layout: ClusterLayout, node: NodeLayout) -> dict[str, str]:
@@ -141,6 +173,8 @@ def _prepare_dirs(layout: ClusterLayout, cluster_user: RunAs | None = None) -> N
                     f"{d} belongs to uid {d.stat().st_uid}, not to {run_as.user!r} (uid {run_as.uid}) who runs "
                     f"the cluster: give it back with 'chown -R {run_as.user} {node.path}' or use another --dir"
                 )
+        if node.tls:
+            ensure_node_certificate(layout, node)
 
 
 def _write_private(path: Path, text: str, uid: int | None = None, gid: int | None = None) -> None:

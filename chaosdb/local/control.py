@@ -59,7 +59,8 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
         if int(ycsb_records) > 0:
             ycsb.load(dsn, int(ycsb_records))
         if int(etcd_ycsb_records) > 0:
-            loaded = kv.load_etcd(",".join(load_layout(directory).etcd_urls), int(etcd_ycsb_records))
+            layout = load_layout(directory)
+            loaded = kv.load_etcd(",".join(layout.etcd_urls), int(etcd_ycsb_records), tls=layout.client_tls("etcd"))
             logger.info("chaosdb: YCSB records in etcd: %d (%d inserted)", loaded["records"], loaded["inserted"])
     except (ChaosDBError, OSError, ValueError) as exc:
         raise InterruptExecution(f"chaosdb embedded cluster: {exc}") from None

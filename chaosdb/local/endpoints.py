@@ -15,5 +15,6 @@ def endpoints(configuration: dict[str, Any]) -> dict[str, Any]:
     layout = load_layout(resolve_cluster_dir("", "", configuration))
     return {"patroni_urls": layout.patroni_urls,
             "patroni_auth": ("patroni", load_secrets(layout.path)["patroni_password"]),
+            "patroni_tls": layout.client_tls("patroni"), "etcd_tls": layout.client_tls("etcd"),
             "etcd_urls": layout.etcd_urls, "dsn": layout.dsn(),
             "admin_dsn": layout.dsn(user="postgres", database="postgres")}

@@ -23,11 +23,12 @@ from chaosdb.postgres.patroni import PatroniClient
 
 def patroni_client(layout: ClusterLayout, timeout: float = 2.0) -> PatroniClient:
     secrets = load_secrets(layout.path)
-    return PatroniClient(layout.patroni_urls, auth=("patroni", secrets["patroni_password"]), timeout=timeout)
+    return PatroniClient(layout.patroni_urls, auth=("patroni", secrets["patroni_password"]), timeout=timeout,
+                         tls=layout.client_tls("patroni"))
 
 
-def etcd_client(layout: ClusterLayout, timeout: float = 1.5) -> EtcdClient:
-    return EtcdClient(layout.etcd_urls, timeout=timeout)
+def etcd_client(layout: ClusterLayout, timeout: float = 1.5, urls: list[str] | None = None) -> EtcdClient:
+    return EtcdClient(urls or layout.etcd_urls, timeout=timeout, tls=layout.client_tls("etcd"))
 
 
 def tail(path: Path, lines: int = 20) -> str:
@@ -110,7 +111,7 @@ def wait_healthy(layout: ClusterLayout, timeout: float = 90.0, max_lag_bytes: in
 
 def _live_patroni_states(layout: ClusterLayout) -> dict[str, dict[str, Any]]:
     """``GET /patroni`` of every node at once (1 s timeout); nodes that do not answer are absent."""
-    client = PatroniClient(layout.patroni_urls, timeout=1.0)
+    client = PatroniClient(layout.patroni_urls, timeout=1.0, tls=layout.client_tls("patroni"))
     out: dict[str, dict[str, Any]] = {}
 
     def ask(node: NodeLayout) -> None:

@@ -41,6 +41,7 @@ def plan_layout(
     replication: str = "sync",
     kind: str = "postgres-ha",
     users: list[RunAs] | None = None,
+    secure: bool = False,
 ) -> ClusterLayout:
     """Decide names, addresses, ports and directories; validate the request."""
     if kind not in SUPPORTED_KINDS:
@@ -78,7 +79,7 @@ def plan_layout(
         layout_nodes.append(NodeLayout(
             name=f"node{i + 1}", host=host, pg_port=pg_port + off, api_port=api_port + off,
             etcd_client_port=etcd_port + off, etcd_peer_port=etcd_peer_port + off,
-            dir=str(directory / f"node{i + 1}"), user=user.user, uid=user.uid, gid=user.gid,
+            dir=str(directory / f"node{i + 1}"), user=user.user, uid=user.uid, gid=user.gid, tls=secure,
         ))
     return ClusterLayout(
         name=name, kind=kind, dir=str(directory), run_as=run_as.user, uid=run_as.uid, gid=run_as.gid,

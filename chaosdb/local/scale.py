@@ -16,7 +16,6 @@ import time
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.etcd.client import EtcdClient
 from chaosdb.local import cluster as _cluster
 from chaosdb.local.config import _etcd_argv, _prepare_dirs, _write_configs
 from chaosdb.local.nodeproc import _check_ports, _spawn
@@ -45,7 +44,8 @@ def _next_node(layout: ClusterLayout) -> NodeLayout:
     user = node_users(cluster_user, i, cluster=layout.name)[-1] if per_node_users else cluster_user
     return NodeLayout(name=f"node{i}", host=host, pg_port=first.pg_port + off, api_port=first.api_port + off,
                       etcd_client_port=first.etcd_client_port + off, etcd_peer_port=first.etcd_peer_port + off,
-                      dir=str(layout.path / f"node{i}"), user=user.user, uid=user.uid, gid=user.gid)
+                      dir=str(layout.path / f"node{i}"), user=user.user, uid=user.uid, gid=user.gid,
+                      tls=first.tls)
 
 
 def wait_serving(layout: ClusterLayout, name: str, timeout: float) -> float:
@@ -130,7 +130,7 @@ def remove_node(layout: ClusterLayout, name: str = "", member_id: str = "", time
             if m.name == name or node.etcd_peer_url in m.peer_urls:
                 member_id = m.id
     if member_id:
-        EtcdClient([n.etcd_client_url for n in others]).remove_member(member_id)
+        _cluster.etcd_client(layout, urls=[n.etcd_client_url for n in others]).remove_member(member_id)
     _cluster.stop_node(layout, name, graceful=True, timeout=15.0, components=("etcd",))
     layout.nodes = others
     layout.save()

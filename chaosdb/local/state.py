@@ -5,6 +5,7 @@ A cluster directory holds::
     cluster.json          layout: nodes, addresses, ports, binaries, user (no secrets)
     secrets.json          passwords (mode 0600, owned by whoever ran ``cluster up``)
     pgpass                libpq password file for the DSNs printed by ``cluster up`` (0600)
+    tls/                  a secure cluster's CA and the experiments' client certificate (``--secure``)
     runtime/              binaries staged where the unprivileged user can reach them (root only)
     node1/                patroni.yml, data/ (PostgreSQL), etcd/, log/, run/
     node2/ ...
@@ -23,6 +24,7 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.home import default_home
+from chaosdb.core.tls import ClientTls
 
 __all__ = [
     "NodeLayout",
@@ -58,10 +60,20 @@ class NodeLayout:
     user: str = ""  # the node's own user; empty: the cluster's run_as
     uid: int = -1
     gid: int = -1
+    tls: bool = False  # a secure cluster: HTTPS, client certificates, hostssl only (chaosdb.local.tls)
 
     @property
     def path(self) -> Path:
         return Path(self.dir)
+
+    @property
+    def tls_dir(self) -> Path:
+        """The node's CA copy, certificate and key (``ca.crt``, ``node.crt``, ``node.key``), owned by its user."""
+        return self.path / "tls"
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls else "http"
 
     @property
     def data_dir(self) -> Path:
@@ -85,15 +97,15 @@ class NodeLayout:
 
     @property
     def api_url(self) -> str:
-        return f"http://{self.host}:{self.api_port}"
+        return f"{self.scheme}://{self.host}:{self.api_port}"
 
     @property
     def etcd_client_url(self) -> str:
-        return f"http://{self.host}:{self.etcd_client_port}"
+        return f"{self.scheme}://{self.host}:{self.etcd_client_port}"
 
     @property
     def etcd_peer_url(self) -> str:
-        return f"http://{self.host}:{self.etcd_peer_port}"
+        return f"{self.scheme}://{self.host}:{self.etcd_peer_port}"
 
 
 @dataclass
@@ -129,6 +141,27 @@ class ClusterLayout:
                            f"{', '.join(n.name for n in self.nodes)})")
 
     @property
+    def secure(self) -> bool:
+        return any(n.tls for n in self.nodes)
+
+    @property
+    def tls_dir(self) -> Path:
+        """The cluster's CA (``ca.crt``; ``ca.key`` stays here) and the client certificate experiments use
+        (``client.crt``, ``client.key``)."""
+        return self.path / "tls"
+
+    def client_tls(self, service: str) -> ClientTls | None:
+        """What a client of *service* (``patroni``, ``etcd``) needs to reach a secure cluster; None otherwise."""
+        if not self.secure:
+            return None
+        d = self.tls_dir
+        return ClientTls(service, str(d / "ca.crt"), str(d / "client.crt"), str(d / "client.key"))
+
+    def tls_params(self) -> list[str]:
+        """libpq parameters of a secure cluster's DSNs (the server's certificate is checked against its CA)."""
+        return ["sslmode=verify-full", f"sslrootcert={self.tls_dir / 'ca.crt'}"] if self.secure else []
+
+    @property
     def patroni_urls(self) -> list[str]:
         return [n.api_url for n in self.nodes]
 
@@ -140,7 +173,7 @@ class ClusterLayout:
             connect_timeout: int = 3) -> str:
         """libpq multi-host URL; the password comes from the cluster's pgpass file."""
         hosts = ",".join(f"{n.host}:{n.pg_port}" for n in self.nodes)
-        params = [f"connect_timeout={connect_timeout}", f"passfile={self.path / 'pgpass'}"]
+        params = [f"connect_timeout={connect_timeout}", f"passfile={self.path / 'pgpass'}", *self.tls_params()]
         if read_write:
             params.insert(0, "target_session_attrs=read-write")
         return f"postgresql://{user or self.app_user}@{hosts}/{database or self.database}?{'&'.join(params)}"
@@ -148,7 +181,7 @@ class ClusterLayout:
     def node_dsn(self, node: str, user: str = "postgres", database: str = "postgres") -> str:
         n = self.node(node)
         return (f"postgresql://{user}@{n.host}:{n.pg_port}/{database}"
-                f"?connect_timeout=3&passfile={self.path / 'pgpass'}")
+                f"?connect_timeout=3&passfile={self.path / 'pgpass'}" + "".join(f"&{p}" for p in self.tls_params()))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -23,6 +23,8 @@ from typing import Any
 
 from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster, split_urls
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.libpq import with_libpq_tls
+from chaosdb.core.tls import client_tls, credentials
 from chaosdb.etcd.endpoints import etcd_client
 from chaosdb.postgres.patroni import PatroniClient
 
@@ -30,21 +32,30 @@ __all__ = ["patroni_client", "etcd_client", "postgres_dsn", "split_urls", "secre
 
 
 def patroni_client(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None) -> PatroniClient:
+    """A client with the TLS keys ``patroni_ca_file``, ``patroni_cert_file``, ``patroni_key_file``,
+    ``patroni_tls_verify`` and the secrets ``patroni_username`` / ``patroni_password``; an embedded cluster's own
+    CA, client certificate and password fill what they do not set."""
     configuration, secrets = configuration or {}, secrets or {}
     urls = split_urls(configuration.get("patroni_urls"))
-    auth = None
-    if secrets.get("patroni_username") and secrets.get("patroni_password"):
-        auth = (str(secrets["patroni_username"]), str(secrets["patroni_password"]))
+    tls = client_tls("patroni", configuration)
+    auth = credentials("patroni", secrets)
     if urls:
-        return PatroniClient(urls, auth=auth)
+        return PatroniClient(tls.check_urls(urls, "patroni_urls"), auth=auth, tls=tls)
     if not names_embedded_cluster(configuration):
         raise ChaosDBError("no Patroni cluster configured: set configuration 'patroni_urls' "
                            "(or 'chaosdb_cluster' for the embedded cluster)")
     embedded = embedded_endpoints(configuration)
-    return PatroniClient(embedded["patroni_urls"], auth=embedded["patroni_auth"], timeout=2.0)
+    return PatroniClient(embedded["patroni_urls"], auth=auth or embedded["patroni_auth"], timeout=2.0,
+                         tls=tls.over(embedded.get("patroni_tls")))
 
 
 def postgres_dsn(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None) -> str:
+    """The secret ``postgres_dsn`` (else the embedded cluster's), with the TLS keys and the secret
+    ``postgres_password`` it does not set itself (:mod:`chaosdb.core.libpq`)."""
+    return with_libpq_tls(_dsn(configuration, secrets), configuration, secrets)
+
+
+def _dsn(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None) -> str:
     if secrets and secrets.get("postgres_dsn"):
         return str(secrets["postgres_dsn"])
     if configuration and configuration.get("postgres_dsn"):

@@ -13,6 +13,7 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.http import HttpError, request_json
+from chaosdb.core.tls import ClientTls
 
 __all__ = ["PatroniClient", "Member", "REPLICA_ROLES", "HEALTHY_REPLICA_STATES"]
 
@@ -86,12 +87,19 @@ def parse_members(cluster_json: dict[str, Any]) -> list[Member]:
 class PatroniClient:
     """A Patroni cluster reached through one or more member REST URLs."""
 
-    def __init__(self, urls: list[str], auth: tuple[str, str] | None = None, timeout: float = 3.0) -> None:
+    def __init__(self, urls: list[str], auth: tuple[str, str] | None = None, timeout: float = 3.0,
+                 tls: ClientTls | None = None) -> None:
         if not urls:
             raise ChaosDBError("no Patroni REST URL configured: set configuration 'patroni_urls'")
         self.urls = [u.rstrip("/") for u in urls]
         self.auth = auth
         self.timeout = timeout
+        self.tls = tls
+
+    def _request(self, method: str, url: str, payload: Any = None, timeout: float | None = None,
+                 ok: tuple[int, ...] = (200,)) -> Any:
+        return request_json(method, url, payload, timeout=timeout or self.timeout, auth=self.auth, ok=ok,
+                            tls=self.tls, url_key="patroni_urls")
 
     # reading -----------------------------------------------------------------
     def cluster(self) -> dict[str, Any]:
@@ -99,8 +107,10 @@ class PatroniClient:
         errors = []
         for url in self.urls:
             try:
-                return request_json("GET", f"{url}/cluster", timeout=self.timeout).json() or {}
+                return self._request("GET", f"{url}/cluster").json() or {}
             except HttpError as exc:
+                if exc.tls:  # a TLS setting is wrong: the other members would say the same
+                    raise ChaosDBError(str(exc)) from None
                 errors.append(str(exc))
         raise ChaosDBError("no Patroni member answered GET /cluster: " + "; ".join(errors))
 
@@ -112,7 +122,7 @@ class PatroniClient:
 
     def node_status(self, url: str) -> dict[str, Any]:
         """``GET /patroni`` of one member (state, role, timeline, xlog, replication)."""
-        return request_json("GET", f"{url.rstrip('/')}/patroni", timeout=self.timeout).json() or {}
+        return self._request("GET", f"{url.rstrip('/')}/patroni").json() or {}
 
     # changing ----------------------------------------------------------------
     def _post_to_leader(self, path: str, body: dict[str, Any]) -> str:
@@ -121,11 +131,11 @@ class PatroniClient:
         last: HttpError | None = None
         for url in dict.fromkeys(u.rstrip("/") for u in targets):
             try:
-                resp = request_json(
-                    "POST", f"{url}{path}", body, timeout=max(self.timeout, 30.0), auth=self.auth, ok=(200, 202)
-                )
+                resp = self._request("POST", f"{url}{path}", body, timeout=max(self.timeout, 30.0), ok=(200, 202))
                 return resp.body.strip()
             except HttpError as exc:
+                if exc.tls:
+                    raise ChaosDBError(str(exc)) from None
                 if exc.status is None:
                     last = exc
                     continue

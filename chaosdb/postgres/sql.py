@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.libpq import explain_libpq_failure
 from chaosdb.core.redact import redact, redact_dsn
 
 __all__ = ["query_primary"]
@@ -23,5 +24,5 @@ def query_primary(dsn: str, sql: str, params: tuple[Any, ...] = (), secrets: lis
             conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(int(timeout_s * 1000)),))
             return conn.execute(sql, params).fetchall()
     except psycopg.Error as exc:
-        message = redact(str(exc).strip(), (secrets or []) + [dsn])
+        message = redact(explain_libpq_failure(str(exc)), (secrets or []) + [dsn])
         raise ChaosDBError(f"query on the primary ({redact_dsn(dsn)}) failed: {message}") from None

@@ -13,6 +13,12 @@ directory inside it, which is how ``down`` finds them (also after a crash of thi
 
 A simulator cannot rejoin the PD data it registered before ("server is not clean"), so ``up`` on a stopped
 cluster starts it afresh (the data directory is wiped first).
+
+``--secure``: a CA for the cluster (``tls/``) signs each member's certificate; members speak HTTPS on both ports and
+ask every client for a certificate of that CA (``pd-server --cacert/--cert/--key``); ``tls/client.crt`` and
+``client.key`` are for experiments (configuration ``pd_ca_file``, ``pd_cert_file``, ``pd_key_file``). pd-simulator
+has no TLS settings for its PD client (tried with PD v8.5.7: ``[server.security]`` in its config is not used, and it
+stops with "failed to get cluster id"), so a secure cluster has PD members only, no stores.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Any
 from chaosdb.core.binaries import find_binary
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.http import request_json
+from chaosdb.core.pki import issue, make_ca
 from chaosdb.core.processes import pids_under, signal_pids, wait_gone
 from chaosdb.core.servers import spawn_server, wait_ready
 from chaosdb.tikv import cluster as pd_cluster
@@ -38,7 +45,7 @@ PD_VERSION_FOR_STORES = "8.5.7"  # PD refuses stores without a dotted version
 
 
 def plan(directory: Path, name: str = "pd", members: int = 1, stores: int = 5, regions: int = 60,
-         address_base: str = "127.0.40.1") -> dict[str, Any]:
+         address_base: str = "127.0.40.1", secure: bool = False) -> dict[str, Any]:
     if members not in (1, 3):
         raise ChaosDBError(f"--pd-members must be 1 or 3, got {members}")
     if not 1 <= stores <= 50:
@@ -50,10 +57,12 @@ def plan(directory: Path, name: str = "pd", members: int = 1, stores: int = 5, r
         raise ChaosDBError(f"--address-base must be a 127.x.y.z address with room for {members} members, "
                            f"got {address_base!r}")
     hosts = [".".join(map(str, octets[:3] + [octets[3] + i])) for i in range(members)]
-    members_plan = [{"name": f"pd{i + 1}", "client_url": f"http://{h}:2379", "peer_url": f"http://{h}:2380",
-                     "dir": str(directory / f"pd{i + 1}")} for i, h in enumerate(hosts)]
-    return {"kind": "pd", "cluster": name, "dir": str(directory), "members": members_plan,
-            "stores": stores, "regions": regions,
+    scheme = "https" if secure else "http"
+    members_plan = [{"name": f"pd{i + 1}", "host": h, "client_url": f"{scheme}://{h}:2379",
+                     "peer_url": f"{scheme}://{h}:2380", "dir": str(directory / f"pd{i + 1}")}
+                    for i, h in enumerate(hosts)]
+    return {"kind": "pd", "cluster": name, "dir": str(directory), "members": members_plan, "secure": secure,
+            "stores": 0 if secure else stores, "regions": 0 if secure else regions,
             "simulator": {"dir": str(directory / "simulator"),
                           "status_addr": ".".join(map(str, octets[:3] + [octets[3] + 99])) + ":20180"}}
 
@@ -67,8 +76,41 @@ def simulator_config(layout: dict[str, Any]) -> str:
 
 
 def configuration_of(layout: dict[str, Any]) -> dict[str, Any]:
+    """The configuration keys an experiment sets to reach this cluster (with a secure one's CA and client
+    certificate)."""
     urls = [m["client_url"] for m in layout["members"]]
-    return {"pd_url": urls[0], "pd_urls": urls}
+    cfg: dict[str, Any] = {"pd_url": urls[0], "pd_urls": urls}
+    if layout.get("secure"):
+        tls = _tls_dir(layout)
+        cfg.update(pd_ca_file=str(tls / "ca.crt"), pd_cert_file=str(tls / "client.crt"),
+                   pd_key_file=str(tls / "client.key"))
+    return cfg
+
+
+def _tls_dir(layout: dict[str, Any]) -> Path:
+    return Path(layout["dir"]) / "tls"
+
+
+def _make_certificates(layout: dict[str, Any]) -> None:
+    """The cluster's CA, a certificate per member (its address) and the experiments' client certificate (once)."""
+    d = _tls_dir(layout)
+    if (d / "client.key").exists():
+        return
+    d.mkdir(parents=True, exist_ok=True)
+    make_ca(d / "ca.key", d / "ca.crt", f"chaosdb {layout['cluster']} PD CA")
+    for m in layout["members"]:
+        issue(d / "ca.key", d / "ca.crt", d / f"{m['name']}.key", d / f"{m['name']}.crt", m["host"],
+              ips=sorted({m["host"], "127.0.0.1"}), dns=["localhost"])
+    issue(d / "ca.key", d / "ca.crt", d / "client.key", d / "client.crt", "chaosdb-client", usage="clientAuth")
+    (d / "ca.srl").unlink(missing_ok=True)
+
+
+def _tls_argv(layout: dict[str, Any], member: dict[str, Any]) -> list[str]:
+    if not layout.get("secure"):
+        return []
+    d = _tls_dir(layout)
+    return ["--cacert", str(d / "ca.crt"), "--cert", str(d / f"{member['name']}.crt"),
+            "--key", str(d / f"{member['name']}.key")]
 
 
 def _save(layout: dict[str, Any]) -> None:
@@ -88,6 +130,8 @@ def _ready(cfg: dict[str, Any], layout: dict[str, Any]) -> tuple[bool, str]:
         health = pd_cluster.health(cfg)
         if len(health) < len(layout["members"]) or not all(m["healthy"] for m in health):
             return False, f"PD members healthy: {sum(m['healthy'] for m in health)} of {len(layout['members'])}"
+        if not layout["stores"]:  # a secure cluster: PD members only
+            return bool(pd_cluster.members(cfg).get("leader")), "no PD leader yet"
         stores = pd_cluster.stores(cfg)
         up = [s for s in stores if s["state"] == "Up"]
         if len(up) < layout["stores"]:
@@ -101,13 +145,19 @@ def _ready(cfg: dict[str, Any], layout: dict[str, Any]) -> tuple[bool, str]:
 
 
 def up(directory: Path, name: str = "pd", members: int = 1, stores: int = 5, regions: int = 60,
-       address_base: str = "127.0.40.1", bin_dir: str | None = None, timeout: float = 120.0) -> dict[str, Any]:
+       address_base: str = "127.0.40.1", bin_dir: str | None = None, timeout: float = 120.0,
+       secure: bool = False) -> dict[str, Any]:
     """Start (or create) the cluster and wait until PD knows every store and region leader."""
-    pd_bin, sim_bin = find_binary("pd-server", bin_dir), find_binary("pd-simulator", bin_dir)
+    pd_bin = find_binary("pd-server", bin_dir)
     directory = Path(directory)
     state = directory / STATE_FILE
     created = not state.exists()
-    layout = plan(directory, name, members, stores, regions, address_base) if created else _layout(directory)
+    layout = plan(directory, name, members, stores, regions, address_base, secure) if created \
+        else _layout(directory)
+    if secure and not layout.get("secure"):
+        raise ChaosDBError(f"the PD cluster at {directory} was created without --secure, which can only be chosen "
+                           "when a cluster is created: 'chaosdb cluster down --kind pd --purge' it first")
+    sim_bin = find_binary("pd-simulator", bin_dir) if layout["stores"] else ""
     if pids_under(directory):
         ok, why = _ready(configuration_of(layout), layout)
         if ok:
@@ -118,12 +168,15 @@ def up(directory: Path, name: str = "pd", members: int = 1, stores: int = 5, reg
         shutil.rmtree(Path(m["dir"]) / "data", ignore_errors=True)
     directory.mkdir(parents=True, exist_ok=True)
     _save(layout)
+    if layout.get("secure"):
+        _make_certificates(layout)
     t0 = time.monotonic()
     initial = ",".join(f"{m['name']}={m['peer_url']}" for m in layout["members"])
     for m in layout["members"]:
         spawn_server([pd_bin, "--name", m["name"], "--data-dir", str(Path(m["dir"]) / "data"),
                 "--client-urls", m["client_url"], "--peer-urls", m["peer_url"], "--initial-cluster", initial,
-                "--log-file", str(Path(m["dir"]) / "pd.log")], m["dir"], Path(m["dir"]) / "stdout.log")
+                "--log-file", str(Path(m["dir"]) / "pd.log"), *_tls_argv(layout, m)], m["dir"],
+                Path(m["dir"]) / "stdout.log")
     cfg = configuration_of(layout)
     deadline = t0 + timeout
 
@@ -135,6 +188,9 @@ def up(directory: Path, name: str = "pd", members: int = 1, stores: int = 5, reg
 
     _wait(directory, leader_elected, deadline, f"PD elected no leader within {timeout:g} s; logs: "
                                                f"{layout['members'][0]['dir']}/pd.log")
+    if not sim_bin:  # a secure cluster: PD members only
+        return _summary(layout, created=created, started=[m["name"] for m in layout["members"]],
+                        seconds=round(time.monotonic() - t0, 1))
     sim = layout["simulator"]
     Path(sim["dir"]).mkdir(parents=True, exist_ok=True)
     (Path(sim["dir"]) / "simconfig.toml").write_text(simulator_config(layout))
@@ -162,8 +218,10 @@ def status(directory: Path) -> dict[str, Any]:
     layout = _layout(Path(directory))
     cfg = configuration_of(layout)
     ok, why = _ready(cfg, layout)
+    health: dict[str, Any]
     try:
-        health = pd_cluster.cluster_health(cfg)
+        health = pd_cluster.cluster_health(cfg) if layout["stores"] else {
+            "healthy": ok, "problems": [] if ok else [why], "stores": []}  # a secure cluster: members only
     except ChaosDBError as exc:
         health = {"healthy": False, "problems": [str(exc)], "stores": []}
     return {**_summary(layout), "ready": ok, "why": why, "healthy": health["healthy"],

@@ -5,6 +5,10 @@ endpoint is tried when one cannot be reached, or answers 5xx (a follower whose l
 ``500 [PD:apiutil:ErrRedirect]redirect failed`` until a new leader is elected: measured on PD v8.5.7 with its
 leader SIGKILLed); any PD member answers, followers forward to the leader. PD's error bodies (JSON strings) are
 passed on in the error message; 4xx answers (a wrong request) are final.
+
+TLS: ``pd_ca_file``, ``pd_cert_file``, ``pd_key_file``, ``pd_tls_verify`` (:mod:`chaosdb.core.tls`; PD with
+``--cacert/--cert/--key`` asks every client for a certificate of its CA). A TLS failure is final: every member
+would answer the same.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.http import HttpError, request_json
+from chaosdb.core.tls import ClientTls, client_tls
 from chaosdb.tikv.records import pd_error_text
 
 __all__ = ["PDClient", "pd_client", "PDError"]
@@ -42,9 +47,10 @@ def _urls(configuration: dict[str, Any]) -> list[str]:
 
 
 class PDClient:
-    def __init__(self, urls: list[str], timeout: float = 5.0):
+    def __init__(self, urls: list[str], timeout: float = 5.0, tls: ClientTls | None = None):
         self.urls = urls
         self.timeout = timeout
+        self.tls = tls
 
     def _call(self, method: str, path: str, payload: Any = None, query: list[tuple[str, str]] | None = None) -> Any:
         qs = ("?" + urllib.parse.urlencode(query)) if query else ""
@@ -52,8 +58,11 @@ class PDClient:
         last_status: int | None = None
         for base in self.urls:
             try:
-                resp = request_json(method, f"{base}{API}{path}{qs}", payload, timeout=self.timeout)
+                resp = request_json(method, f"{base}{API}{path}{qs}", payload, timeout=self.timeout, tls=self.tls,
+                                    url_key="pd_url")
             except HttpError as exc:
+                if exc.tls:
+                    raise PDError(str(exc)) from None
                 if exc.status is None:  # unreachable: try the next PD
                     errors.append(str(exc))
                     continue
@@ -80,11 +89,13 @@ class PDClient:
         """PD's Prometheus text (``/metrics``, outside the API prefix)."""
         for base in self.urls:
             try:
-                return request_json("GET", f"{base}/metrics", timeout=self.timeout).body
+                return request_json("GET", f"{base}/metrics", timeout=self.timeout, tls=self.tls).body
             except HttpError:
                 continue
         raise PDError("no PD endpoint served /metrics")
 
 
 def pd_client(configuration: dict[str, Any] | None, timeout: float = 5.0) -> PDClient:
-    return PDClient(_urls(configuration or {}), float((configuration or {}).get("pd_timeout_s", timeout)))
+    tls = client_tls("pd", configuration)
+    return PDClient(tls.check_urls(_urls(configuration or {}), "pd_url"),
+                    float((configuration or {}).get("pd_timeout_s", timeout)), tls)

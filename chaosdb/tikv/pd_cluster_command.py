@@ -21,7 +21,8 @@ def run(args: argparse.Namespace, directory: Path, name: str) -> int:
     d = directory
     if args.cluster_command == "up":
         res = localpd.up(d, name, members=args.pd_members, stores=args.stores, regions=args.regions,
-                         address_base=args.address_base or DEFAULT_ADDRESS, bin_dir=args.bin_dir, timeout=args.timeout)
+                         address_base=args.address_base or DEFAULT_ADDRESS, bin_dir=args.bin_dir, timeout=args.timeout,
+                         secure=bool(getattr(args, "secure", False)))
     elif args.cluster_command == "status":
         res = localpd.status(d)
     else:
@@ -29,11 +30,18 @@ def run(args: argparse.Namespace, directory: Path, name: str) -> int:
     if args.json:
         print_json(res)
     elif args.cluster_command == "up":
-        print(f"PD cluster {res['cluster']}: {res['members']} PD member(s), {res['stores']} simulated stores, "
-              f"{res['regions']} regions, every region leader known"
-              + (f", in {res['seconds']}s" if res.get("seconds") else f" ({res.get('note', '')})"))
+        took = f", in {res['seconds']}s" if res.get("seconds") else f" ({res.get('note', '')})"
+        if res["stores"]:
+            print(f"PD cluster {res['cluster']}: {res['members']} PD member(s), {res['stores']} simulated stores, "
+                  f"{res['regions']} regions, every region leader known" + took)
+        else:
+            print(f"PD cluster {res['cluster']}: {res['members']} PD member(s) with TLS and client certificates, "
+                  "no stores (pd-simulator cannot speak TLS)" + took)
         print(f"  PD URL (configuration pd_url): {res['pd_url']}")
-        print(f"  simulator status: {res['simulator_status']}   data: {res['dir']}")
+        for key in ("pd_ca_file", "pd_cert_file", "pd_key_file"):
+            if key in res["configuration"]:
+                print(f"  {key}: {res['configuration'][key]}")
+        print(f"  simulator status: {res['simulator_status'] if res['stores'] else '-'}   data: {res['dir']}")
     elif args.cluster_command == "status":
         print(f"PD cluster {res['cluster']}: {'ready' if res['ready'] else 'not ready (' + res['why'] + ')'}, "
               f"{'healthy' if res['healthy'] else 'unhealthy'}; stores "

@@ -11,6 +11,10 @@ Outcomes: ``committed`` (answered), ``conn_error`` (no connection: nothing sent)
 put was sent and no answer came: it may or may not be applied), ``error`` (etcd answered an error; its
 gRPC code is kept in the ``sqlstate`` column as ``etcd<code>``, e.g. ``etcd14`` unavailable).
 A client moves to the next endpoint after a connection failure or an ``unavailable`` answer.
+
+``https://`` endpoints: the CA, client certificate and key come from *tls*, else from the environment variables
+``CHAOSDB_ETCD_CA_FILE``, ``CHAOSDB_ETCD_CERT_FILE``, ``CHAOSDB_ETCD_KEY_FILE``, ``CHAOSDB_ETCD_TLS_VERIFY`` (the
+settings of every etcd client of this pack; the load control sets them for its Locust processes).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import os
 import random
 import string
 import time
@@ -25,6 +30,7 @@ import urllib.parse
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.tls import ClientTls, client_tls
 from chaosdb.workloads.samples import Sample
 from chaosdb.workloads.ycsb import FIELD_LENGTH, FIELDS, Operation, key_name
 
@@ -35,8 +41,28 @@ PREFIX = "/ycsb/"
 PREFIX_END = PREFIX[:-1] + chr(ord(PREFIX[-1]) + 1)  # range_end covering every key under PREFIX
 
 
+ENV_TLS = {"etcd_ca_file": "CHAOSDB_ETCD_CA_FILE", "etcd_cert_file": "CHAOSDB_ETCD_CERT_FILE",
+           "etcd_key_file": "CHAOSDB_ETCD_KEY_FILE", "etcd_tls_verify": "CHAOSDB_ETCD_TLS_VERIFY"}
+
+
+def tls_environment(tls: ClientTls | None) -> dict[str, str]:
+    """The environment variables that give a KV client in another process these TLS settings."""
+    if tls is None:
+        return {}
+    return {ENV_TLS["etcd_ca_file"]: tls.ca_file, ENV_TLS["etcd_cert_file"]: tls.cert_file,
+            ENV_TLS["etcd_key_file"]: tls.key_file, ENV_TLS["etcd_tls_verify"]: "true" if tls.verify else "false"}
+
+
+def _secure(dsn: str) -> bool:
+    schemes = {p.strip().split("://")[0] for p in str(dsn).split(",") if "://" in p}
+    if "https" in schemes and schemes != {"https"}:
+        raise ChaosDBError("etcd endpoints mix http:// and https://: use one scheme for every member")
+    return schemes == {"https"}
+
+
 def parse_endpoints(dsn: str) -> list[tuple[str, int]]:
-    """``http://127.0.0.11:2379,http://127.0.0.12:2379`` (or ``etcd://h1:2379,h2:2379``) -> [(host, port)]."""
+    """``http://127.0.0.11:2379,http://127.0.0.12:2379`` (or ``https://...``, ``etcd://h1:2379,h2:2379``) ->
+    [(host, port)]."""
     out = []
     for part in str(dsn).replace("etcd://", "").split(","):
         part = part.strip()
@@ -45,8 +71,8 @@ def parse_endpoints(dsn: str) -> list[tuple[str, int]]:
         if "://" not in part:
             part = "http://" + part
         u = urllib.parse.urlsplit(part)
-        if u.scheme != "http" or not u.hostname:
-            raise ChaosDBError(f"etcd endpoint {part!r}: use http://host:port (TLS endpoints are not supported)")
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ChaosDBError(f"etcd endpoint {part!r}: use http://host:port or https://host:port")
         out.append((u.hostname, u.port or 2379))
     if not out:
         raise ChaosDBError("no etcd endpoint given (e.g. http://127.0.0.11:2379,http://127.0.0.12:2379)")
@@ -70,11 +96,20 @@ class EtcdError(Exception):
 class EtcdKV:
     """A minimal etcd v3 client over the JSON gateway, one keep-alive connection at a time."""
 
-    def __init__(self, endpoints: list[tuple[str, int]], timeout: float = 5.0, start: int = 0):
+    def __init__(self, endpoints: list[tuple[str, int]], timeout: float = 5.0, start: int = 0,
+                 tls: ClientTls | None = None):
         self.endpoints = endpoints
         self.timeout = timeout
         self.index = start % len(endpoints)
         self.conn: http.client.HTTPConnection | None = None
+        self.context = tls.ssl_context() if tls is not None else None
+
+    @classmethod
+    def of(cls, dsn: str, timeout: float = 5.0, start: int = 0, tls: ClientTls | None = None) -> "EtcdKV":
+        """A client of the endpoints in *dsn*; for https:// ones with *tls*, else the TLS of the environment."""
+        if _secure(dsn) and tls is None:
+            tls = client_tls("etcd", {key: os.environ.get(env, "") for key, env in ENV_TLS.items()})
+        return cls(parse_endpoints(dsn), timeout, start, tls if _secure(dsn) else None)
 
     @property
     def endpoint(self) -> str:
@@ -97,7 +132,9 @@ class EtcdKV:
         try:
             if self.conn is None:
                 host, port = self.endpoints[self.index]
-                self.conn = http.client.HTTPConnection(host, port, timeout=self.timeout)
+                self.conn = (http.client.HTTPSConnection(host, port, timeout=self.timeout, context=self.context)
+                             if self.context is not None else
+                             http.client.HTTPConnection(host, port, timeout=self.timeout))
                 self.conn.connect()
             data = json.dumps(body).encode()
             self.conn.request("POST", path, data, {"Content-Type": "application/json"})
@@ -148,7 +185,7 @@ class EtcdBackend:
     UNAVAILABLE = {14, 4}  # gRPC unavailable, deadline exceeded: try another endpoint next time
 
     def __init__(self, dsn: str, client: int = 0, seed: int | None = None, timeout: float = 5.0):
-        self.kv = EtcdKV(parse_endpoints(dsn), timeout, start=client)
+        self.kv = EtcdKV.of(dsn, timeout, start=client)
         self.rng = random.Random(seed)
 
     def execute(self, op: Operation, client: int) -> Sample:
@@ -180,10 +217,11 @@ class EtcdBackend:
         self.kv.close()
 
 
-def load_etcd(dsn: str, records: int, seed: int = 7, batch: int = 100) -> dict[str, Any]:
+def load_etcd(dsn: str, records: int, seed: int = 7, batch: int = 100, tls: ClientTls | None = None
+              ) -> dict[str, Any]:
     """Put the records that are missing (idempotent: counts the prefix, fills from there in key order)."""
     t0 = time.monotonic()
-    kv = EtcdKV(parse_endpoints(dsn), timeout=10.0)
+    kv = EtcdKV.of(dsn, timeout=10.0, tls=tls)
     rng = random.Random(seed)
     try:
         have = kv.count(PREFIX)
@@ -205,11 +243,11 @@ def load_etcd(dsn: str, records: int, seed: int = 7, batch: int = 100) -> dict[s
     return {"records": max(records, have), "inserted": inserted, "seconds": round(time.monotonic() - t0, 2)}
 
 
-def lost_acknowledged_puts(dsn: str, acknowledged: dict[str, int]) -> dict[str, Any]:
+def lost_acknowledged_puts(dsn: str, acknowledged: dict[str, int], tls: ClientTls | None = None) -> dict[str, Any]:
     """For each key, the highest revision a put was acknowledged with: the key must now have a
     ``mod_revision`` at least that high (the write or a later one survived); a smaller one means an
     acknowledged write was lost. Returns counts and the first lost keys."""
-    kv = EtcdKV(parse_endpoints(dsn), timeout=30.0)
+    kv = EtcdKV.of(dsn, timeout=30.0, tls=tls)
     try:
         for _attempt in range(len(kv.endpoints)):  # one range over the prefix: keys and their revisions
             try:
@@ -229,12 +267,12 @@ def lost_acknowledged_puts(dsn: str, acknowledged: dict[str, int]) -> dict[str, 
     return {"keys_checked": len(acknowledged), "missing": len(lost), "lost": lost[:20]}
 
 
-def clear_etcd(dsn: str) -> dict[str, Any]:
+def clear_etcd(dsn: str, tls: ClientTls | None = None) -> dict[str, Any]:
     """Remove the YCSB records and give the space back: delete the prefix, compact the history up to now and
     defragment every member (etcd keeps every revision until compacted: a long KV run grows it by the size of
     every put). The cluster's other keys (Patroni's) are untouched."""
-    endpoints = parse_endpoints(dsn)
-    kv = EtcdKV(endpoints, timeout=30.0)
+    kv = EtcdKV.of(dsn, timeout=30.0, tls=tls)
+    endpoints = kv.endpoints
     try:
         answer, _ = kv.call("/v3/kv/deleterange", {"key": _b64(PREFIX), "range_end": _b64(PREFIX_END)})
         deleted = int(answer.get("deleted", 0))
@@ -247,7 +285,7 @@ def clear_etcd(dsn: str) -> dict[str, Any]:
                     raise
         defragmented = []
         for i in range(len(endpoints)):
-            member = EtcdKV(endpoints, timeout=60.0, start=i)
+            member = EtcdKV.of(dsn, timeout=60.0, start=i, tls=tls)
             try:
                 member.call("/v3/maintenance/defragment", {})
                 defragmented.append(member.endpoint)
