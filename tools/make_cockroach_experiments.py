@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from chaosdb.core.settings import env_entries
+from chaosdb.core.tls import tls_keys
 from tools.make_experiments import MAX_P99_RATIO, VERDICT_CONTROL, load_probes, to_json, write_all
 
 __all__ = ["EXPERIMENTS", "build", "render", "main"]
@@ -74,6 +76,8 @@ K8S_CONFIG = {
     "cockroach_cli_pod": {"type": "env", "key": "CHAOSDB_COCKROACH_CLI_POD", "default": "cockroachdb-0"},
     "k8s_namespace": {"type": "env", "key": "CHAOSDB_K8S_NAMESPACE", "default": "default"},
     "k8s_container": {"type": "env", "key": "CHAOSDB_K8S_CONTAINER", "default": "db"},  # Helm chart, operator
+    # the DB Console over HTTPS: its CA defaults to <certs dir>/ca.crt (chaosdb.cockroach.channels.http_tls)
+    **env_entries(*tls_keys("cockroach")),
 }
 LOCAL_CONFIG = {
     "cockroach_url": {"type": "env", "key": "CHAOSDB_COCKROACH_URL",

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from chaosdb.core.settings import env_entry
+
 __all__ = ["EXPERIMENTS", "VERDICT_CONTROL", "build", "main", "load_probes"]
 
 #: first among every experiment's controls: bad input refused before anything starts, the method stopped at a
@@ -316,7 +318,7 @@ def build(name: str) -> dict[str, Any]:
         {"name": "embedded-cluster", "provider": {
             "type": "python", "module": "chaosdb.local.control",
             "arguments": {"nodes": 3, "tpcc_warehouses": 2, "tpcc_scale_down": 10, "down_after": True,
-                          "purge": True, "address_base": "${address_base}"}}},
+                          "purge": True, "address_base": "${address_base}", "secure": "${secure}"}}},
         {"name": "tpcc-load", "provider": {
             "type": "python", "module": "chaosdb.load.control",
             "arguments": {"users": 8, "warmup_s": 15, "baseline_s": "${baseline_s}",
@@ -339,6 +341,7 @@ def build(name: str) -> dict[str, Any]:
             "report_dir": {"type": "env", "key": "CHAOSDB_REPORT_DIR", "default": f"runs/{name}"},
             "baseline_s": {"type": "env", "key": "CHAOSDB_BASELINE_S", "default": "30"},
             "address_base": {"type": "env", "key": "CHAOSDB_ADDRESS_BASE", "default": "127.0.0.11"},
+            "secure": env_entry("secure", "false"),
         },
         "controls": controls,
         "steady-state-hypothesis": spec.get("hypothesis", HYPOTHESIS),

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from chaosdb.core.settings import env_entries
+from chaosdb.core.tls import tls_keys
 from tools.make_experiments import VERDICT_CONTROL, to_json, write_all
 
 __all__ = ["EXPERIMENTS", "main"]
@@ -139,6 +141,7 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         ["chaos-mesh", "stress-cpu", "tikv", "leader"],
         {"k8s_namespace": _env("CHAOSDB_K8S_NAMESPACE", "tidb-cluster"), "statefulset": _env(
             "CHAOSDB_STATEFULSET", "basic-tikv"), "pd_url": _env("CHAOSDB_PD_URL", "http://basic-pd.tidb-cluster.svc:2379"),
+         **env_entries(*tls_keys("pd")),
          "tikv_key": _env("CHAOSDB_TIKV_KEY", "usertable:user1"), "tikv_role": _env("CHAOSDB_TIKV_ROLE", "tikv-leader"),
          "chaos_duration": _env("CHAOSDB_CHAOS_DURATION", "120s")},
         [_act("probe", "tikv-is-healthy", "chaosdb.tikv.probes", "cluster_is_healthy", tolerance=True), STS_READY],
@@ -158,7 +161,8 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         ["chaos-mesh", "pod-kill", "patroni", "primary"],
         {"k8s_namespace": _env("CHAOSDB_K8S_NAMESPACE", "postgres"), "statefulset": _env(
             "CHAOSDB_STATEFULSET", "postgres"), "patroni_urls": _env("CHAOSDB_PATRONI_URLS", "http://postgres:8008"),
-         "patroni_pods": _env("CHAOSDB_PATRONI_PODS", "")},
+         "patroni_pods": _env("CHAOSDB_PATRONI_PODS", ""),
+         **env_entries(*tls_keys("patroni"), *tls_keys("postgres"), "postgres_sslmode")},
         [_act("probe", "patroni-is-healthy", "chaosdb.postgres.probes", "cluster_is_healthy", tolerance=True),
          STS_READY],
         [_act("action", "kill-the-primary-pod", "chaosdb.chaosmesh.actions", "create_chaos",

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from chaosdb.core.settings import env_entries, env_entry
+from chaosdb.core.tls import tls_keys
 from tools.make_experiments import MAX_P99_RATIO, VERDICT_CONTROL, action, load_probes, to_json, write_all
 
 __all__ = ["EXPERIMENTS", "TIKV_EXPERIMENTS", "build", "build_tikv", "render", "render_tikv", "main"]
@@ -80,7 +82,7 @@ def build(name: str, short: bool = False) -> dict[str, Any]:
         {"name": "embedded-cluster", "provider": {
             "type": "python", "module": "chaosdb.local.control",
             "arguments": {"nodes": 3, "etcd_ycsb_records": 2000, "down_after": True, "purge": False,
-                          "address_base": "${address_base}"}}},
+                          "address_base": "${address_base}", "secure": "${secure}"}}},
         {"name": "ycsb-etcd-load", "provider": {
             "type": "python", "module": "chaosdb.load.control",
             "arguments": {"workload": "ycsb-etcd", "records": 2000, "users": 8, "warmup_s": 10,
@@ -105,6 +107,8 @@ def build(name: str, short: bool = False) -> dict[str, Any]:
             "report_dir": {"type": "env", "key": "CHAOSDB_REPORT_DIR", "default": f"runs/etcd-{name}"},
             "baseline_s": {"type": "env", "key": "CHAOSDB_BASELINE_S", "default": baseline},
             "address_base": {"type": "env", "key": "CHAOSDB_ADDRESS_BASE", "default": "127.0.0.41"},
+            "secure": env_entry("secure", "false"),
+            **env_entries(*tls_keys("etcd")),
         },
         "controls": controls,
         "steady-state-hypothesis": HYPOTHESIS,
@@ -185,6 +189,7 @@ def build_tikv(name: str) -> dict[str, Any]:
             "tikv_key": {"type": "env", "key": "CHAOSDB_TIKV_KEY", "default": "usertable:user1000"},
             "tikv_mode": {"type": "env", "key": "CHAOSDB_TIKV_MODE", "default": "raw"},
             "k8s_namespace": {"type": "env", "key": "CHAOSDB_K8S_NAMESPACE", "default": ""},
+            **env_entries(*tls_keys("pd")),
         },
         "controls": [VERDICT_CONTROL],
         "steady-state-hypothesis": TIKV_HYPOTHESIS,

@@ -43,7 +43,7 @@ from chaosdb.core.commands import run_argv, run_argv_full
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.http import HttpError, request
-from chaosdb.core.tls import ClientTls, client_tls
+from chaosdb.core.tls import ClientTls, client_tls, secret_value
 
 __all__ = ["channel_of", "cli_argv", "cli_node_status", "http_node_status", "sql_node_status", "node_status",
            "http_health", "NODE_STATUS_SQL", "run_cli", "cli_version", "cluster_version",
@@ -223,7 +223,8 @@ class _Http:
         return resp.status, resp.body
 
     def login(self) -> str:
-        user, password = self.secrets.get("cockroach_username"), self.secrets.get("cockroach_password")
+        user, password = secret_value(self.secrets, "cockroach_username"), secret_value(self.secrets,
+                                                                                        "cockroach_password")
         if not user or not password:
             raise ChaosDBError("/api/v2/nodes/ needs a login: set secrets cockroach_username and cockroach_password "
                                "(a SQL user with the admin role)")

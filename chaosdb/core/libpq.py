@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.tls import client_tls
+from chaosdb.core.tls import client_tls, secret_value
 
 __all__ = ["libpq_parameters", "with_libpq_tls", "explain_libpq_failure", "SSLMODES"]
 
@@ -37,8 +37,7 @@ def libpq_parameters(configuration: Mapping[str, Any] | None, secrets: Mapping[s
         mode = "verify-full"
     if mode:
         params["sslmode"] = mode
-    scopes = [secrets or {}, *[v for v in (secrets or {}).values() if isinstance(v, dict)]]
-    password = next((str(s["postgres_password"]) for s in scopes if s.get("postgres_password")), "")
+    password = secret_value(secrets, "postgres_password")
     if password:
         params["password"] = password
     return params

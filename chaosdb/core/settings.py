@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import MutableMapping
 
 __all__ = ["Setting", "SETTINGS", "ENVIRONMENT_ONLY", "setting_of_env", "apply_old_names", "applied_old_names",
-           "markdown_table"]
+           "markdown_table", "env_entry", "env_entries"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,13 @@ class Setting:
     old: tuple[str, ...] = ()
     secret: bool = False
 
+
+_TLS_SERVICES = {"patroni": "Patroni REST API", "etcd": "etcd", "pd": "PD", "cockroach": "CockroachDB HTTP",
+                 "postgres": "PostgreSQL"}
+_TLS_MEANINGS = {"ca_file": "CA file that signed the {label} servers' certificates",
+                 "cert_file": "client certificate for the {label}",
+                 "key_file": "key of that client certificate",
+                 "tls_verify": "false: do not check the {label} server's certificate (warned on every run)"}
 
 SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("chaosdb_cluster", "CHAOSDB_CLUSTER", "name of the embedded cluster the run starts or uses"),
@@ -66,6 +73,12 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("patroni_urls", "CHAOSDB_PATRONI_URLS", "Patroni REST API URLs, comma separated",
             old=("PATRONI_URLS",)),
     Setting("patroni_pods", "CHAOSDB_PATRONI_PODS", "Patroni member -> pod (member=pod,... or JSON)"),
+    Setting("secure", "CHAOSDB_SECURE", "true: the embedded cluster the run creates speaks TLS with client "
+            "certificates and passwords (chaosdb cluster up --secure)"),
+    *[Setting(f"{service}_{suffix}", f"CHAOSDB_{service.upper()}_{suffix.upper()}", meaning.format(label=label))
+      for service, label in _TLS_SERVICES.items()
+      for suffix, meaning in _TLS_MEANINGS.items()],
+    Setting("postgres_sslmode", "CHAOSDB_POSTGRES_SSLMODE", "libpq sslmode (default verify-full with a CA file)"),
 ]}
 
 #: variables the pack reads itself, outside any experiment's configuration
@@ -75,7 +88,23 @@ ENVIRONMENT_ONLY: dict[str, str] = {
     "CHAOSDB_LOAD_DSN": "the load's DSN when the experiment gives none (a secret)",
     "CHAOSDB_MANIFESTS": "a folder of your own manifest templates instead of the shipped ones",
     "CHAOSDB_BIN_DIR": "where server binaries (PD, Kubernetes, Chaos Mesh) are found",
+    **{f"CHAOSDB_{service.upper()}_{what.upper()}": f"the {what} for {label} when the experiment's secrets have no "
+                                                    f"{service}_{what} (a secret)"
+       for service, label in (("patroni", "Patroni's REST API"), ("etcd", "etcd"), ("cockroach", "the CockroachDB "
+                                                                                               "HTTP login"))
+       for what in ("username", "password")},
+    "CHAOSDB_POSTGRES_PASSWORD": "the PostgreSQL password when the secrets have no postgres_password (a secret)",
 }
+
+
+def env_entry(key: str, default: str = "") -> dict[str, str]:
+    """An experiment's configuration entry reading *key* from its one variable."""
+    return {"type": "env", "key": SETTINGS[key].env, "default": default}
+
+
+def env_entries(*keys: str) -> dict[str, dict[str, str]]:
+    """:func:`env_entry` for each key, empty by default (the TLS keys: unset means "not given")."""
+    return {key: env_entry(key) for key in keys}
 
 _applied: list[tuple[str, str]] = []
 

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from chaosdb.core.errors import ChaosDBError
 
 __all__ = ["SERVICES", "TLS_SUFFIXES", "ClientTls", "client_tls", "credentials", "explain_tls_failure",
-           "tls_keys", "as_bool"]
+           "tls_keys", "as_bool", "secret_value"]
 
 #: prefix of the keys -> what the service is called in messages
 SERVICES: dict[str, str] = {
@@ -147,12 +147,20 @@ def client_tls(service: str, configuration: Mapping[str, Any] | None) -> ClientT
                      str(cfg.get(f"{service}_key_file") or ""), verify).check()
 
 
+def secret_value(secrets: Mapping[str, Any] | None, key: str) -> str:
+    """The secret *key* (flat, or in any secret scope), else the environment variable ``CHAOSDB_<KEY>`` (so a
+    CronJob's Secret can hold it without the experiment naming it), else empty."""
+    scopes = [secrets or {}, *[v for v in (secrets or {}).values() if isinstance(v, dict)]]
+    found = next((str(s[key]) for s in scopes if s.get(key)), "")
+    return found or os.environ.get(f"CHAOSDB_{key.upper()}", "")
+
+
 def credentials(service: str, secrets: Mapping[str, Any] | None) -> tuple[str, str] | None:
     """(username, password) from the secrets ``<service>_username`` / ``<service>_password`` (flat, or in any
-    secret scope), or None. A password without a username is an error: it would silently not be sent."""
-    scopes = [secrets or {}, *[v for v in (secrets or {}).values() if isinstance(v, dict)]]
-    user = next((str(s[f"{service}_username"]) for s in scopes if s.get(f"{service}_username")), "")
-    password = next((str(s[f"{service}_password"]) for s in scopes if s.get(f"{service}_password")), "")
+    secret scope; else ``CHAOSDB_<SERVICE>_USERNAME`` / ``_PASSWORD``), or None. A password without a username is
+    an error: it would silently not be sent."""
+    user = secret_value(secrets, f"{service}_username")
+    password = secret_value(secrets, f"{service}_password")
     if password and not user:
         raise ChaosDBError(f"secret {service}_password is set but {service}_username is not")
     return (user, password) if user and password else None

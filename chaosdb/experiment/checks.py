@@ -16,8 +16,11 @@ from chaoslib import substitute
 from chaoslib.exceptions import InterruptExecution
 
 from chaosdb.core.arguments import problems_in_call
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.libpq import libpq_parameters
+from chaosdb.core.tls import SERVICES, client_tls, tls_keys
 
-__all__ = ["experiment_problems", "refuse_bad_arguments"]
+__all__ = ["experiment_problems", "refuse_bad_arguments", "configuration_problems"]
 
 _checked: dict[int, list[str]] = {}
 
@@ -31,8 +34,9 @@ def _activities(experiment: dict[str, Any]) -> list[dict[str, Any]]:
 
 def experiment_problems(experiment: dict[str, Any], configuration: dict[str, Any] | None = None,
                         secrets: dict[str, Any] | None = None) -> list[str]:
-    """``"activity 'name': problem"`` for every problem with an activity's argument values."""
-    problems = []
+    """``"activity 'name': problem"`` for every problem with an activity's argument values, and the TLS settings
+    of the configuration (files that do not exist, a certificate without its key, a flag that is not true/false)."""
+    problems = configuration_problems(configuration)
     for activity in _activities(experiment):
         provider = activity.get("provider") or {}
         if provider.get("type") != "python":
@@ -44,6 +48,23 @@ def experiment_problems(experiment: dict[str, Any], configuration: dict[str, Any
         arguments = substitute(provider.get("arguments") or {}, configuration or {}, secrets or {})
         for problem in problems_in_call(func, arguments):
             problems.append(f"activity '{activity.get('name', '?')}': {problem}")
+    return problems
+
+
+def configuration_problems(configuration: dict[str, Any] | None) -> list[str]:
+    """``"configuration: problem"`` for each service whose TLS keys (:mod:`chaosdb.core.tls`) cannot work."""
+    problems = []
+    for service in SERVICES:
+        if any((configuration or {}).get(key) not in (None, "") for key in tls_keys(service)):
+            try:
+                client_tls(service, configuration)
+            except ChaosDBError as exc:
+                problems.append(f"configuration: {exc}")
+    try:
+        libpq_parameters(configuration)
+    except ChaosDBError as exc:
+        if f"configuration: {exc}" not in problems:
+            problems.append(f"configuration: {exc}")
     return problems
 
 

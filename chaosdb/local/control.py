@@ -23,6 +23,7 @@ from chaoslib.exceptions import InterruptExecution
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
+from chaosdb.core.tls import as_bool
 from chaosdb.experiment.checks import refuse_bad_arguments
 from chaosdb.load.control import stop_load
 from chaosdb.local import cluster
@@ -42,13 +43,13 @@ logger = logging.getLogger("chaostoolkit")
 def before_experiment_control(context: dict[str, Any], configuration: dict[str, Any] | None = None,
                               nodes: int = 3, tpcc_warehouses: int = 0, tpcc_scale_down: int = 10,
                               ycsb_records: int = 0, etcd_ycsb_records: int = 0, timeout_s: float = 180.0,
-                              address_base: str = "127.0.0.11", secrets: dict[str, Any] | None = None,
-                              **kwargs: Any) -> None:
+                              address_base: str = "127.0.0.11", secure: bool | str = False,
+                              secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
     refuse_bad_arguments(context, configuration, secrets)  # nothing starts on bad input
     directory = resolve_cluster_dir("", "", configuration)
     try:
         result = cluster.up(directory, directory.name, nodes=int(nodes), timeout=float(timeout_s),
-                            address_base=str(address_base))
+                            address_base=str(address_base), secure=as_bool(secure, default=False))
         logger.info("chaosdb: cluster %s %s in %.1fs, leader %s", result["cluster"],
                     "created" if result["created"] else "up", result["seconds"], result["leader"])
         dsn = load_layout(directory).dsn()
