@@ -184,6 +184,9 @@ _FAILURES: list[tuple[tuple[str, ...], str, str]] = [
      "the server refused this client's certificate", "cert_file"),
     (("wrong version number", "record layer failure", "packet length too long", "http request"),
      "the server does not speak TLS at this address", "url"),
+    (("eof occurred in violation of protocol", "unexpected eof"),
+     "the server closed the connection during the handshake (most likely it asks for a client certificate and none, "
+     "or one it does not trust, was sent)", "cert_file"),
     (("key values mismatch",), "the client key does not belong to the client certificate", "key_file"),
     (("pem lib", "no start line", "no such file"), "a certificate or key file cannot be read", "cert_file"),
 ]

@@ -1,0 +1,84 @@
+"""A test PKI and a generic local HTTPS server that asks for a client certificate (a stand-in for servers that cannot
+run here, such as CockroachDB's DB Console; the real secure clusters are in tests/integration/test_secure_clusters.py).
+
+``make_pki(folder)``: a CA, a second CA nobody trusts, a server certificate for 127.0.0.1 only (so ``localhost`` is a
+name mismatch), a client certificate of the CA and one of the other CA. ``serve_https(handler, pki)``: a threading
+HTTP server wrapped in TLS that requires a client certificate of the CA.
+"""
+
+from __future__ import annotations
+
+import ssl
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Iterator
+
+from chaosdb.core.pki import issue, make_ca
+
+
+@dataclass
+class TestPki:
+    dir: Path
+
+    def file(self, name: str) -> str:
+        return str(self.dir / name)
+
+    @property
+    def ca_crt(self) -> str:
+        return self.file("ca.crt")
+
+    @property
+    def other_crt(self) -> str:
+        return self.file("other.crt")
+
+    @property
+    def server_crt(self) -> str:
+        return self.file("server.crt")
+
+    @property
+    def server_key(self) -> str:
+        return self.file("server.key")
+
+    @property
+    def client_crt(self) -> str:
+        return self.file("client.crt")
+
+    @property
+    def client_key(self) -> str:
+        return self.file("client.key")
+
+
+def make_pki(folder: Path) -> TestPki:
+    d = Path(folder)
+    d.mkdir(parents=True, exist_ok=True)
+    if not (d / "other.key").exists():
+        make_ca(d / "ca.key", d / "ca.crt", "chaosdb test CA")
+        make_ca(d / "other.key", d / "other.crt", "a CA nobody trusts")
+        issue(d / "ca.key", d / "ca.crt", d / "server.key", d / "server.crt", "127.0.0.1", ips=["127.0.0.1"],
+              usage="serverAuth")
+        issue(d / "ca.key", d / "ca.crt", d / "client.key", d / "client.crt", "root", usage="clientAuth")
+        issue(d / "other.key", d / "other.crt", d / "stranger.key", d / "stranger.crt", "root", usage="clientAuth")
+    return TestPki(d)
+
+
+@contextmanager
+def serve_https(handler: type[BaseHTTPRequestHandler], pki: TestPki, client_cert: bool = True
+                ) -> Iterator[str]:
+    """``https://127.0.0.1:<port>`` of a server running *handler* with the PKI's server certificate."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(pki.server_crt, pki.server_key)
+    if client_cert:
+        ctx.load_verify_locations(pki.ca_crt)
+        ctx.verify_mode = ssl.CERT_REQUIRED
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
