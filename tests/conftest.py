@@ -28,7 +28,8 @@ HOST_FAULT_MODULES = {"test_local_faults", "test_node_failures", "test_cluster_a
 #: ... and the tests that start clusters of their own (own addresses and node users; only process kills)
 OWN_CLUSTERS_GROUP = "own-embedded-clusters"
 #: (a game day's between-run restore cleans only its own cluster's faults, so it runs beside the host faults)
-OWN_CLUSTER_MODULES = {"test_quickstart", "test_cluster_errors", "test_gameday_suite", "test_from_wheel"}
+OWN_CLUSTER_MODULES = {"test_quickstart", "test_cluster_errors", "test_gameday_suite", "test_from_wheel",
+                       "test_secure_clusters"}
 
 
 def work_group(nodeid: str) -> str:

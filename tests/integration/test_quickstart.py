@@ -63,7 +63,10 @@ def assert_not_recovered_is_true(m: dict, samples_dir: Path) -> None:
         disturbed_until = max(disturbed_until, b)
 
 
-def test_quickstart_experiment_end_to_end():
+@pytest.mark.parametrize("secure", [False, True], ids=["plain", "secure"])
+def test_quickstart_experiment_end_to_end(secure):
+    """The README's quickstart; ``secure``: on a cluster created with CHAOSDB_SECURE=true (TLS with client
+    certificates on every port, PostgreSQL TLS-only), which the pack's clients and the load reach by its name."""
     import importlib.util
 
     # find, do not import: importing locust monkey-patches this process (gevent) and can deadlock it
@@ -73,8 +76,9 @@ def test_quickstart_experiment_end_to_end():
         pytest.skip(f"not installed: {', '.join(missing)}")
     home = world_readable_tmpdir("chaosdb-qs-")
     report = home / "report"
+    address = "127.0.0.36" if secure else "127.0.0.31"
     env = dict(os.environ, CHAOSDB_HOME=str(home), CHAOSDB_CLUSTER="qs", CHAOSDB_REPORT_DIR=str(report),
-               CHAOSDB_BASELINE_S="10", CHAOSDB_ADDRESS_BASE="127.0.0.31")
+               CHAOSDB_BASELINE_S="10", CHAOSDB_ADDRESS_BASE=address, CHAOSDB_SECURE=str(secure).lower())
     run = subprocess.run([str(Path(sys.executable).parent / "chaos"), "--no-log-file", "run",
                           str(ROOT / "experiments" / "quickstart.json"), "--journal-path", str(home / "journal.json")],
                          env=env, cwd=home, capture_output=True, text=True, timeout=600)
@@ -112,6 +116,7 @@ def test_quickstart_experiment_end_to_end():
         assert load["samples_dir"] == str(report / "samples") and load["warmup_end_ts"] > load["start_ts"]
         assert load["stop_ts"] > load["warmup_end_ts"] and not pid_alive(load["pid"])
         assert "passfile=" in load["settings"]["dsn"]
+        assert ("sslmode=verify-full" in load["settings"]["dsn"]) == secure
         outcomes = load["by_outcome"]
         assert outcomes.get("committed", 0) > 100
         assert sum(v for k, v in outcomes.items() if k not in ("committed", "rollback")) > 0, \
@@ -132,7 +137,7 @@ def test_quickstart_experiment_end_to_end():
         assert "[load]" in out and "chaosdb summary:" in out and "report.html" in out
         # the cluster was stopped and removed: nothing left behind
         assert not (home / "qs").exists()
-        assert "127.0.0.31" not in subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
+        assert address not in subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
     finally:
         subprocess.run(["pkill", "-f", str(home)], check=False)
         import shutil
