@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -92,11 +94,20 @@ def fault_records_dir():
     shutil.rmtree(d, ignore_errors=True)
 
 
+@contextmanager
+def removed_afterwards(prefix: str) -> Iterator[Path]:
+    """:func:`world_readable_tmpdir`, removed with everything in it at the end."""
+    root = world_readable_tmpdir(prefix)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def cluster_root():
-    root = world_readable_tmpdir("chaosdb-test-")
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    with removed_afterwards("chaosdb-test-") as root:
+        yield root
 
 
 @pytest.fixture(scope="session")

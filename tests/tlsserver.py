@@ -22,33 +22,15 @@ from chaosdb.core.pki import issue, make_ca
 @dataclass
 class TestPki:
     dir: Path
+    ca_crt: str = ""
+    other_crt: str = ""
+    server_crt: str = ""
+    server_key: str = ""
+    client_crt: str = ""
+    client_key: str = ""
 
     def file(self, name: str) -> str:
         return str(self.dir / name)
-
-    @property
-    def ca_crt(self) -> str:
-        return self.file("ca.crt")
-
-    @property
-    def other_crt(self) -> str:
-        return self.file("other.crt")
-
-    @property
-    def server_crt(self) -> str:
-        return self.file("server.crt")
-
-    @property
-    def server_key(self) -> str:
-        return self.file("server.key")
-
-    @property
-    def client_crt(self) -> str:
-        return self.file("client.crt")
-
-    @property
-    def client_key(self) -> str:
-        return self.file("client.key")
 
 
 def make_pki(folder: Path) -> TestPki:
@@ -61,7 +43,8 @@ def make_pki(folder: Path) -> TestPki:
               usage="serverAuth")
         issue(d / "ca.key", d / "ca.crt", d / "client.key", d / "client.crt", "root", usage="clientAuth")
         issue(d / "other.key", d / "other.crt", d / "stranger.key", d / "stranger.crt", "root", usage="clientAuth")
-    return TestPki(d)
+    names = ("ca.crt", "other.crt", "server.crt", "server.key", "client.crt", "client.key")
+    return TestPki(d, *(str(d / n) for n in names))
 
 
 @contextmanager

@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -32,7 +31,7 @@ from chaosdb.postgres import probes as pg
 from chaosdb.tikv import localpd
 from chaosdb.tikv import probes as tikv
 from chaosdb.workloads import kv
-from tests.conftest import world_readable_tmpdir
+from tests.conftest import removed_afterwards
 from tests.realservers import real_binaries
 from tests.tlsserver import make_pki
 
@@ -49,22 +48,20 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def home():
-    d = world_readable_tmpdir("chaosdb-secure-")
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def secure(home):
+def secure():
     """``chaosdb cluster up --secure``, as a user types it; purged at the end."""
     pytest.importorskip("patroni")
+    with removed_afterwards("chaosdb-secure-") as home:
+        yield from _secure_cluster(home)
+
+
+def _secure_cluster(home: Path):
     env = dict(os.environ, CHAOSDB_HOME=str(home))
     up = _cli("cluster", "up", "--secure", "--name", NAME, "--address-base", ADDRESS, env=env)
     layout = load_layout(home / NAME) if (home / NAME / "cluster.json").exists() else None
     try:
         assert up.returncode == 0, up.stdout + up.stderr
-        yield {"layout": layout, "out": up.stdout, "env": env, "secrets": load_secrets(home / NAME)}
+        yield {"layout": layout, "out": up.stdout, "env": env, "secrets": load_secrets(home / NAME), "home": home}
     finally:
         if layout is not None:
             _cli("cluster", "down", "--name", NAME, "--purge", env=env)
@@ -164,10 +161,10 @@ def test_each_wrong_setting_is_refused_with_what_fixes_it_and_changes_nothing(se
     assert pg.cluster_is_healthy(expected_members=3, configuration=cfg)
 
 
-def test_a_shipped_etcd_fault_experiment_runs_on_the_secure_cluster_and_leaks_no_secret(secure, home):
+def test_a_shipped_etcd_fault_experiment_runs_on_the_secure_cluster_and_leaks_no_secret(secure):
     if importlib.util.find_spec("locust") is None:  # find, do not import: locust patches this process (gevent)
         pytest.skip("locust is not installed")
-    layout, passwords = secure["layout"], secure["secrets"]
+    layout, passwords, home = secure["layout"], secure["secrets"], secure["home"]
     report = home / "etcd-run"
     env = dict(secure["env"], CHAOSDB_CLUSTER=NAME, CHAOSDB_SECURE="true", CHAOSDB_ADDRESS_BASE=ADDRESS,
                CHAOSDB_REPORT_DIR=str(report), CHAOSDB_BASELINE_S="8")
