@@ -43,17 +43,20 @@ def make_pki(folder: Path) -> TestPki:
               usage="serverAuth")
         issue(d / "ca.key", d / "ca.crt", d / "client.key", d / "client.crt", "root", usage="clientAuth")
         issue(d / "other.key", d / "other.crt", d / "stranger.key", d / "stranger.crt", "root", usage="clientAuth")
+        issue(d / "ca.key", d / "ca.crt", d / "expired.key", d / "expired.crt", "127.0.0.1", ips=["127.0.0.1"],
+              usage="serverAuth", days="-1")  # valid until yesterday
     names = ("ca.crt", "other.crt", "server.crt", "server.key", "client.crt", "client.key")
     return TestPki(d, *(str(d / n) for n in names))
 
 
 @contextmanager
-def serve_https(handler: type[BaseHTTPRequestHandler], pki: TestPki, client_cert: bool = True
-                ) -> Iterator[str]:
-    """``https://127.0.0.1:<port>`` of a server running *handler* with the PKI's server certificate."""
+def serve_https(handler: type[BaseHTTPRequestHandler], pki: TestPki, client_cert: bool = True,
+                certificate: str = "server") -> Iterator[str]:
+    """``https://127.0.0.1:<port>`` of a server running *handler* with the PKI's server certificate (``expired``: one
+    that expired yesterday)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(pki.server_crt, pki.server_key)
+    ctx.load_cert_chain(pki.file(f"{certificate}.crt"), pki.file(f"{certificate}.key"))
     if client_cert:
         ctx.load_verify_locations(pki.ca_crt)
         ctx.verify_mode = ssl.CERT_REQUIRED

@@ -54,7 +54,7 @@ from chaosdb.core.extras import control_validator
 from chaosdb.core.libpq import with_libpq_tls
 from chaosdb.core.redact import redact_dsn
 from chaosdb.core.timeutil import iso_from_epoch
-from chaosdb.core.tls import ClientTls, client_tls
+from chaosdb.core.tls import ClientTls, client_tls, credentials
 from chaosdb.experiment.checks import refuse_bad_arguments
 from chaosdb.load import distributed_control as dist_control
 from chaosdb.load import state as load_state
@@ -196,7 +196,8 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
         argv += dist_control.master_args(master, workers + remote_workers, start_timeout_s)
     argv += list(extra_args or [])
     # a master runs no user: it gets no DSN (Locust would send it to every worker with the options)
-    tls_env = tls_environment(etcd_tls(configuration)) if workload == "ycsb-etcd" else {}
+    tls_env = tls_environment(etcd_tls(configuration), credentials("etcd", secrets)) if workload == "ycsb-etcd" \
+        else {}
     env = source_env(PYTHONUNBUFFERED="1") if distributed else source_env(CHAOSDB_LOAD_DSN=the_dsn,
                                                                             PYTHONUNBUFFERED="1", **tls_env)
     log_path = out / "locust.log"

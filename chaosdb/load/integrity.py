@@ -30,6 +30,7 @@ from chaosdb.core.arguments import check_arguments
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.redact import redact
 from chaosdb.core.timeutil import iso_from_epoch
+from chaosdb.core.tls import credentials
 from chaosdb.load import state as load_state
 from chaosdb.load.control import _resolve_dsn, etcd_endpoints, etcd_tls
 from chaosdb.postgres.endpoints import patroni_client
@@ -107,7 +108,8 @@ def kv_acknowledged_writes(samples: str = "", dsn: str = "", configuration: Conf
             acked[name] = max(acked.get(name, 0), int(rev))
         elif s.outcome == "ambiguous":
             ambiguous += 1
-    result = lost_acknowledged_puts(dsn or etcd_endpoints(configuration), acked, tls=etcd_tls(configuration))
+    result = lost_acknowledged_puts(dsn or etcd_endpoints(configuration), acked, tls=etcd_tls(configuration),
+                                    auth=credentials("etcd", secrets))
     result.update({"acknowledged_puts_keys": len(acked), "ambiguous_puts": ambiguous, "samples": str(location)})
     return result
 

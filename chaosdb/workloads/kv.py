@@ -14,7 +14,9 @@ A client moves to the next endpoint after a connection failure or an ``unavailab
 
 ``https://`` endpoints: the CA, client certificate and key come from *tls*, else from the environment variables
 ``CHAOSDB_ETCD_CA_FILE``, ``CHAOSDB_ETCD_CERT_FILE``, ``CHAOSDB_ETCD_KEY_FILE``, ``CHAOSDB_ETCD_TLS_VERIFY`` (the
-settings of every etcd client of this pack; the load control sets them for its Locust processes).
+settings of every etcd client of this pack; the load control sets them for its Locust processes). With etcd's
+authentication on, *auth* (else ``CHAOSDB_ETCD_USERNAME`` / ``CHAOSDB_ETCD_PASSWORD``) is exchanged for a token,
+sent with every request and renewed when etcd says it is no longer valid.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import urllib.parse
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.tls import ClientTls, client_tls
+from chaosdb.core.tls import ClientTls, client_tls, credentials
 from chaosdb.workloads.samples import Sample
 from chaosdb.workloads.ycsb import FIELD_LENGTH, FIELDS, Operation, key_name
 
@@ -45,11 +47,12 @@ ENV_TLS = {"etcd_ca_file": "CHAOSDB_ETCD_CA_FILE", "etcd_cert_file": "CHAOSDB_ET
            "etcd_key_file": "CHAOSDB_ETCD_KEY_FILE", "etcd_tls_verify": "CHAOSDB_ETCD_TLS_VERIFY"}
 
 
-def tls_environment(tls: ClientTls | None) -> dict[str, str]:
-    """The environment variables that give a KV client in another process these TLS settings."""
+def tls_environment(tls: ClientTls | None, auth: tuple[str, str] | None = None) -> dict[str, str]:
+    """The environment variables that give a KV client in another process these TLS settings and credentials."""
+    env = {"CHAOSDB_ETCD_USERNAME": auth[0], "CHAOSDB_ETCD_PASSWORD": auth[1]} if auth else {}
     if tls is None:
-        return {}
-    return {ENV_TLS["etcd_ca_file"]: tls.ca_file, ENV_TLS["etcd_cert_file"]: tls.cert_file,
+        return env
+    return {**env, ENV_TLS["etcd_ca_file"]: tls.ca_file, ENV_TLS["etcd_cert_file"]: tls.cert_file,
             ENV_TLS["etcd_key_file"]: tls.key_file, ENV_TLS["etcd_tls_verify"]: "true" if tls.verify else "false"}
 
 
@@ -97,19 +100,24 @@ class EtcdKV:
     """A minimal etcd v3 client over the JSON gateway, one keep-alive connection at a time."""
 
     def __init__(self, endpoints: list[tuple[str, int]], timeout: float = 5.0, start: int = 0,
-                 tls: ClientTls | None = None):
+                 tls: ClientTls | None = None, auth: tuple[str, str] | None = None):
         self.endpoints = endpoints
         self.timeout = timeout
         self.index = start % len(endpoints)
         self.conn: http.client.HTTPConnection | None = None
         self.context = tls.ssl_context() if tls is not None else None
+        self.auth = auth
+        self.token = ""
 
     @classmethod
-    def of(cls, dsn: str, timeout: float = 5.0, start: int = 0, tls: ClientTls | None = None) -> "EtcdKV":
-        """A client of the endpoints in *dsn*; for https:// ones with *tls*, else the TLS of the environment."""
+    def of(cls, dsn: str, timeout: float = 5.0, start: int = 0, tls: ClientTls | None = None,
+           auth: tuple[str, str] | None = None) -> "EtcdKV":
+        """A client of the endpoints in *dsn*; for https:// ones with *tls*, else the TLS of the environment;
+        credentials *auth*, else those of the environment."""
         if _secure(dsn) and tls is None:
             tls = client_tls("etcd", {key: os.environ.get(env, "") for key, env in ENV_TLS.items()})
-        return cls(parse_endpoints(dsn), timeout, start, tls if _secure(dsn) else None)
+        return cls(parse_endpoints(dsn), timeout, start, tls if _secure(dsn) else None,
+                   auth or credentials("etcd", None))
 
     @property
     def endpoint(self) -> str:
@@ -127,7 +135,20 @@ class EtcdKV:
 
     def call(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """POST to the current endpoint: (answer, sent). Raises OSError/HTTPException (with ``sent``
-        set on the exception) or EtcdError."""
+        set on the exception) or EtcdError. With credentials, logs in first and once more when the token
+        expired."""
+        if self.auth and not self.token:
+            answer, _ = self._post("/v3/auth/authenticate", {"name": self.auth[0], "password": self.auth[1]})
+            self.token = str(answer.get("token") or "")
+        try:
+            return self._post(path, body)
+        except EtcdError as exc:
+            if not self.auth or "invalid auth token" not in str(exc):
+                raise
+            self.token = ""
+            return self.call(path, body)
+
+    def _post(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         sent = False
         try:
             if self.conn is None:
@@ -137,7 +158,10 @@ class EtcdKV:
                              http.client.HTTPConnection(host, port, timeout=self.timeout))
                 self.conn.connect()
             data = json.dumps(body).encode()
-            self.conn.request("POST", path, data, {"Content-Type": "application/json"})
+            headers = {"Content-Type": "application/json"}
+            if self.token:
+                headers["Authorization"] = self.token
+            self.conn.request("POST", path, data, headers)
             sent = True
             resp = self.conn.getresponse()
             text = resp.read()
@@ -217,11 +241,11 @@ class EtcdBackend:
         self.kv.close()
 
 
-def load_etcd(dsn: str, records: int, seed: int = 7, batch: int = 100, tls: ClientTls | None = None
-              ) -> dict[str, Any]:
+def load_etcd(dsn: str, records: int, seed: int = 7, batch: int = 100, tls: ClientTls | None = None,
+              auth: tuple[str, str] | None = None) -> dict[str, Any]:
     """Put the records that are missing (idempotent: counts the prefix, fills from there in key order)."""
     t0 = time.monotonic()
-    kv = EtcdKV.of(dsn, timeout=10.0, tls=tls)
+    kv = EtcdKV.of(dsn, timeout=10.0, tls=tls, auth=auth)
     rng = random.Random(seed)
     try:
         have = kv.count(PREFIX)
@@ -243,11 +267,12 @@ def load_etcd(dsn: str, records: int, seed: int = 7, batch: int = 100, tls: Clie
     return {"records": max(records, have), "inserted": inserted, "seconds": round(time.monotonic() - t0, 2)}
 
 
-def lost_acknowledged_puts(dsn: str, acknowledged: dict[str, int], tls: ClientTls | None = None) -> dict[str, Any]:
+def lost_acknowledged_puts(dsn: str, acknowledged: dict[str, int], tls: ClientTls | None = None,
+                           auth: tuple[str, str] | None = None) -> dict[str, Any]:
     """For each key, the highest revision a put was acknowledged with: the key must now have a
     ``mod_revision`` at least that high (the write or a later one survived); a smaller one means an
     acknowledged write was lost. Returns counts and the first lost keys."""
-    kv = EtcdKV.of(dsn, timeout=30.0, tls=tls)
+    kv = EtcdKV.of(dsn, timeout=30.0, tls=tls, auth=auth)
     try:
         for _attempt in range(len(kv.endpoints)):  # one range over the prefix: keys and their revisions
             try:

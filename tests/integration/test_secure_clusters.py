@@ -229,3 +229,45 @@ def test_pd_members_over_mutual_tls_and_a_shipped_experiment_refused_before_its_
         data = json.loads(journal.read_text())
         assert run.returncode != 0 and data["run"] == [], (case, run.stdout[-2000:])  # the method never ran
         assert fix in json.dumps(data["steady_states"]) or fix in run.stdout + run.stderr, (case, run.stdout[-2000:])
+
+
+@pytest.fixture(scope="module")
+def etcd_with_login(tmp_path_factory):
+    """One real etcd member with its authentication on (root user and role, then ``auth/enable``)."""
+    from chaosdb.core.http import request_json
+    from chaosdb.local.runtime import find_binaries
+    from tests.polling import poll
+
+    d = tmp_path_factory.mktemp("etcd-auth")
+    url, peer = "http://127.0.0.87:2379", "http://127.0.0.87:2380"
+    proc = subprocess.Popen([find_binaries(None, None).etcd, "--name", "a", "--data-dir", str(d / "data"),
+                             "--listen-client-urls", url, "--advertise-client-urls", url, "--listen-peer-urls", peer,
+                             "--initial-advertise-peer-urls", peer, "--initial-cluster", f"a={peer}",
+                             "--log-level", "warn"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert poll(lambda: etcd.etcd_is_healthy(configuration={"etcd_urls": url}), 60, 0.2), "etcd did not start"
+        for path, body in (("role/add", {"name": "root"}), ("user/add", {"name": "root", "password": "pw-canary-9"}),
+                           ("user/grant", {"user": "root", "role": "root"}), ("enable", {})):
+            request_json("POST", f"{url}/v3/auth/{path}", body)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_etcd_login_with_username_and_password(etcd_with_login, monkeypatch):
+    url = etcd_with_login
+    cfg = {"etcd_urls": url}
+    good = {"etcd_username": "root", "etcd_password": "pw-canary-9"}
+    assert etcd.etcd_leader(configuration=cfg, secrets=good) == "a"
+    with pytest.raises(ChaosDBError) as exc:
+        etcd.etcd_leader(configuration=cfg, secrets=dict(good, etcd_password="wrong-canary-3"))
+    assert "refused the login of 'root': check the secrets etcd_username and etcd_password" in str(exc.value)
+    assert "wrong-canary-3" not in str(exc.value)
+    # the KV load's client: refused without a login, served with one from the secrets or the environment
+    with pytest.raises(ChaosDBError, match="user name is empty"):
+        kv.load_etcd(url, 20)
+    assert kv.load_etcd(url, 20, auth=("root", "pw-canary-9"))["records"] == 20
+    monkeypatch.setenv("CHAOSDB_ETCD_USERNAME", "root")
+    monkeypatch.setenv("CHAOSDB_ETCD_PASSWORD", "pw-canary-9")
+    assert kv.lost_acknowledged_puts(url, {"user1": 1})["missing"] == 0

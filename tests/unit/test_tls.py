@@ -81,6 +81,9 @@ def test_mutual_tls_works_and_each_failure_names_host_cause_and_key(https, pki):
 
     msg = _failure(https.replace("https://", "http://"), None)  # plain HTTP to a TLS port
     assert "use https:// in patroni_urls" in msg
+    with serve_https(_Json, pki, certificate="expired") as expired:
+        msg = _failure(expired, _tls(pki))
+    assert "the server's certificate has expired" in msg and "renew the server's certificate" in msg, msg
 
 
 def test_https_to_a_plain_server_and_verification_off(pki, caplog):
