@@ -318,7 +318,7 @@ def build(name: str) -> dict[str, Any]:
         {"name": "embedded-cluster", "provider": {
             "type": "python", "module": "chaosdb.local.control",
             "arguments": {"nodes": 3, "tpcc_warehouses": 2, "tpcc_scale_down": 10, "down_after": True,
-                          "purge": True, "address_base": "${address_base}", "secure": "${secure}"}}},
+                          "purge": True, "address_base": "${address_base}"}}},
         {"name": "tpcc-load", "provider": {
             "type": "python", "module": "chaosdb.load.control",
             "arguments": {"users": 8, "warmup_s": 15, "baseline_s": "${baseline_s}",

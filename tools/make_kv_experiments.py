@@ -82,7 +82,7 @@ def build(name: str, short: bool = False) -> dict[str, Any]:
         {"name": "embedded-cluster", "provider": {
             "type": "python", "module": "chaosdb.local.control",
             "arguments": {"nodes": 3, "etcd_ycsb_records": 2000, "down_after": True, "purge": False,
-                          "address_base": "${address_base}", "secure": "${secure}"}}},
+                          "address_base": "${address_base}"}}},
         {"name": "ycsb-etcd-load", "provider": {
             "type": "python", "module": "chaosdb.load.control",
             "arguments": {"workload": "ycsb-etcd", "records": 2000, "users": 8, "warmup_s": 10,

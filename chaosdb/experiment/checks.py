@@ -18,7 +18,7 @@ from chaoslib.exceptions import InterruptExecution
 from chaosdb.core.arguments import problems_in_call
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.libpq import libpq_parameters
-from chaosdb.core.tls import SERVICES, client_tls, tls_keys
+from chaosdb.core.tls import SERVICES, as_bool, client_tls, tls_keys
 
 __all__ = ["experiment_problems", "refuse_bad_arguments", "configuration_problems"]
 
@@ -60,6 +60,10 @@ def configuration_problems(configuration: dict[str, Any] | None) -> list[str]:
                 client_tls(service, configuration)
             except ChaosDBError as exc:
                 problems.append(f"configuration: {exc}")
+    try:
+        as_bool((configuration or {}).get("secure"), default=False)
+    except ChaosDBError as exc:
+        problems.append(f"configuration: secure: {exc}")
     try:
         libpq_parameters(configuration)
     except ChaosDBError as exc:

@@ -43,13 +43,16 @@ logger = logging.getLogger("chaostoolkit")
 def before_experiment_control(context: dict[str, Any], configuration: dict[str, Any] | None = None,
                               nodes: int = 3, tpcc_warehouses: int = 0, tpcc_scale_down: int = 10,
                               ycsb_records: int = 0, etcd_ycsb_records: int = 0, timeout_s: float = 180.0,
-                              address_base: str = "127.0.0.11", secure: bool | str = False,
+                              address_base: str = "127.0.0.11", secure: bool | str | None = None,
                               secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    """Start (or create) the embedded cluster and load the data the experiment needs. A new cluster is created
+    secure when *secure*, else the configuration's ``secure`` (``CHAOSDB_SECURE``), says so."""
     refuse_bad_arguments(context, configuration, secrets)  # nothing starts on bad input
     directory = resolve_cluster_dir("", "", configuration)
     try:
+        wanted = (configuration or {}).get("secure") if secure is None else secure
         result = cluster.up(directory, directory.name, nodes=int(nodes), timeout=float(timeout_s),
-                            address_base=str(address_base), secure=as_bool(secure, default=False))
+                            address_base=str(address_base), secure=as_bool(wanted, default=False))
         logger.info("chaosdb: cluster %s %s in %.1fs, leader %s", result["cluster"],
                     "created" if result["created"] else "up", result["seconds"], result["leader"])
         dsn = load_layout(directory).dsn()

@@ -62,5 +62,8 @@ def test_etcd_backend_outcomes_when_members_are_unreachable():
     s = backend.execute(Operation("update", "user1", 0, "x"), 3)
     assert s.outcome == "conn_error" and s.name == "update" and s.terminal == 3 and s.key == ""
     assert backend.kv.index == 1  # moved to the next endpoint
-    with pytest.raises(Exception, match="http://host:port"):
-        kv.parse_endpoints("https://secure:2379")
+    assert kv.parse_endpoints("https://secure:2379") == [("secure", 2379)]  # TLS: tests/unit/test_tls.py and the
+    with pytest.raises(Exception, match="use http://host:port or https://host:port"):  # secure cluster's KV load
+        kv.parse_endpoints("ftp://x:2379")
+    with pytest.raises(Exception, match="mix http:// and https://"):
+        kv.EtcdKV.of("http://a:2379,https://b:2379")

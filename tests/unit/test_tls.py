@@ -115,9 +115,10 @@ def test_settings_that_cannot_work_are_refused_before_anything_is_sent(pki, tmp_
     with pytest.raises(ChaosDBError, match="patroni_ca_file is set but patroni_urls"):
         patroni_client({"patroni_urls": "http://a:8008", "patroni_ca_file": pki.ca_crt}, {})
     problems = configuration_problems({"etcd_cert_file": pki.client_crt, "postgres_sslmode": "sometimes",
-                                       "pd_url": "http://x"})
+                                       "pd_url": "http://x", "secure": "yes please"})
     assert problems == ["configuration: etcd_cert_file is set but etcd_key_file is not: a client certificate needs "
                         "both the certificate and its key",
+                        "configuration: secure: 'yes please' is not true or false",
                         "configuration: postgres_sslmode 'sometimes' is not a libpq sslmode (disable, allow, prefer, "
                         "require, verify-ca, verify-full)"], problems
     assert configuration_problems({"pd_ca_file": "", "pd_tls_verify": ""}) == []
