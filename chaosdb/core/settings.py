@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import MutableMapping
 
 __all__ = ["Setting", "SETTINGS", "ENVIRONMENT_ONLY", "setting_of_env", "apply_old_names", "applied_old_names",
-           "markdown_table", "env_entry", "env_entries"]
+           "markdown_table", "env_entry", "env_entries", "secret_environment_values"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,14 @@ ENVIRONMENT_ONLY: dict[str, str] = {
        for what in ("username", "password")},
     "CHAOSDB_POSTGRES_PASSWORD": "the PostgreSQL password when the secrets have no postgres_password (a secret)",
 }
+
+
+def secret_environment_values() -> list[str]:
+    """The values (4 characters or more) of the variables this pack reads secrets from that are set here: the
+    secret settings (``CHAOSDB_COCKROACH_URL``), the passwords and the load's DSN."""
+    names = [s.env for s in SETTINGS.values() if s.secret]
+    names += [n for n, meaning in ENVIRONMENT_ONLY.items() if "(a secret)" in meaning and not n.endswith("_USERNAME")]
+    return [os.environ[n] for n in names if len(os.environ.get(n, "")) >= 4]
 
 
 def env_entry(key: str, default: str = "") -> dict[str, str]:

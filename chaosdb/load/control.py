@@ -206,7 +206,7 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                             cwd=str(out), start_new_session=True, preexec_fn=_die_with_parent)
     log.close()
-    local_workers = [dist_control.start_worker(locustfile or LOCUSTFILES[workload], master, i, out, the_dsn)
+    local_workers = [dist_control.start_worker(locustfile or LOCUSTFILES[workload], master, i, out, the_dsn, tls_env)
                      for i in range(workers)] if master else []
     record: dict[str, Any] = {
         "running": True,

@@ -56,9 +56,11 @@ def worker_argv(locustfile: str, host: str, port: int) -> list[str]:
             "--master-port", str(port)]
 
 
-def start_worker(locustfile: str, master: MasterAddress, index: int, out: Path, dsn: str) -> subprocess.Popen:
-    """One worker process on this machine, with the DSN in its environment and its own log."""
-    env = source_env(CHAOSDB_LOAD_DSN=dsn, PYTHONUNBUFFERED="1")
+def start_worker(locustfile: str, master: MasterAddress, index: int, out: Path, dsn: str,
+                 extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+    """One worker process on this machine, with the DSN (and *extra_env*: the etcd load's TLS settings and login) in
+    its environment, never on its command line, and its own log."""
+    env = source_env(CHAOSDB_LOAD_DSN=dsn, PYTHONUNBUFFERED="1", **(extra_env or {}))
     with open(out / f"worker-{index}.log", "ab") as log:
         return subprocess.Popen(worker_argv(locustfile, master.host, master.port), stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(out),

@@ -17,12 +17,14 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.settings import secret_environment_values
 
 __all__ = ["Activity", "JournalInfo", "read_journal", "parse_ts", "secret_values_of", "activities_of", "RESTORING"]
 
@@ -120,25 +122,29 @@ def activities_of(journal: dict[str, Any]) -> list[Activity]:
 
 
 def secret_values_of(journal: dict[str, Any]) -> list[str]:
-    """Inline secret and configuration values found in the journal's copy of the experiment."""
-    found: list[str] = []
+    """Inline secret and configuration values found in the journal's copy of the experiment; the values of the
+    environment variables its secrets name, when this process has them; and the passwords the pack reads from the
+    environment (``CHAOSDB_<SERVICE>_PASSWORD``, the secret settings such as ``CHAOSDB_COCKROACH_URL``)."""
+    found: list[str] = list(secret_environment_values())
 
-    def walk(v: Any) -> None:
+    def walk(v: Any, in_secrets: bool = False) -> None:
         if isinstance(v, dict):
             if v.get("type") in ("env", "vault") and "key" in v:
+                if in_secrets and v.get("type") == "env" and len(os.environ.get(str(v["key"]), "")) >= 4:
+                    found.append(os.environ[str(v["key"])])
                 return  # a reference, not a value
             for x in v.values():
-                walk(x)
+                walk(x, in_secrets)
         elif isinstance(v, list):
             for x in v:
-                walk(x)
+                walk(x, in_secrets)
         elif isinstance(v, (str, int, float)) and not isinstance(v, bool):
             s = str(v)
             if len(s) >= 4:
                 found.append(s)
 
     exp = journal.get("experiment", {}) or {}
-    walk(exp.get("secrets", {}))
+    walk(exp.get("secrets", {}), True)
     walk(exp.get("configuration", {}))
     return found
 

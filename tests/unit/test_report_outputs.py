@@ -349,3 +349,19 @@ def test_a_load_worker_lost_mid_run_is_said_next_to_the_recovery():
     assert any("Load worker lost" in x and "stopped sending heartbeats at 12.5 s" in x and "after 11.0 s" in x
                for x in lines), lines
     assert load_workers_of({}, 100.0) is None
+
+
+def test_secrets_read_from_the_environment_stay_out_of_the_report(real_journal, tmp_path, monkeypatch, capsys):
+    """A secret the experiment takes from an environment variable, and the passwords the pack reads from
+    ``CHAOSDB_<SERVICE>_PASSWORD``, never appear in the journal's copy: the report masks them all the same."""
+    monkeypatch.setenv("MY_PATRONI_PASSWORD", "CANARY-env-secret-1")
+    monkeypatch.setenv("CHAOSDB_ETCD_PASSWORD", "CANARY-env-secret-2")
+    data = json.loads(real_journal.read_text())
+    data["experiment"]["secrets"] = {"patroni": {"patroni_password": {"type": "env", "key": "MY_PATRONI_PASSWORD"}}}
+    data["run"][0]["activity"]["name"] = "login with CANARY-env-secret-1 and CANARY-env-secret-2"
+    real_journal.write_text(json.dumps(data))
+    out = tmp_path / "out"
+    assert cli(["report", str(real_journal), "-o", str(out)]) == 0
+    capsys.readouterr()
+    for f in out.iterdir():
+        assert b"CANARY-env-secret" not in f.read_bytes(), f.name
