@@ -156,18 +156,31 @@ def cmd_report_upb(args: argparse.Namespace) -> int:
 
 
 def cmd_local_cleanup(args: argparse.Namespace) -> int:
-    result = cleanup()
+    if args.all_clusters:
+        result = cleanup()
+    else:
+        directory = resolve_cluster_dir(args.name or "", args.dir or "")
+        result = cleanup(str(directory))
     if args.json:
         print_json(result)
     else:
+        if not args.all_clusters:
+            print(f"faults of the cluster at {directory}:" if result["reverted"] or result["errors"]
+                  else f"no fault of the cluster at {directory} is active")
         for r in result["reverted"]:
             print(f"reverted {r['kind']} fault {r['id']} on {', '.join(map(str, r['targets']))}")
         for s in result["swept"]:
             print(f"removed {s}")
         for e in result["errors"]:
             print(f"error: {e}")
-        print("clean: nothing of chaosdb's fault engine is left" if result["clean"]
-              else "NOT clean: " + json.dumps(result["residue"]))
+        if result.get("kept_other_faults"):
+            print(f"kept {len(result['kept_other_faults'])} fault(s) of other clusters or runs "
+                  f"({', '.join(result['kept_other_faults'])}): --all-clusters reverts them too")
+        if args.all_clusters:
+            print("clean: nothing of chaosdb's fault engine is left" if result["clean"]
+                  else "NOT clean: " + json.dumps(result["residue"]))
+        elif not result["clean"]:
+            print("NOT clean: " + json.dumps(result["residue"]))
     return 0 if result["clean"] else 1
 
 
@@ -310,7 +323,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = losub.add_parser("residue", help="anything of the fault engine on this host (exit 1 if so)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_local_residue)
-    p = losub.add_parser("cleanup", help="revert every fault and remove every tagged rule, cgroup, qdisc, proxy")
+    p = losub.add_parser("cleanup", help="revert one cluster's faults (--name/--dir, default: the default cluster), "
+                                         "or with --all-clusters every fault and every tagged rule, cgroup, qdisc, "
+                                         "proxy on this host")
+    p.add_argument("--name", default=None, help="the embedded cluster whose faults are reverted (default: chaosdb)")
+    p.add_argument("--dir", default="", help="that cluster's directory (default: $CHAOSDB_HOME/NAME)")
+    p.add_argument("--all-clusters", action="store_true",
+                   help="every fault of every cluster and run on this host, and whatever of the engine has no record")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_local_cleanup)
 

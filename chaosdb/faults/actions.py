@@ -42,13 +42,14 @@ from chaoslib.types import Configuration, Secrets
 
 from chaosdb.core.adapters import check_role_target
 from chaosdb.core.arguments import check_arguments, choice, number
+from chaosdb.core.embedded import names_embedded_cluster
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import action_result
 from chaosdb.core.results import target as target_entry
 from chaosdb.faults import engine
 from chaosdb.faults.classify import DIRECTIONS, SCOPES
 from chaosdb.faults.host import netem_available
-from chaosdb.faults.records import FaultRecord
+from chaosdb.faults.records import FaultRecord, RunScope, load_record
 from chaosdb.faults.targets import (
     COMPONENTS,
     choose_nodes,
@@ -58,7 +59,7 @@ from chaosdb.faults.targets import (
     process_groups,
     role_group,
 )
-from chaosdb.local.nodes import check_target, is_node_name
+from chaosdb.local.nodes import check_target, is_node_name, open_cluster
 
 __all__ = [
     "limit_cpu",
@@ -231,25 +232,38 @@ def delay_traffic(target: str = "leader", count: int = 1, delay_ms: float = 100.
 
 
 @action_result
-def revert_faults(kinds: List[str] = None, target: str = "", fault_id: str = "",
-                  configuration: Configuration = None) -> Dict[str, Any]:
-    """Rollback for every fault action: undo the active local faults (all of them, or those of
-    ``kinds`` such as ``["cpu", "partition"]``, on node ``target``, or one ``fault_id``).
+def revert_faults(kinds: List[str] = None, target: str = "", fault_id: str = "", all_clusters: bool = False,
+                  cluster: str = "", cluster_dir: str = "", configuration: Configuration = None) -> Dict[str, Any]:
+    """Rollback for every fault action: undo the active local faults this run made (all of them, or those of
+    ``kinds`` such as ``["cpu", "partition"]``, on node ``target``, or one ``fault_id``), and those a run that is
+    gone left on this run's cluster. Faults of other runs and other clusters on the same host are left alone
+    unless ``all_clusters``.
 
     Idempotent (nothing active: ``reverted`` is empty). Each entry of ``reverted`` tells what the fault
     did while it was active: CPU throttled periods and time, memory peak, limit hits and OOM kills, packets
     dropped. Faults that a ``duration_s`` timer already ended are listed too (``"reverted_by": "timer"``),
     once. ``targets`` are the nodes whose faults were undone.
     """
+    scope = RunScope.this_run(_cluster_dir_of(cluster, cluster_dir, configuration), bool(all_clusters))
     if fault_id:
-        one = engine.revert_id(fault_id)
-        done = [one] if one else []
+        rec = load_record(fault_id)
+        done = [engine.revert(rec)] if rec is not None and scope.matches(rec) else []
     else:
         if target and not isinstance(target, str):
             raise ChaosDBError("target must be one node name")
-        done = engine.revert_all(kinds or (), targets=[target] if target else (), include_timed=True)
+        done = engine.revert_all(kinds or (), targets=[target] if target else (), include_timed=True, scope=scope)
     nodes = dict.fromkeys(str(name) for entry in done for name in entry.get("targets") or [])
     return {"targets": [target_entry(name) for name in nodes], "reverted": done}
+
+
+def _cluster_dir_of(cluster: str, cluster_dir: str, configuration: Any) -> str:
+    """The folder of the embedded cluster the arguments or the configuration name, or "" when none is named."""
+    if not (cluster or cluster_dir or names_embedded_cluster(configuration)):
+        return ""
+    try:
+        return open_cluster(cluster, cluster_dir, configuration).dir
+    except ChaosDBError:
+        return ""
 
 
 @action_result

@@ -9,10 +9,10 @@ action and its rollback). Faults of other runs are left alone.
 """
 
 import logging
-import os
 from typing import Any
 
 from chaosdb.faults import engine
+from chaosdb.faults.records import RunScope
 
 __all__ = ["after_experiment_control"]
 
@@ -21,7 +21,7 @@ logger = logging.getLogger("chaostoolkit")
 
 def after_experiment_control(context: Any = None, state: Any = None, **kwargs: Any) -> None:
     try:
-        done = engine.revert_all(owner_pid=os.getpid())
+        done = engine.revert_all(scope=RunScope.this_run(), include_timed=False)
     except Exception as exc:  # never break the run's own ending; say what to do
         logger.error("chaosdb: could not revert this run's local faults (%s): run 'chaosdb local cleanup'", exc)
         return

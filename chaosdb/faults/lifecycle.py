@@ -20,9 +20,11 @@ from chaosdb.faults import cgroups, netfilter, traffic
 from chaosdb.faults.host import cgroup_host
 from chaosdb.faults.records import (
     FaultRecord,
+    RunScope,
     faults_dir,
     load_record,
     load_records,
+    same_cluster,
 )
 
 NETWORK_KINDS = ("partition", "loss", "bursty-loss", "bandwidth", "delay")
@@ -176,15 +178,19 @@ def _timer_dir() -> Path:
     return faults_dir() / "reverted"
 
 
-def keep_timer_result(done: dict[str, Any]) -> None:
+def keep_timer_result(done: dict[str, Any], rec: FaultRecord | None = None) -> None:
     """Keep what a timed fault did when its detached reverter ended it: the next ``revert_faults``
-    (the experiment's rollback) returns it, so the journal has the numbers."""
+    (the experiment's rollback) of the run that made it, or of its cluster, returns it, so the journal has the
+    numbers."""
     d = _timer_dir()
     d.mkdir(parents=True, exist_ok=True)
-    (d / f"{done['id']}.json").write_text(json.dumps({**done, "reverted_by": "timer"}) + "\n")
+    owner = {"owner_pid": rec.owner_pid, "owner_start": rec.owner_start, "cluster_dir": rec.cluster_dir} if rec \
+        else {}
+    (d / f"{done['id']}.json").write_text(json.dumps({**done, "reverted_by": "timer", "_owner": owner}) + "\n")
 
 
-def take_timer_results(kinds: set[str] | None = None, targets: set[str] | None = None) -> list[dict]:
+def take_timer_results(kinds: set[str] | None = None, targets: set[str] | None = None,
+                       scope: RunScope | None = None) -> list[dict]:
     out = []
     d = _timer_dir()
     for p in sorted(d.glob("*.json")) if d.is_dir() else []:
@@ -197,15 +203,20 @@ def take_timer_results(kinds: set[str] | None = None, targets: set[str] | None =
             continue
         if targets and not targets & set(entry.get("targets") or []):
             continue
+        owner = entry.pop("_owner", None) or {}
+        if scope is not None and not scope.all_clusters and owner and not (
+                scope.owns(owner.get("owner_pid", 0), owner.get("owner_start", 0))
+                or same_cluster(owner.get("cluster_dir", ""), scope.cluster_dir)):
+            continue  # another run's or another cluster's: its own rollback reports it
         out.append(entry)
         p.unlink(missing_ok=True)
     return out
 
 
 def revert_all(kinds: Iterable[str] = (), owner_pid: int | None = None, targets: Iterable[str] = (),
-               include_timed: bool = False) -> list[dict]:
-    """Revert the matching active faults; with *include_timed* also return (once) the results of faults
-    their timers already reverted."""
+               include_timed: bool = False, scope: RunScope | None = None) -> list[dict]:
+    """Revert the matching active faults (with *scope*, only those it matches: this run's and its cluster's
+    orphans); with *include_timed* also return (once) the results of faults their timers already reverted."""
     kinds, targets = set(kinds), set(targets)
     done = []
     for rec in load_records():
@@ -213,9 +224,11 @@ def revert_all(kinds: Iterable[str] = (), owner_pid: int | None = None, targets:
             continue
         if owner_pid is not None and rec.owner_pid != owner_pid:
             continue
+        if scope is not None and not scope.matches(rec):
+            continue
         if targets and not targets & {t.get("name") for t in rec.targets}:
             continue
         done.append(revert(rec))
     if include_timed:
-        done += take_timer_results(kinds, targets)
+        done += take_timer_results(kinds, targets, scope)
     return done

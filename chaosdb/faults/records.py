@@ -6,9 +6,10 @@ happens to the process that injected it, a fresh process (``chaosdb local
 cleanup``, the detached reverter, the next run's control) knows exactly what to
 undo. The record is deleted once the fault is fully reverted.
 
-Records live in ``$CHAOSDB_FAULTS_DIR``, else ``/run/chaosdb/faults`` for root
-(a tmpfs: it forgets faults exactly when a reboot forgets the rules) and
-``$CHAOSDB_HOME/faults`` otherwise.
+Records live in ``$CHAOSDB_FAULTS_DIR``, else ``$CHAOSDB_HOME/faults`` when ``CHAOSDB_HOME`` is set (the
+records follow the clusters' home: two homes on one host keep apart), else ``/run/chaosdb/faults`` for root
+(a tmpfs: it forgets faults exactly when a reboot forgets the rules) and ``~/.local/state/chaosdb/faults``
+otherwise. Each record names its cluster and the run (process) that made it (:class:`RunScope`).
 """
 
 from __future__ import annotations
@@ -25,13 +26,15 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.home import default_home
 from chaosdb.core.processes import start_time as process_start_time
 
-__all__ = ["FaultRecord", "faults_dir", "new_record", "load_records", "load_record"]
+__all__ = ["FaultRecord", "faults_dir", "new_record", "load_records", "load_record", "RunScope", "same_cluster"]
 
 
 def faults_dir() -> Path:
     env = os.environ.get("CHAOSDB_FAULTS_DIR")
     if env:
         return Path(env)
+    if os.environ.get("CHAOSDB_HOME"):
+        return Path(os.environ["CHAOSDB_HOME"]) / "faults"
     if os.geteuid() == 0:
         return Path("/run/chaosdb/faults")
     return default_home() / "faults"
@@ -83,6 +86,35 @@ class FaultRecord:
 
     def owned_by_live_process(self) -> bool:
         return self.owner_start != 0 and process_start_time(self.owner_pid) == self.owner_start
+
+
+def same_cluster(a: str, b: str) -> bool:
+    """Whether two cluster folders are the same cluster (both given, same real path)."""
+    return bool(a) and bool(b) and os.path.realpath(a) == os.path.realpath(b)
+
+
+@dataclass(frozen=True)
+class RunScope:
+    """Which faults a rollback, a control or a cleanup may touch: those this run (this process) made, and the
+    orphans of its own cluster (made by a run that is gone); everything only with ``all_clusters``."""
+
+    owner_pid: int
+    owner_start: int
+    cluster_dir: str = ""
+    all_clusters: bool = False
+
+    @classmethod
+    def this_run(cls, cluster_dir: str = "", all_clusters: bool = False) -> "RunScope":
+        pid = os.getpid()
+        return cls(pid, process_start_time(pid), cluster_dir, all_clusters)
+
+    def owns(self, owner_pid: int, owner_start: int) -> bool:
+        return owner_pid == self.owner_pid and owner_start == self.owner_start
+
+    def matches(self, rec: "FaultRecord") -> bool:
+        if self.all_clusters or self.owns(rec.owner_pid, rec.owner_start):
+            return True
+        return same_cluster(rec.cluster_dir, self.cluster_dir) and not rec.owned_by_live_process()
 
 
 def new_record(kind: str, **fields: Any) -> FaultRecord:

@@ -13,7 +13,8 @@ import argparse
 import sys
 import time
 
-from chaosdb.faults.engine import keep_timer_result, revert_id
+from chaosdb.faults.engine import keep_timer_result, revert
+from chaosdb.faults.records import load_record
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,9 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     while (left := args.at - time.time()) > 0:
         time.sleep(min(left, 0.1))
 
-    done = revert_id(args.fault_id)
-    if done:
-        keep_timer_result(done)  # what the fault did, for the rollback's output
+    rec = load_record(args.fault_id)
+    if rec is not None:  # not reverted already: what the fault did, for the rollback of the run that made it
+        keep_timer_result(revert(rec), rec)
     return 0
 
 

@@ -14,9 +14,7 @@ from chaosdb.core.processes import start_time as process_start_time
 from chaosdb.faults import cgroups, netfilter, traffic
 from chaosdb.faults.host import cgroup_host, require_tool
 from chaosdb.faults.lifecycle import _OUR_MODULES, _stop_process, revert, take_timer_results
-from chaosdb.faults.records import (
-    load_records,
-)
+from chaosdb.faults.records import load_records, same_cluster
 
 
 def _our_processes() -> list[dict[str, Any]]:
@@ -50,10 +48,6 @@ def residue() -> dict[str, Any]:
     return out
 
 
-def _same_cluster(a: str, b: str) -> bool:
-    return bool(a) and bool(b) and os.path.realpath(a) == os.path.realpath(b)
-
-
 def _have(tool: str) -> bool:
     try:
         require_tool(tool, tool)
@@ -72,7 +66,7 @@ def cleanup(cluster_dir: str = "") -> dict[str, Any]:
     host."""
     scoped = bool(cluster_dir)
     records = load_records()
-    mine = [r for r in records if not scoped or _same_cluster(r.cluster_dir, cluster_dir)]
+    mine = [r for r in records if not scoped or same_cluster(r.cluster_dir, cluster_dir)]
     reverted, errors = [], []
     for rec in mine:
         try:

@@ -359,7 +359,8 @@ def test_cleanup_removes_faults_whose_records_are_lost(no_residue, config):
         f.unlink()  # as if the records were lost: the tagged objects must still be found
     left = probes.fault_residue()
     assert left["iptables"] and left["cgroups"] and left["tc"] and not left["records"]
-    proc = subprocess.run([sys.executable, "-m", "chaosdb.cli", "local", "cleanup"], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "chaosdb.cli", "local", "cleanup", "--all-clusters"],
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "clean" in proc.stdout
     assert probes.no_fault_residue()
@@ -395,6 +396,46 @@ def test_cleanup_of_one_cluster_leaves_the_faults_of_another(no_residue, config)
     finally:
         everything = actions.cleanup_faults()  # the host-wide sweep removes the one without a record too
     assert everything["clean"], everything
+    assert probes.no_fault_residue()
+
+
+def test_a_rollback_reverts_its_own_run_and_its_cluster_orphans_only(no_residue, config):
+    """Two game days on one host: a run's rollback (``revert_faults``) undoes the faults its own run made and the
+    orphans a crashed run left on its own cluster, never a live run's fault on another cluster (issue 32: a first
+    run's rollback removed the second cluster's partition). ``all_clusters`` reverts everything."""
+    from chaosdb.core.processes import start_time
+    from chaosdb.faults.records import load_record
+
+    st = lc.status(no_residue)
+    replica = next(n["name"] for n in st["nodes"] if n["name"] != st["leader"])
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # the other, live run
+    try:
+        other = actions.limit_cpu(target=replica, quota_s=0.5, period_s=1.0, configuration=config)["fault_id"]
+        rec = load_record(other)
+        rec.cluster_dir, rec.owner_pid, rec.owner_start = "/var/lib/another-cluster", sleeper.pid, \
+            start_time(sleeper.pid)
+        rec.save()
+        orphan = actions.limit_bandwidth(target=st["leader"], rate_kbit=100000, configuration=config)["fault_id"]
+        rec = load_record(orphan)
+        rec.owner_pid, rec.owner_start = 999_999, 1  # made by a run of this cluster that is gone
+        rec.save()
+        mine = actions.partition_node(target=replica, scope="clients", direction="inbound",
+                                      configuration=config)["fault_id"]
+        done = actions.revert_faults(configuration=config)
+        assert sorted(r["id"] for r in done["reverted"]) == sorted([orphan, mine]), done
+        assert [r["id"] for r in probes.fault_residue()["records"]] == [other]
+        # chaosdb local cleanup names a cluster: the other cluster's fault survives this cluster's cleanup
+        proc = subprocess.run([sys.executable, "-m", "chaosdb.cli", "local", "cleanup", "--dir",
+                               config["chaosdb_cluster_dir"]], capture_output=True, text=True)
+        assert proc.returncode == 0 and f"kept 1 fault(s) of other clusters or runs ({other})" in proc.stdout, \
+            proc.stdout + proc.stderr
+        assert load_record(other) is not None
+        everything = actions.revert_faults(all_clusters=True, configuration=config)
+        assert [r["id"] for r in everything["reverted"]] == [other]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        actions.cleanup_faults()
     assert probes.no_fault_residue()
 
 
