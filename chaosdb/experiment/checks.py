@@ -16,11 +16,12 @@ from chaoslib import substitute
 from chaoslib.exceptions import InterruptExecution
 
 from chaosdb.core.arguments import problems_in_call
+from chaosdb.core.claims import OUTPUT_FOLDERS, busy_message
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.libpq import libpq_parameters
 from chaosdb.core.tls import SERVICES, as_bool, client_tls, tls_keys
 
-__all__ = ["experiment_problems", "refuse_bad_arguments", "configuration_problems"]
+__all__ = ["experiment_problems", "refuse_bad_arguments", "configuration_problems", "output_problems"]
 
 _checked: dict[int, list[str]] = {}
 
@@ -36,7 +37,7 @@ def experiment_problems(experiment: dict[str, Any], configuration: dict[str, Any
                         secrets: dict[str, Any] | None = None) -> list[str]:
     """``"activity 'name': problem"`` for every problem with an activity's argument values, and the TLS settings
     of the configuration (files that do not exist, a certificate without its key, a flag that is not true/false)."""
-    problems = configuration_problems(configuration)
+    problems = configuration_problems(configuration) + output_problems(experiment, configuration, secrets)
     for activity in _activities(experiment):
         provider = activity.get("provider") or {}
         if provider.get("type") != "python":
@@ -48,6 +49,23 @@ def experiment_problems(experiment: dict[str, Any], configuration: dict[str, Any
         arguments = substitute(provider.get("arguments") or {}, configuration or {}, secrets or {})
         for problem in problems_in_call(func, arguments):
             problems.append(f"activity '{activity.get('name', '?')}': {problem}")
+    return problems
+
+
+def output_problems(experiment: dict[str, Any], configuration: dict[str, Any] | None = None,
+                    secrets: dict[str, Any] | None = None) -> list[str]:
+    """``"control 'name': problem"`` for each folder a control would write that another live run is writing."""
+    problems = []
+    for control in experiment.get("controls") or []:
+        provider = (control or {}).get("provider") or {}
+        spec = OUTPUT_FOLDERS.get(str(provider.get("module") or ""))
+        if spec is None:
+            continue
+        arguments = substitute(provider.get("arguments") or {}, configuration or {}, secrets or {})
+        folder = arguments.get(spec[0]) if isinstance(arguments, dict) else None
+        busy = busy_message(str(folder), *spec[1:]) if folder else ""
+        if busy:
+            problems.append(f"control '{control.get('name', '?')}': {busy}")
     return problems
 
 

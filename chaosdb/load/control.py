@@ -46,6 +46,7 @@ from typing import Any
 
 from chaoslib.exceptions import InterruptExecution
 
+from chaosdb.core.claims import OUTPUT_FOLDERS, claim, release
 from chaosdb.core.commands import die_with_parent
 from chaosdb.core.detach import source_env
 from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster
@@ -172,8 +173,8 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
     if workload not in LOCUSTFILES and not locustfile:
         raise ChaosDBError(f"workload must be one of {', '.join(LOCUSTFILES)} (or give a locustfile)")
     the_dsn = _resolve_dsn(dsn, configuration, secrets, workload)
-    out = Path(samples_dir or f"chaosdb-load/{time.strftime('%Y%m%d-%H%M%S')}").absolute()
-    out.mkdir(parents=True, exist_ok=True)
+    out = claim(samples_dir or f"chaosdb-load/{time.strftime('%Y%m%d-%H%M%S')}",
+                *OUTPUT_FOLDERS["chaosdb.load.control"][1:])  # two runs never write the same samples
     if sample_files(out):
         if not replace_samples:
             raise ChaosDBError(f"{out} already holds samples from another run: choose an empty samples_dir "
@@ -300,6 +301,7 @@ def stop_load(stop_timeout_s: float = 20.0) -> dict[str, Any]:
             record["workers"] = read_workers(record["samples_dir"])
             record["workers_lost"] = lost_workers(record["workers"])
         Path(record["samples_dir"], "load.json").write_text(json.dumps(record, indent=2) + "\n")
+        release(record["samples_dir"])
     return record
 
 

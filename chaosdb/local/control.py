@@ -21,13 +21,14 @@ from typing import Any
 
 from chaoslib.exceptions import InterruptExecution
 
+from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
 from chaosdb.core.tls import as_bool
 from chaosdb.experiment.checks import refuse_bad_arguments
 from chaosdb.load.control import stop_load
 from chaosdb.local import cluster
-from chaosdb.local.state import load_layout, resolve_cluster_dir
+from chaosdb.local.state import STATE_FILE, load_layout, resolve_cluster_dir
 from chaosdb.workloads import kv, ycsb
 from chaosdb.workloads.tpcc import loader
 from chaosdb.workloads.tpcc.rand import Scale
@@ -49,6 +50,7 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
     secure when *secure*, else the configuration's ``secure`` (``CHAOSDB_SECURE``), says so."""
     refuse_bad_arguments(context, configuration, secrets)  # nothing starts on bad input
     directory = resolve_cluster_dir("", "", configuration)
+    _revert_orphan_faults(directory, configuration)
     try:
         wanted = (configuration or {}).get("secure") if secure is None else secure
         result = cluster.up(directory, directory.name, nodes=int(nodes), timeout=float(timeout_s),
@@ -68,6 +70,25 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
             logger.info("chaosdb: YCSB records in etcd: %d (%d inserted)", loaded["records"], loaded["inserted"])
     except (ChaosDBError, OSError, ValueError) as exc:
         raise InterruptExecution(f"chaosdb embedded cluster: {exc}") from None
+
+
+def _revert_orphan_faults(directory: Any, configuration: dict[str, Any] | None) -> None:
+    """Faults an earlier run of this cluster left behind when it was killed: reverted now, and said (other clusters'
+    faults are not touched)."""
+    if not (directory / STATE_FILE).exists():
+        return
+    try:
+        done = engine_action("local", "revert_faults")(cluster_dir=str(directory), configuration=configuration)
+    except ChaosDBError as exc:
+        logger.warning("chaosdb: faults an earlier run left on cluster %s could not be reverted (%s): run "
+                       "'chaosdb local cleanup --dir %s'", directory.name, exc, directory)
+        return
+    left = [r for r in done.get("reverted") or [] if r.get("reverted_by") != "timer"]
+    if left:
+        logger.warning("chaosdb: reverted %d fault(s) an earlier run of cluster %s left active when it ended "
+                       "without its rollback: %s", len(left), directory.name,
+                       ", ".join(f"{r['kind']} {r['id']} on {', '.join(map(str, r.get('targets') or []))}"
+                                 for r in left))
 
 
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None,

@@ -18,6 +18,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from chaoslib.exceptions import InterruptExecution
+
+from chaosdb.core.claims import OUTPUT_FOLDERS, claim, release
+from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
 from chaosdb.core.redact import redact
 from chaosdb.load.control import stop_load
@@ -31,10 +35,27 @@ validate_control = control_validator("chaosdb.report.control", ("report",))
 logger = logging.getLogger("chaostoolkit")
 
 
+def before_experiment_control(context: dict[str, Any], out_dir: str = "", **kwargs: Any) -> None:
+    """The report folder is this run's for the whole run: another run writing it is refused now, not at the end."""
+    if out_dir:
+        try:
+            claim(out_dir, *OUTPUT_FOLDERS["chaosdb.report.control"][1:])
+        except ChaosDBError as exc:
+            raise InterruptExecution(f"chaosdb report control: refused: {exc}") from None
+
+
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None,
                              out_dir: str = "", rule: str = "runs", **kwargs: Any) -> None:
     if state is None:
         return
+    try:
+        _write_report(state, out_dir, rule)
+    finally:
+        if out_dir:
+            release(out_dir)
+
+
+def _write_report(state: dict[str, Any], out_dir: str, rule: str) -> None:
     from chaosdb.report.build import build_report  # noqa: PLC0415 - needs the report extra
 
     record = stop_load()  # idempotent: normally the load control already stopped it

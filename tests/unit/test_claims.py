@@ -1,0 +1,66 @@
+"""A run owns its output folders (issue 32: two runs from one working folder wiped each other's samples, and one
+reported the other cluster's throughput as its own)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from chaosdb.core.claims import CLAIM_FILE, claim, holder, release
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.processes import start_time
+from chaosdb.experiment.checks import output_problems
+from chaosdb.load import control as load_control
+
+
+@pytest.fixture
+def other_run():
+    """A live process standing for another `chaos run`."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    yield proc.pid
+    proc.kill()
+    proc.wait()
+
+
+def _held_by(folder, pid: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / CLAIM_FILE).write_text(json.dumps({"pid": pid, "start": start_time(pid), "claimed": 0}))
+
+
+def test_a_folder_is_one_runs_until_it_ends(tmp_path, other_run):
+    mine = claim(tmp_path / "a", "the samples folder")
+    assert (mine / CLAIM_FILE).exists() and holder(mine) is None
+    assert claim(mine, "the samples folder") == mine  # this run again: fine
+    release(mine)
+    assert not (mine / CLAIM_FILE).exists()
+
+    _held_by(tmp_path / "b", other_run)
+    with pytest.raises(ChaosDBError) as exc:
+        claim(tmp_path / "b", "the samples folder", "samples_dir, e.g. CHAOSDB_REPORT_DIR")
+    assert f"is being written by another run (process {other_run}" in str(exc.value)
+    assert "give this run its own folder (samples_dir, e.g. CHAOSDB_REPORT_DIR)" in str(exc.value)
+    release(tmp_path / "b")  # not ours: left alone
+    assert holder(tmp_path / "b")["pid"] == other_run
+
+    _held_by(tmp_path / "c", 999_999)  # a run that is gone: its folder can be taken
+    (tmp_path / "c" / CLAIM_FILE).write_text(json.dumps({"pid": 999_999, "start": 1, "claimed": 0}))
+    assert claim(tmp_path / "c", "the report folder") == (tmp_path / "c").absolute()
+
+
+def test_a_busy_output_folder_is_refused_before_anything_starts(tmp_path, other_run):
+    _held_by(tmp_path / "runs" / "samples", other_run)
+    experiment = {"controls": [
+        {"name": "tpcc-load", "provider": {"type": "python", "module": "chaosdb.load.control",
+                                           "arguments": {"samples_dir": "${report_dir}/samples"}}},
+        {"name": "report", "provider": {"type": "python", "module": "chaosdb.report.control",
+                                        "arguments": {"out_dir": "${report_dir}"}}}]}
+    problems = output_problems(experiment, {"report_dir": str(tmp_path / "runs")})
+    assert len(problems) == 1 and problems[0].startswith("control 'tpcc-load': the samples folder"), problems
+    # and the load itself refuses before it starts anything, whoever calls it
+    with pytest.raises(ChaosDBError, match="is being written by another run"):
+        load_control.start_load(dsn="postgresql://app@127.0.0.1:1/app", samples_dir=str(tmp_path / "runs" / "samples"),
+                                replace_samples=True)
+    assert not list((tmp_path / "runs" / "samples").glob("samples-*"))
