@@ -493,3 +493,69 @@ def test_interrupted_chaos_run_leaves_no_fault_behind(no_residue, config, tmp_pa
     assert journal["status"] == "interrupted", journal["status"]
     # chaoslib's default rollback strategy skips rollbacks of an interrupted run: the faults control cleaned up
     assert journal["rollbacks"] == [], journal["rollbacks"]
+
+
+def _partition_experiment(cluster_dir: str, pause_s: int, samples: str) -> dict:
+    return {
+        "version": "1.0.0", "title": f"partition a replica of {cluster_dir}", "description": "two game days",
+        "configuration": {"chaosdb_cluster_dir": cluster_dir},
+        "controls": [{"name": "faults", "provider": {"type": "python", "module": "chaosdb.faults.control"}},
+                     {"name": "report", "provider": {"type": "python", "module": "chaosdb.report.control",
+                                                     "arguments": {"out_dir": samples}}}],
+        "method": [{"type": "action", "name": "partition-a-replica", "pauses": {"after": pause_s},
+                    "provider": {"type": "python", "module": "chaosdb.faults.actions", "func": "partition_node",
+                                 "arguments": {"target": "replica", "scope": "clients", "direction": "inbound"}}}],
+        "rollbacks": [{"type": "action", "name": "revert", "provider": {
+            "type": "python", "module": "chaosdb.faults.actions", "func": "revert_faults"}}],
+    }
+
+
+def test_two_game_days_on_one_host_keep_their_faults_and_folders_apart(no_residue, config, tmp_path):
+    """Issue 32: two clusters on one host, each with a `chaos run` partitioning one of its replicas at the same time
+    (one records folder, as two runs of one user share). The first run's rollback reverts its own partition only;
+    the second cluster's partition stays until its own rollback. A third run wanting a folder a live run writes is
+    refused before it injects anything."""
+    from chaosdb.faults.records import load_records
+    from chaosdb.local.state import load_layout
+    from tests.conftest import removed_afterwards
+    from tests.polling import poll
+
+    chaos = str(Path(sys.executable).parent / "chaos")
+    with removed_afterwards("chaosdb-second-") as home:
+        second = home / "second"
+        lc.up(second, "second", nodes=3, address_base="127.0.0.71", timeout=120)
+        runs = {}
+        try:
+            for name, cdir, pause in (("a", config["chaosdb_cluster_dir"], 8), ("b", str(second), 25)):
+                path = tmp_path / f"{name}.json"
+                path.write_text(json.dumps(_partition_experiment(cdir, pause, str(tmp_path / f"report-{name}"))))
+                runs[name] = subprocess.Popen([chaos, "--no-log-file", "run", str(path), "--journal-path",
+                                               str(tmp_path / f"{name}.journal.json")], cwd=tmp_path,
+                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            both = poll(lambda: len({r.cluster_dir for r in load_records()}) == 2, 90)
+            assert both, [r.summary() for r in load_records()]
+            faults = {os.path.realpath(r.cluster_dir): r.id for r in load_records()}
+            # a third run wanting b's report folder while b runs: refused before anything is injected
+            clash = tmp_path / "c.json"
+            clash.write_text(json.dumps(_partition_experiment(str(second), 0, str(tmp_path / "report-b"))))
+            third = subprocess.run([chaos, "--no-log-file", "run", str(clash), "--journal-path",
+                                    str(tmp_path / "c.journal.json")], cwd=tmp_path, capture_output=True, text=True,
+                                   timeout=120)
+            assert "is being written by another run" in third.stdout + third.stderr, third.stdout[-2000:]
+            assert json.loads((tmp_path / "c.journal.json").read_text())["run"] == []
+            out_a = runs["a"].communicate(timeout=120)[0]
+            assert runs["a"].returncode == 0, out_a[-3000:]
+            left = {os.path.realpath(r.cluster_dir): r.id for r in load_records()}
+            assert left == {os.path.realpath(second): faults[os.path.realpath(second)]}, (left, out_a[-2000:])
+            journal_a = json.loads((tmp_path / "a.journal.json").read_text())
+            reverted = [r["id"] for r in journal_a["rollbacks"][0]["output"]["reverted"]]
+            assert reverted == [faults[os.path.realpath(config["chaosdb_cluster_dir"])]], reverted
+            out_b = runs["b"].communicate(timeout=180)[0]
+            assert runs["b"].returncode == 0, out_b[-3000:]
+            assert not load_records()
+        finally:
+            for proc in runs.values():
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            lc.down(load_layout(second), purge=True)
