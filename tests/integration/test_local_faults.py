@@ -559,3 +559,44 @@ def test_two_game_days_on_one_host_keep_their_faults_and_folders_apart(no_residu
                     proc.kill()
                     proc.wait()
             lc.down(load_layout(second), purge=True)
+
+
+def test_after_a_sigkill_the_documented_recovery_removes_exactly_that_runs_leftovers(no_residue, config, tmp_path):
+    """`chaos run` SIGKILLed while its partition is active leaves the partition (no rollback ran, and it has no
+    timer). `chaosdb local cleanup --dir <cluster>` reverts exactly that: another run's live fault on another
+    cluster stays."""
+    import signal as _signal
+
+    from chaosdb.core.processes import start_time
+    from chaosdb.faults.records import load_record, load_records
+    from tests.polling import poll
+
+    st = lc.status(no_residue)
+    replica = next(n["name"] for n in st["nodes"] if n["name"] != st["leader"])
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # the other, live run
+    try:
+        other = actions.limit_cpu(target=replica, quota_s=0.5, period_s=1.0, configuration=config)["fault_id"]
+        rec = load_record(other)
+        rec.cluster_dir, rec.owner_pid, rec.owner_start = "/var/lib/another-cluster", sleeper.pid, \
+            start_time(sleeper.pid)
+        rec.save()
+        path = tmp_path / "killed.json"
+        path.write_text(json.dumps(_partition_experiment(config["chaosdb_cluster_dir"], 300,
+                                                         str(tmp_path / "report-killed"))))
+        run = subprocess.Popen([str(Path(sys.executable).parent / "chaos"), "--no-log-file", "run", str(path)],
+                               cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert poll(lambda: any(r.kind == "partition" for r in load_records()), 90)
+        killed = next(r.id for r in load_records() if r.kind == "partition")
+        run.send_signal(_signal.SIGKILL)
+        run.wait()
+        assert load_record(killed) is not None  # the partition outlived its run
+        proc = subprocess.run([sys.executable, "-m", "chaosdb.cli", "local", "cleanup", "--dir",
+                               config["chaosdb_cluster_dir"], "--json"], capture_output=True, text=True)
+        result = json.loads(proc.stdout)
+        assert [r["id"] for r in result["reverted"]] == [killed] and result["kept_other_faults"] == [other], result
+        assert load_record(other) is not None and not any(killed in rule for rule in probes.fault_residue()["iptables"])
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        actions.cleanup_faults()
+    assert probes.no_fault_residue()
