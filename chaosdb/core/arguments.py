@@ -36,7 +36,7 @@ from chaosdb.core.extras import MissingExtra, missing_modules
 from chaosdb.core.targets import parse_count
 
 __all__ = ["Check", "CheckedSignature", "check_arguments", "choice", "number", "one_of_or_names",
-           "problems_in_call", "is_unresolved", "GENERIC_CHECKS"]
+           "problems_in_call", "is_unresolved", "GENERIC_CHECKS", "checked_signature", "MAX_SECONDS", "boolean"]
 
 Check = Callable[[Any], None]
 Combination = Callable[[dict[str, Any]], None]
@@ -65,6 +65,10 @@ def _as_number(name: str, value: Any, integer: bool) -> float:
     return n
 
 
+def _fmt(bound: float) -> str:
+    return str(int(bound)) if float(bound).is_integer() else f"{bound:g}"
+
+
 def number(name: str, minimum: float | None = None, *, above: float | None = None, maximum: float | None = None,
            below: float | None = None, integer: bool = False, hint: str = "") -> Check:
     """A number (or its string: configuration values arrive as strings) within the given bounds."""
@@ -72,17 +76,27 @@ def number(name: str, minimum: float | None = None, *, above: float | None = Non
         n = _as_number(name, value, integer)
         bounds = []
         if minimum is not None:
-            bounds.append((n >= minimum, f">= {minimum:g}"))
+            bounds.append((n >= minimum, f">= {_fmt(minimum)}"))
         if above is not None:
-            bounds.append((n > above, f"> {above:g}"))
+            bounds.append((n > above, f"> {_fmt(above)}"))
         if maximum is not None:
-            bounds.append((n <= maximum, f"<= {maximum:g}"))
+            bounds.append((n <= maximum, f"<= {_fmt(maximum)}"))
         if below is not None:
-            bounds.append((n < below, f"< {below:g}"))
+            bounds.append((n < below, f"< {_fmt(below)}"))
         failed = [text for ok, text in bounds if not ok]
         if failed:
             wanted = " and ".join(text for _, text in bounds)
             raise ChaosDBError(f"{name} must be {wanted}{hint}, got {value!r}")
+
+    return check
+
+
+def boolean(name: str) -> Check:
+    """True or false (or their strings: configuration values arrive as strings)."""
+    def check(value: Any) -> None:
+        if isinstance(value, bool) or str(value).strip().lower() in ("true", "false", "1", "0", "yes", "no", ""):
+            return
+        raise ChaosDBError(f"{name} must be true or false, got {value!r}")
 
     return check
 
@@ -144,14 +158,37 @@ POSITIVE_DURATIONS = frozenset({"timeout_s", "window_s", "interval_s", "poll_s",
 _NUMERIC = (int, float, "int", "float")
 
 
+#: the longest duration any argument may give: a larger one is a mistake (an epoch, milliseconds), never a plan
+MAX_SECONDS = 30 * 24 * 3600
+
+
 def _generic_check(param: inspect.Parameter) -> Check | None:
     if param.name in GENERIC_CHECKS:
         return GENERIC_CHECKS[param.name]
     if param.name.endswith("_s") and param.annotation in _NUMERIC:
         if param.name in POSITIVE_DURATIONS:
-            return number(param.name, above=0, hint=" (seconds)")
-        return number(param.name, 0, hint=" (seconds)")
+            return number(param.name, above=0, maximum=MAX_SECONDS, hint=" (seconds; at most 30 days)")
+        return number(param.name, 0, maximum=MAX_SECONDS, hint=" (seconds; at most 30 days)")
     return None
+
+
+def checked_signature(func: Callable[..., Any], where: str = "", combination: Combination | None = None,
+                      extras: tuple[str, ...] = (), **checks: Check) -> CheckedSignature:
+    """*func*'s signature with the generic rules, overridden by *checks* (argument name -> check), and
+    *combination*; for functions that are not activities (a control's arguments: :data:`CONTROL_ARGUMENTS` of its
+    module, checked with the configuration substituted before any control starts anything)."""
+    plain = inspect.signature(func)
+    sig = CheckedSignature(list(plain.parameters.values()), return_annotation=plain.return_annotation)
+    rules: dict[str, Check] = {}
+    for param in plain.parameters.values():
+        rule = checks.get(param.name) or _generic_check(param)
+        if rule is not None:
+            rules[param.name] = rule
+    sig.checks = rules
+    sig.combination = combination
+    sig.where = where or f"{func.__module__}.{func.__name__}"
+    sig.extras = tuple(extras)
+    return sig
 
 
 class CheckedSignature(inspect.Signature):
@@ -216,19 +253,10 @@ def check_arguments(namespace: dict[str, Any], combinations: Mapping[str, Combin
         func = namespace.get(fname)
         if not inspect.isfunction(func):
             continue
-        plain = inspect.signature(func)
-        sig = CheckedSignature(list(plain.parameters.values()), return_annotation=plain.return_annotation)
-        rules: dict[str, Check] = {}
-        own = (functions or {}).get(fname, {})
-        for param in plain.parameters.values():
-            rule = own.get(param.name) or checks.get(param.name) or _generic_check(param)
-            if rule is not None:
-                rules[param.name] = rule
-        sig.checks = rules
-        sig.combination = (combinations or {}).get(fname)
-        sig.where = f"{module}.{fname}"
-        sig.extras = tuple(extras.get(fname, ()) if isinstance(extras, Mapping) else extras)
-        func.__signature__ = sig  # type: ignore[attr-defined]
+        func.__signature__ = checked_signature(  # type: ignore[attr-defined]
+            func, f"{module}.{fname}", (combinations or {}).get(fname),
+            tuple(extras.get(fname, ()) if isinstance(extras, Mapping) else extras),
+            **{**checks, **(functions or {}).get(fname, {})})
 
 
 def problems_in_call(func: Callable[..., Any], arguments: Mapping[str, Any]) -> list[str]:

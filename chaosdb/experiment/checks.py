@@ -37,7 +37,8 @@ def experiment_problems(experiment: dict[str, Any], configuration: dict[str, Any
                         secrets: dict[str, Any] | None = None) -> list[str]:
     """``"activity 'name': problem"`` for every problem with an activity's argument values, and the TLS settings
     of the configuration (files that do not exist, a certificate without its key, a flag that is not true/false)."""
-    problems = configuration_problems(configuration) + output_problems(experiment, configuration, secrets)
+    problems = configuration_problems(configuration) + output_problems(experiment, configuration, secrets) \
+        + control_problems(experiment, configuration, secrets)
     for activity in _activities(experiment):
         provider = activity.get("provider") or {}
         if provider.get("type") != "python":
@@ -49,6 +50,28 @@ def experiment_problems(experiment: dict[str, Any], configuration: dict[str, Any
         arguments = substitute(provider.get("arguments") or {}, configuration or {}, secrets or {})
         for problem in problems_in_call(func, arguments):
             problems.append(f"activity '{activity.get('name', '?')}': {problem}")
+    return problems
+
+
+def control_problems(experiment: dict[str, Any], configuration: dict[str, Any] | None = None,
+                     secrets: dict[str, Any] | None = None) -> list[str]:
+    """``"control 'name': problem"`` for each argument value of this pack's controls that cannot work (the rules of
+    the module's ``CONTROL_ARGUMENTS``, values substituted)."""
+    problems = []
+    for control in experiment.get("controls") or []:
+        provider = (control or {}).get("provider") or {}
+        module = str(provider.get("module") or "")
+        if not module.startswith("chaosdb."):
+            continue
+        try:
+            signature = getattr(importlib.import_module(module), "CONTROL_ARGUMENTS", None)
+        except ImportError:
+            continue  # its extra is missing: the control's own validation says so
+        arguments = substitute(provider.get("arguments") or {}, configuration or {}, secrets or {})
+        if signature is None or not isinstance(arguments, dict):
+            continue
+        known = {k: v for k, v in arguments.items() if k in signature.parameters}
+        problems += [f"control '{control.get('name', '?')}': {p}" for p in signature.problems(known)]
     return problems
 
 

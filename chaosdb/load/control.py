@@ -46,6 +46,7 @@ from typing import Any
 
 from chaoslib.exceptions import InterruptExecution
 
+from chaosdb.core.arguments import MAX_SECONDS, checked_signature, choice, number
 from chaosdb.core.claims import OUTPUT_FOLDERS, claim, release
 from chaosdb.core.commands import die_with_parent
 from chaosdb.core.detach import source_env
@@ -406,3 +407,22 @@ def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | No
 
 def cleanup_control() -> None:
     stop_load()
+
+
+#: the control's arguments (those of :func:`start_load`), checked with the configuration substituted before any
+#: control starts anything (:func:`chaosdb.experiment.checks.experiment_problems`)
+CONTROL_ARGUMENTS = checked_signature(
+    start_load, "the load control",
+    users=number("users", 1, maximum=10_000, integer=True),
+    records=number("records", 1, maximum=100_000_000, integer=True),
+    spawn_rate=number("spawn_rate", 0, maximum=10_000),
+    baseline_s=number("baseline_s", above=0, maximum=MAX_SECONDS, hint=" (seconds of load before the fault)"),
+    processes=number("processes", 0, maximum=256, integer=True),
+    workers=number("workers", 0, maximum=256, integer=True),
+    remote_workers=number("remote_workers", 0, maximum=1024, integer=True),
+    rate=number("rate", 0, maximum=1_000_000),
+    wait=number("wait", 0, maximum=3600),
+    master_port=number("master_port", 0, maximum=65535, integer=True),
+    workload=choice("workload", *LOCUSTFILES),
+)
+

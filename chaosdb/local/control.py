@@ -21,6 +21,7 @@ from typing import Any
 
 from chaoslib.exceptions import InterruptExecution
 
+from chaosdb.core.arguments import boolean, checked_signature, number
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
@@ -28,6 +29,7 @@ from chaosdb.core.tls import as_bool
 from chaosdb.experiment.checks import refuse_bad_arguments
 from chaosdb.load.control import stop_load
 from chaosdb.local import cluster
+from chaosdb.local.layout import parse_ipv4
 from chaosdb.local.state import STATE_FILE, load_layout, resolve_cluster_dir
 from chaosdb.workloads import kv, ycsb
 from chaosdb.workloads.tpcc import loader
@@ -105,3 +107,23 @@ def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | No
         logger.info("chaosdb: cluster %s stopped%s", layout.name, " and purged" if purge else "")
     except Exception as exc:  # never hide the experiment's own outcome
         logger.error("chaosdb: could not stop the embedded cluster: %s", exc)
+
+
+def check_address_base(value: Any) -> None:
+    """A loopback IPv4 address (the first node's)."""
+    parse_ipv4(str(value))
+
+
+#: the control's arguments, checked with the configuration substituted before any control starts anything
+#: (:func:`chaosdb.experiment.checks.experiment_problems`)
+CONTROL_ARGUMENTS = checked_signature(
+    before_experiment_control, "the embedded cluster control",
+    nodes=number("nodes", 1, maximum=9, integer=True),
+    tpcc_warehouses=number("tpcc_warehouses", 0, maximum=1000, integer=True),
+    tpcc_scale_down=number("tpcc_scale_down", 1, maximum=1000, integer=True),
+    ycsb_records=number("ycsb_records", 0, maximum=100_000_000, integer=True),
+    etcd_ycsb_records=number("etcd_ycsb_records", 0, maximum=10_000_000, integer=True),
+    address_base=check_address_base,
+    secure=boolean("secure"),
+)
+

@@ -64,3 +64,32 @@ def test_a_busy_output_folder_is_refused_before_anything_starts(tmp_path, other_
         load_control.start_load(dsn="postgresql://app@127.0.0.1:1/app", samples_dir=str(tmp_path / "runs" / "samples"),
                                 replace_samples=True)
     assert not list((tmp_path / "runs" / "samples").glob("samples-*"))
+
+
+def test_control_arguments_and_huge_durations_are_refused_before_anything_starts():
+    """Issue 32: `users: 0`, a negative baseline, warehouses below zero, `nodes: "three"` and a fault lasting 1e12 s
+    were accepted and failed minutes later (after a cluster start and a data load)."""
+    from chaosdb.experiment.checks import experiment_problems
+
+    experiment = {
+        "controls": [
+            {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.local.control",
+                                                      "arguments": {"nodes": "three", "tpcc_warehouses": -1,
+                                                                    "secure": "${secure}",
+                                                                    "address_base": "10.0.0.1"}}},
+            {"name": "tpcc-load", "provider": {"type": "python", "module": "chaosdb.load.control",
+                                               "arguments": {"users": 0, "baseline_s": "${baseline_s}"}}}],
+        "method": [{"type": "action", "name": "partition", "provider": {
+            "type": "python", "module": "chaosdb.faults.actions", "func": "partition_node",
+            "arguments": {"target": "replica", "duration_s": 1e12}}}]}
+    problems = experiment_problems(experiment, {"baseline_s": "-5", "secure": "maybe"})
+    text = "\n".join(problems)
+    for expected in ("control 'embedded-cluster': nodes must be a number, got 'three'",
+                     "control 'embedded-cluster': tpcc_warehouses must be >= 0",
+                     "control 'embedded-cluster': secure must be true or false, got 'maybe'",
+                     "control 'embedded-cluster': 10.0.0.1 is not a loopback address",
+                     "control 'tpcc-load': users must be >= 1",
+                     "control 'tpcc-load': baseline_s must be > 0",
+                     "activity 'partition': duration_s must be >= 0 and <= 2592000 (seconds; at most 30 days), "
+                     "got 1000000000000.0"):
+        assert expected in text, text

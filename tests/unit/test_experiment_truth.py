@@ -36,7 +36,8 @@ ROOT = Path(__file__).resolve().parents[2]
     (local_actions.kill_node, {"target": "priamry"}, "unknown target priamry: selectors are leader, primary"),
     (local_actions.kill_node, {"target": "priamry"}, "did you mean 'primary'?"),
     (local_actions.kill_node, {"count": -1}, "count must be a positive integer or 'all', got -1"),
-    (local_actions.restart_nodes, {"wait_healthy_s": -90}, "wait_healthy_s must be >= 0 (seconds), got -90"),
+    (local_actions.restart_nodes, {"wait_healthy_s": -90}, "wait_healthy_s must be >= 0 and <= 2592000 (seconds; at most 30 days), "
+                                                                       "got -90"),
     (local_actions.stop_database, {"method": "switchover!"}, "method must be one of switchover, shutdown"),
     (local_actions.rolling_restart, {"wait_healthy_s": 0}, "wait_healthy_s must be > 0"),
     (fault_actions.limit_cpu, {"period_s": 2}, "period_s must be >= 0.001 and <= 1"),
@@ -44,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[2]
     (fault_actions.lose_packets, {"loss_percent": 100}, "loss_percent must be > 0 and < 100"),
     (fault_actions.delay_traffic, {"delay_ms": 10, "jitter_ms": 20}, "jitter_ms must be between 0 and delay_ms"),
     (load_probes.latency_percentile, {"percentile": 0}, "percentile must be > 0 and <= 100"),
-    (load_probes.error_rate, {"window_s": 0}, "window_s must be > 0 (seconds), got 0"),
+    (load_probes.error_rate, {"window_s": 0}, "window_s must be > 0 and <= 2592000 (seconds; at most 30 days), got 0"),
 ])
 def test_bad_values_are_refused_with_the_actions_message(func, arguments, message):
     sig = inspect.signature(func)
