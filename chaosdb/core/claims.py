@@ -68,6 +68,9 @@ def busy_message(folder: str | Path, what: str, setting: str = "") -> str:
 def claim(folder: str | Path, what: str, setting: str = "") -> Path:
     """Make *folder* this run's (created if missing), or refuse: *what* names it in the message, *setting* the key
     or variable that gives a run its own folder."""
+    if ".." in Path(folder).parts:
+        raise ChaosDBError(f"{what} {folder} goes up with '..' (it would be {Path(folder).resolve()}): give the "
+                           f"folder without '..'" + (f" ({setting})" if setting else ""))
     path = Path(folder).absolute()
     path.mkdir(parents=True, exist_ok=True)
     for _attempt in range(5):

@@ -10,6 +10,7 @@ control and by the controls that start something (the embedded cluster, the load
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any
 
 from chaoslib import substitute
@@ -18,6 +19,7 @@ from chaoslib.exceptions import InterruptExecution
 from chaosdb.core.arguments import problems_in_call
 from chaosdb.core.claims import OUTPUT_FOLDERS, busy_message
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.home import check_cluster_name
 from chaosdb.core.libpq import libpq_parameters
 from chaosdb.core.tls import SERVICES, as_bool, client_tls, tls_keys
 
@@ -86,6 +88,10 @@ def output_problems(experiment: dict[str, Any], configuration: dict[str, Any] | 
             continue
         arguments = substitute(provider.get("arguments") or {}, configuration or {}, secrets or {})
         folder = arguments.get(spec[0]) if isinstance(arguments, dict) else None
+        if folder and ".." in Path(str(folder)).parts:
+            problems.append(f"control '{control.get('name', '?')}': {spec[1]} {folder} goes up with '..' (it would "
+                            f"be {Path(str(folder)).resolve()}): give the folder without '..' ({spec[2]})")
+            continue
         busy = busy_message(str(folder), *spec[1:]) if folder else ""
         if busy:
             problems.append(f"control '{control.get('name', '?')}': {busy}")
@@ -95,6 +101,12 @@ def output_problems(experiment: dict[str, Any], configuration: dict[str, Any] | 
 def configuration_problems(configuration: dict[str, Any] | None) -> list[str]:
     """``"configuration: problem"`` for each service whose TLS keys (:mod:`chaosdb.core.tls`) cannot work."""
     problems = []
+    name = (configuration or {}).get("chaosdb_cluster")
+    if name:
+        try:
+            check_cluster_name(str(name))
+        except ChaosDBError as exc:
+            problems.append(f"configuration: chaosdb_cluster: {exc}")
     for service in SERVICES:
         if any((configuration or {}).get(key) not in (None, "") for key in tls_keys(service)):
             try:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.home import default_home
+from chaosdb.core.home import check_cluster_name, default_home
 from chaosdb.core.tls import ClientTls
 
 __all__ = [
@@ -45,7 +45,7 @@ SECRETS_FILE = "secrets.json"
 
 
 def cluster_dir_for(name: str = DEFAULT_CLUSTER) -> Path:
-    return default_home() / name
+    return default_home() / check_cluster_name(name)
 
 
 @dataclass

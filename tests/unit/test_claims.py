@@ -93,3 +93,21 @@ def test_control_arguments_and_huge_durations_are_refused_before_anything_starts
                      "activity 'partition': duration_s must be >= 0 and <= 2592000 (seconds; at most 30 days), "
                      "got 1000000000000.0"):
         assert expected in text, text
+
+
+def test_a_cluster_name_is_a_name_and_output_folders_do_not_climb(tmp_path):
+    """Issue 32: a '/' in the cluster name nested folders outside CHAOSDB_HOME; a report_dir with '../' wrote
+    anywhere."""
+    from chaosdb.experiment.checks import configuration_problems, experiment_problems
+    from chaosdb.local.state import cluster_dir_for
+
+    with pytest.raises(ChaosDBError, match="cluster name '../etc' may contain only letters"):
+        cluster_dir_for("../etc")
+    assert configuration_problems({"chaosdb_cluster": "a/b"})[0].startswith(
+        "configuration: chaosdb_cluster: cluster name 'a/b' may contain only letters")
+    experiment = {"controls": [{"name": "report", "provider": {
+        "type": "python", "module": "chaosdb.report.control", "arguments": {"out_dir": "${report_dir}"}}}]}
+    problems = experiment_problems(experiment, {"report_dir": "runs/../../elsewhere"})
+    assert len(problems) == 1 and "goes up with '..'" in problems[0] and "give the folder without '..'" in problems[0]
+    with pytest.raises(ChaosDBError, match="goes up with '..'"):
+        claim(tmp_path / ".." / "x", "the samples folder")
