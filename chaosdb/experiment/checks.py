@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from chaoslib import substitute
-from chaoslib.exceptions import InterruptExecution
 
 from chaosdb.core.arguments import problems_in_call
 from chaosdb.core.claims import OUTPUT_FOLDERS, busy_message
@@ -22,6 +21,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.home import check_cluster_name
 from chaosdb.core.libpq import libpq_parameters
 from chaosdb.core.tls import SERVICES, as_bool, client_tls, tls_keys
+from chaosdb.experiment.refusals import refused
 
 __all__ = ["experiment_problems", "refuse_bad_arguments", "configuration_problems", "output_problems"]
 
@@ -134,5 +134,5 @@ def refuse_bad_arguments(experiment: dict[str, Any], configuration: dict[str, An
         _checked.clear()
         _checked[key] = experiment_problems(experiment, configuration, secrets)
     if _checked[key]:
-        raise InterruptExecution("the experiment's arguments are wrong, nothing was started: "
+        raise refused("the experiment's arguments are wrong, nothing was started: "
                                  + "; ".join(_checked[key]))

@@ -31,6 +31,7 @@ from chaoslib.run import RunEventHandler
 
 from chaosdb.core.deprecation import warn_deprecated
 from chaosdb.core.settings import applied_old_names
+from chaosdb.experiment import refusals
 from chaosdb.experiment.checks import refuse_bad_arguments
 from chaosdb.experiment.verdict import verdict_of
 
@@ -64,6 +65,7 @@ class _JournalHandle(RunEventHandler):
 def configure_control(experiment: dict[str, Any] | None = None, event_registry: Any = None, **kwargs: Any) -> None:
     global _run
     _run = _Run()
+    refusals.forget()
     for old, new in applied_old_names():  # said on stderr when chaos started; said again in the run's log
         warn_deprecated(f"the environment variable {old}", new)
     if event_registry is not None:
@@ -133,8 +135,8 @@ def after_hypothesis_control(context: dict[str, Any], state: dict[str, Any] | No
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None, **kwargs: Any) -> None:
     if not isinstance(state, dict):
         return
-    if _run.refused:
-        state["chaosdb_refused"] = _run.refused
+    if _run.refused or refusals.reason():
+        state["chaosdb_refused"] = _run.refused or refusals.reason()
     verdict = verdict_of(state)
     state["status"] = verdict.status
     state["chaosdb_verdict"] = {**verdict.as_dict(), "method_stopped_at": _run.stopped_at or None}

@@ -114,8 +114,11 @@ def verdict_of(journal: dict[str, Any]) -> Verdict:
 
     if status == "interrupted":
         refused = journal.get("chaosdb_refused")
-        if refused:
+        if refused and "nothing was started" in refused:
             return verdict(False, "interrupted", f"Nothing was started: {refused}")
+        if refused:
+            return verdict(False, "interrupted", f"Refused: {refused}. The run stopped there; what had started was "
+                                                 "stopped again.")
         return verdict(False, "interrupted", "The run was interrupted before it finished (Ctrl-C, a signal or a "
                                              "control), so its results are incomplete.")
     if isinstance(before, dict) and not before.get("steady_state_met", True):

@@ -44,8 +44,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chaoslib.exceptions import InterruptExecution
-
 from chaosdb.core.arguments import MAX_SECONDS, checked_signature, choice, number
 from chaosdb.core.claims import OUTPUT_FOLDERS, claim, release
 from chaosdb.core.commands import die_with_parent
@@ -58,6 +56,7 @@ from chaosdb.core.redact import redact_dsn
 from chaosdb.core.timeutil import iso_from_epoch
 from chaosdb.core.tls import ClientTls, client_tls, credentials
 from chaosdb.experiment.checks import refuse_bad_arguments
+from chaosdb.experiment.refusals import refused
 from chaosdb.load import distributed_control as dist_control
 from chaosdb.load import state as load_state
 from chaosdb.load import window as w
@@ -395,7 +394,7 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
     try:
         start_load(configuration=configuration, secrets=secrets, **args)
     except ChaosDBError as exc:
-        raise InterruptExecution(f"chaosdb load control: {exc}") from None
+        raise refused(f"chaosdb load control: {exc}") from None
 
 
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None,

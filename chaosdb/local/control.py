@@ -19,14 +19,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from chaoslib.exceptions import InterruptExecution
-
 from chaosdb.core.arguments import boolean, checked_signature, number
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
 from chaosdb.core.tls import as_bool
 from chaosdb.experiment.checks import refuse_bad_arguments
+from chaosdb.experiment.refusals import refused
 from chaosdb.load.control import stop_load
 from chaosdb.local import cluster
 from chaosdb.local.layout import parse_ipv4
@@ -71,7 +70,7 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
             loaded = kv.load_etcd(",".join(layout.etcd_urls), int(etcd_ycsb_records), tls=layout.client_tls("etcd"))
             logger.info("chaosdb: YCSB records in etcd: %d (%d inserted)", loaded["records"], loaded["inserted"])
     except (ChaosDBError, OSError, ValueError) as exc:
-        raise InterruptExecution(f"chaosdb embedded cluster: {exc}") from None
+        raise refused(f"chaosdb embedded cluster: {exc}") from None
 
 
 def _revert_orphan_faults(directory: Any, configuration: dict[str, Any] | None) -> None:
@@ -99,10 +98,11 @@ def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | No
     record = stop_load()
     if state is not None and record and "chaosdb_load" not in state:
         state["chaosdb_load"] = {k: v for k, v in record.items() if k != "running"}
-    if not down_after:
-        return
+    directory = resolve_cluster_dir("", "", configuration)
+    if not down_after or not (directory / STATE_FILE).exists():
+        return  # nothing to stop: the run was refused before the cluster was created
     try:
-        layout = load_layout(resolve_cluster_dir("", "", configuration))
+        layout = load_layout(directory)
         cluster.down(layout, purge=bool(purge))
         logger.info("chaosdb: cluster %s stopped%s", layout.name, " and purged" if purge else "")
     except Exception as exc:  # never hide the experiment's own outcome

@@ -18,12 +18,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from chaoslib.exceptions import InterruptExecution
-
 from chaosdb.core.claims import OUTPUT_FOLDERS, claim, release
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
 from chaosdb.core.redact import redact
+from chaosdb.experiment.refusals import refused
 from chaosdb.load.control import stop_load
 from chaosdb.report.journal import secret_values_of
 
@@ -41,7 +40,7 @@ def before_experiment_control(context: dict[str, Any], out_dir: str = "", **kwar
         try:
             claim(out_dir, *OUTPUT_FOLDERS["chaosdb.report.control"][1:])
         except ChaosDBError as exc:
-            raise InterruptExecution(f"chaosdb report control: refused: {exc}") from None
+            raise refused(f"chaosdb report control: {exc}") from None
 
 
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None,

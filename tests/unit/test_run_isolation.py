@@ -1,5 +1,6 @@
-"""A run owns its output folders (issue 32: two runs from one working folder wiped each other's samples, and one
-reported the other cluster's throughput as its own)."""
+"""Runs that share a host stay apart, and bad input is refused before anything starts (issue 32): a run owns its
+output folders (two runs from one working folder wiped each other's samples, and one reported the other cluster's
+throughput as its own), control arguments and names are checked first, a refusal is called one."""
 
 from __future__ import annotations
 
@@ -111,3 +112,22 @@ def test_a_cluster_name_is_a_name_and_output_folders_do_not_climb(tmp_path):
     assert len(problems) == 1 and "goes up with '..'" in problems[0] and "give the folder without '..'" in problems[0]
     with pytest.raises(ChaosDBError, match="goes up with '..'"):
         claim(tmp_path / ".." / "x", "the samples folder")
+
+
+def test_a_control_refusal_is_called_a_refusal_and_a_cluster_that_never_started_is_not_stopped(tmp_path, caplog):
+    import logging
+
+    from chaosdb.experiment import refusals
+    from chaosdb.experiment.verdict import verdict_of
+    from chaosdb.local import control as local_control
+
+    refusals.forget()
+    exc = refusals.refused("chaosdb load control: users must be >= 1")
+    assert str(exc) == "chaosdb load control: users must be >= 1" and refusals.reason() == str(exc)
+    sentence = verdict_of({"status": "interrupted", "chaosdb_refused": refusals.reason()}).sentence
+    assert sentence.startswith("Refused: chaosdb load control: users must be >= 1") and "signal" not in sentence
+    assert verdict_of({"status": "interrupted"}).sentence.startswith("The run was interrupted")
+    refusals.forget()
+    with caplog.at_level(logging.INFO, logger="chaostoolkit"):
+        local_control.after_experiment_control({}, {}, configuration={"chaosdb_cluster_dir": str(tmp_path / "none")})
+    assert not [r for r in caplog.records if "could not stop" in r.getMessage()]
