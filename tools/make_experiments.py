@@ -75,8 +75,9 @@ def action(name: str, func: str, arguments: dict[str, Any], after: float = 0, mo
 
 
 RESTART = action("restart-stopped-nodes", "restart_nodes", {"nodes": "all", "wait_healthy_s": 90}, after=20)
+# converged: the hypothesis after the method compares the replicas' data with the primary's
 WAIT_HEALTHY = action("wait-until-the-cluster-is-healthy", "wait_until_healthy",
-                      {"timeout_s": 90, "expected_members": 3}, module="chaosdb.postgres.actions")
+                      {"timeout_s": 90, "expected_members": 3, "converged": True}, module="chaosdb.postgres.actions")
 
 EXPERIMENTS: dict[str, dict[str, Any]] = {
     "quickstart": {

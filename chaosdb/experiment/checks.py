@@ -23,9 +23,14 @@ from chaosdb.core.libpq import libpq_parameters
 from chaosdb.core.tls import SERVICES, as_bool, client_tls, tls_keys
 from chaosdb.experiment.refusals import refused
 
-__all__ = ["experiment_problems", "refuse_bad_arguments", "configuration_problems", "output_problems"]
+__all__ = ["activities_of", "experiment_problems", "refuse_bad_arguments", "configuration_problems", "output_problems"]
 
 _checked: dict[int, list[str]] = {}
+
+
+def activities_of(experiment: dict[str, Any]) -> list[dict[str, Any]]:
+    """The hypothesis's probes, the method and the rollbacks (references resolved)."""
+    return _activities(experiment)
 
 
 def _activities(experiment: dict[str, Any]) -> list[dict[str, Any]]:

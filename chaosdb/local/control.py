@@ -19,16 +19,19 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from chaoslib import substitute
+
 from chaosdb.core.arguments import boolean, checked_signature, number
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
 from chaosdb.core.tls import as_bool
-from chaosdb.experiment.checks import refuse_bad_arguments
+from chaosdb.experiment.checks import activities_of, refuse_bad_arguments
 from chaosdb.experiment.refusals import refused
 from chaosdb.load.control import stop_load
 from chaosdb.local import cluster
 from chaosdb.local.layout import parse_ipv4
+from chaosdb.local.nodes import is_node_name
 from chaosdb.local.state import STATE_FILE, load_layout, resolve_cluster_dir
 from chaosdb.workloads import kv, ycsb
 from chaosdb.workloads.tpcc import loader
@@ -51,6 +54,9 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
     secure when *secure*, else the configuration's ``secure`` (``CHAOSDB_SECURE``), says so."""
     refuse_bad_arguments(context, configuration, secrets)  # nothing starts on bad input
     directory = resolve_cluster_dir("", "", configuration)
+    unknown = _unknown_nodes(context, configuration, secrets, directory, int(nodes))
+    if unknown:
+        raise refused(f"chaosdb embedded cluster: refused before the cluster starts: {unknown}")
     _revert_orphan_faults(directory, configuration)
     try:
         wanted = (configuration or {}).get("secure") if secure is None else secure
@@ -71,6 +77,34 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
             logger.info("chaosdb: YCSB records in etcd: %d (%d inserted)", loaded["records"], loaded["inserted"])
     except (ChaosDBError, OSError, ValueError) as exc:
         raise refused(f"chaosdb embedded cluster: {exc}") from None
+
+
+def _unknown_nodes(experiment: Any, configuration: dict[str, Any] | None, secrets: dict[str, Any] | None,
+                   directory: Any, nodes: int) -> str:
+    """Activities naming a node the cluster does not have (its layout when it exists, else the *nodes* it will have
+    when this control creates it): one sentence, or ""."""
+    if not isinstance(experiment, dict):
+        return ""
+    names = ([n.name for n in load_layout(directory).nodes] if (directory / STATE_FILE).exists()
+             else [f"node{i + 1}" for i in range(nodes)])
+    # a scale-out adds the next node of the series: an experiment may name it afterwards
+    grown = sum(1 for a in activities_of(experiment) if ((a or {}).get("provider") or {}).get("func") == "scale_out")
+    last = max((int(n[4:]) for n in names if n[4:].isdigit()), default=0)
+    names += [f"node{last + i + 1}" for i in range(grown)]
+    found = []
+    for activity in activities_of(experiment):
+        provider = (activity or {}).get("provider") or {}
+        if provider.get("type") != "python" or not str(provider.get("module", "")).startswith("chaosdb."):
+            continue
+        arguments = substitute(provider.get("arguments") or {}, configuration or {}, secrets or {})
+        for key in ("target", "nodes", "node", "candidate"):
+            values = arguments.get(key) if isinstance(arguments, dict) else None
+            for value in values if isinstance(values, list) else [values]:
+                if isinstance(value, str) and is_node_name(value) and value not in names:
+                    found.append(f"activity '{activity.get('name', '?')}' names {value}")
+    if not found:
+        return ""
+    return f"{'; '.join(found)}, which the cluster does not have (its nodes: {', '.join(names)})"
 
 
 def _revert_orphan_faults(directory: Any, configuration: dict[str, Any] | None) -> None:

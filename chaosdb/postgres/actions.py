@@ -75,11 +75,13 @@ def failover(candidate: str = "", timeout_s: float = 60.0, configuration: Config
 
 @action_result
 def wait_until_healthy(timeout_s: float = 60.0, max_lag_bytes: int = 1048576, expected_members: int = 0,
-                       configuration: Configuration = None,
+                       converged: bool = False, configuration: Configuration = None,
                        secrets: Secrets = None) -> Dict[str, Any]:
     """Wait until one leader runs and every replica streams with lag <= ``max_lag_bytes``
-    (and ``expected_members`` are registered when > 0). Fails after ``timeout_s`` with the
-    members' states; returns the leader and how long it took."""
+    (and ``expected_members`` are registered when > 0). With ``converged``, also until every replica, on the
+    leader's timeline, has replayed everything the leader had written when the cluster looked healthy (what a
+    data comparison next needs: a replica that streams is not yet one that has caught up). Fails after
+    ``timeout_s`` with the members' states; returns the leader and how long it took."""
     client = patroni_client(configuration, secrets)
     watch = Stopwatch()
     deadline = time.monotonic() + timeout_s
@@ -92,6 +94,8 @@ def wait_until_healthy(timeout_s: float = 60.0, max_lag_bytes: int = 1048576, ex
             ok = (len(leaders) == 1 and (not expected_members or len(members) == expected_members)
                   and all(m.state in HEALTHY_REPLICA_STATES and m.lag_bytes is not None
                           and m.lag_bytes <= max_lag_bytes for m in replicas))
+            if ok and converged:
+                ok, last = _caught_up(client, leaders[0], replicas, deadline)
             if ok:
                 return {"targets": [], "leader": leaders[0].name, "members": len(members),
                         **watch.stop().as_dict()}
@@ -101,6 +105,27 @@ def wait_until_healthy(timeout_s: float = 60.0, max_lag_bytes: int = 1048576, ex
         if time.monotonic() >= deadline:
             raise ChaosDBError(f"cluster not healthy after {timeout_s:.0f}s: {last}")
         time.sleep(0.5)
+
+
+def _caught_up(client: Any, leader: Any, replicas: list[Any], deadline: float) -> tuple[bool, str]:
+    """Whether every replica replays, on the leader's timeline, at least up to the leader's WAL position of now
+    (asked again until *deadline*)."""
+    status = client.node_status(leader.api_url)
+    target, timeline = int((status.get("xlog") or {}).get("location") or 0), status.get("timeline")
+    behind = ""
+    while True:
+        behind = ""
+        for m in replicas:
+            st = client.node_status(m.api_url)
+            replayed = int((st.get("xlog") or {}).get("replayed_location") or 0)
+            if st.get("timeline") != timeline or replayed < target:
+                behind = f"{m.name} replayed {replayed} of {target} (timeline {st.get('timeline')}, leader's {timeline})"
+                break
+        if not behind:
+            return True, ""
+        if time.monotonic() >= deadline:
+            return False, f"not converged: {behind}"
+        time.sleep(0.25)
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)

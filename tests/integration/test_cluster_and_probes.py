@@ -170,3 +170,26 @@ def test_down_then_up_restarts_with_existing_data(healthy):
     assert again["created"] is False and set(again["started"]) == {"node1", "node2", "node3"}
     with psycopg.connect(healthy.dsn()) as conn:
         assert conn.execute("SELECT v FROM survives_restart").fetchall() == [("kept",)]
+
+
+def test_healthy_with_converged_waits_until_every_replica_replayed_what_the_leader_wrote(healthy, config):
+    """Issue 32: "wait until healthy" returned while a replica was still behind, and "replicas converged" failed
+    next. With ``converged`` the wait returns only once each replica replayed the leader's WAL position of the
+    moment the cluster looked healthy."""
+    from chaosdb.local.health import patroni_client
+
+    layout = healthy
+    with psycopg.connect(layout.dsn(user="postgres", database="postgres"), autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS converge_probe (i int, pad text)")
+        conn.execute("INSERT INTO converge_probe SELECT g, repeat('x', 500) FROM generate_series(1, 20000) g")
+        position = int(conn.execute("SELECT pg_current_wal_lsn() - '0/0'").fetchone()[0])
+    try:
+        done = pg_actions.wait_until_healthy(timeout_s=60, expected_members=3, converged=True, configuration=config)
+        client = patroni_client(layout)
+        for m in client.members():
+            if not m.is_leader:
+                replayed = int((client.node_status(m.api_url).get("xlog") or {}).get("replayed_location") or 0)
+                assert replayed >= position, (m.name, replayed, position, done)
+    finally:
+        with psycopg.connect(layout.dsn(user="postgres", database="postgres"), autocommit=True) as conn:
+            conn.execute("DROP TABLE IF EXISTS converge_probe")

@@ -131,3 +131,22 @@ def test_a_control_refusal_is_called_a_refusal_and_a_cluster_that_never_started_
     with caplog.at_level(logging.INFO, logger="chaostoolkit"):
         local_control.after_experiment_control({}, {}, configuration={"chaosdb_cluster_dir": str(tmp_path / "none")})
     assert not [r for r in caplog.records if "could not stop" in r.getMessage()]
+
+
+def test_a_node_the_cluster_will_not_have_is_refused_before_the_cluster_starts(tmp_path):
+    """Issue 32: `target: node9` passed validation and was refused two minutes in, after the load."""
+    from chaosdb.local import control as local_control
+
+    experiment = {"controls": [], "method": [
+        {"type": "action", "name": "kill-node9", "provider": {
+            "type": "python", "module": "chaosdb.local.actions", "func": "kill_node", "arguments": {"target": "node9"}}},
+        {"type": "action", "name": "restart", "provider": {
+            "type": "python", "module": "chaosdb.local.actions", "func": "restart_nodes",
+            "arguments": {"nodes": ["node1", "${extra}"]}}}]}
+    with pytest.raises(Exception) as exc:
+        local_control.before_experiment_control(experiment, {"chaosdb_cluster_dir": str(tmp_path / "new"),
+                                                             "extra": "node4"}, nodes=3)
+    text = str(exc.value)
+    assert "refused before the cluster starts: activity 'kill-node9' names node9; activity 'restart' names node4" \
+        in text and "(its nodes: node1, node2, node3)" in text, text
+    assert not (tmp_path / "new").exists()
