@@ -10,6 +10,7 @@ control and by the controls that start something (the embedded cluster, the load
 from __future__ import annotations
 
 import importlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,8 @@ def experiment_problems(experiment: dict[str, Any], configuration: dict[str, Any
                         secrets: dict[str, Any] | None = None) -> list[str]:
     """``"activity 'name': problem"`` for every problem with an activity's argument values, and the TLS settings
     of the configuration (files that do not exist, a certificate without its key, a flag that is not true/false)."""
-    problems = configuration_problems(configuration) + output_problems(experiment, configuration, secrets) \
-        + control_problems(experiment, configuration, secrets)
+    problems = size_problems(experiment) + configuration_problems(configuration) \
+        + output_problems(experiment, configuration, secrets) + control_problems(experiment, configuration, secrets)
     for activity in _activities(experiment):
         provider = activity.get("provider") or {}
         if provider.get("type") != "python":
@@ -58,6 +59,19 @@ def experiment_problems(experiment: dict[str, Any], configuration: dict[str, Any
         for problem in problems_in_call(func, arguments):
             problems.append(f"activity '{activity.get('name', '?')}': {problem}")
     return problems
+
+
+#: the largest experiment accepted: a journal copies the experiment whole, and a report reads the journal
+MAX_EXPERIMENT_BYTES = 1 << 20
+
+
+def size_problems(experiment: dict[str, Any]) -> list[str]:
+    """``"experiment: ..."`` when the experiment is larger than :data:`MAX_EXPERIMENT_BYTES`."""
+    size = len(json.dumps(experiment, default=str))
+    if size > MAX_EXPERIMENT_BYTES:
+        return [f"experiment: it is {size / 1e6:.1f} MB, over the {MAX_EXPERIMENT_BYTES >> 20} MiB this pack accepts "
+                "(a journal copies the experiment whole): keep data in files the activities read"]
+    return []
 
 
 def control_problems(experiment: dict[str, Any], configuration: dict[str, Any] | None = None,

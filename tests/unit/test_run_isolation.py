@@ -150,3 +150,10 @@ def test_a_node_the_cluster_will_not_have_is_refused_before_the_cluster_starts(t
     assert "refused before the cluster starts: activity 'kill-node9' names node9; activity 'restart' names node4" \
         in text and "(its nodes: node1, node2, node3)" in text, text
     assert not (tmp_path / "new").exists()
+
+
+def test_an_experiment_too_large_for_its_journal_is_refused():
+    from chaosdb.experiment.checks import experiment_problems
+
+    problems = experiment_problems({"description": "x" * (2 << 20), "method": []})
+    assert problems and problems[0].startswith("experiment: it is 2.1 MB, over the 1 MiB this pack accepts")
