@@ -399,22 +399,29 @@ def test_cleanup_of_one_cluster_leaves_the_faults_of_another(no_residue, config)
     assert probes.no_fault_residue()
 
 
+def _fault_of_another_live_run(replica: str, config: dict, pid: int) -> str:
+    """A CPU fault recorded as made by the live process *pid* on another cluster of this host."""
+    from chaosdb.core.processes import start_time
+    from chaosdb.faults.records import load_record
+
+    other = actions.limit_cpu(target=replica, quota_s=0.5, period_s=1.0, configuration=config)["fault_id"]
+    rec = load_record(other)
+    rec.cluster_dir, rec.owner_pid, rec.owner_start = "/var/lib/another-cluster", pid, start_time(pid)
+    rec.save()
+    return other
+
+
 def test_a_rollback_reverts_its_own_run_and_its_cluster_orphans_only(no_residue, config):
     """Two game days on one host: a run's rollback (``revert_faults``) undoes the faults its own run made and the
     orphans a crashed run left on its own cluster, never a live run's fault on another cluster (issue 32: a first
     run's rollback removed the second cluster's partition). ``all_clusters`` reverts everything."""
-    from chaosdb.core.processes import start_time
     from chaosdb.faults.records import load_record
 
     st = lc.status(no_residue)
     replica = next(n["name"] for n in st["nodes"] if n["name"] != st["leader"])
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # the other, live run
     try:
-        other = actions.limit_cpu(target=replica, quota_s=0.5, period_s=1.0, configuration=config)["fault_id"]
-        rec = load_record(other)
-        rec.cluster_dir, rec.owner_pid, rec.owner_start = "/var/lib/another-cluster", sleeper.pid, \
-            start_time(sleeper.pid)
-        rec.save()
+        other = _fault_of_another_live_run(replica, config, sleeper.pid)
         orphan = actions.limit_bandwidth(target=st["leader"], rate_kbit=100000, configuration=config)["fault_id"]
         rec = load_record(orphan)
         rec.owner_pid, rec.owner_start = 999_999, 1  # made by a run of this cluster that is gone
@@ -567,7 +574,6 @@ def test_after_a_sigkill_the_documented_recovery_removes_exactly_that_runs_lefto
     cluster stays."""
     import signal as _signal
 
-    from chaosdb.core.processes import start_time
     from chaosdb.faults.records import load_record, load_records
     from tests.polling import poll
 
@@ -575,11 +581,7 @@ def test_after_a_sigkill_the_documented_recovery_removes_exactly_that_runs_lefto
     replica = next(n["name"] for n in st["nodes"] if n["name"] != st["leader"])
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # the other, live run
     try:
-        other = actions.limit_cpu(target=replica, quota_s=0.5, period_s=1.0, configuration=config)["fault_id"]
-        rec = load_record(other)
-        rec.cluster_dir, rec.owner_pid, rec.owner_start = "/var/lib/another-cluster", sleeper.pid, \
-            start_time(sleeper.pid)
-        rec.save()
+        other = _fault_of_another_live_run(replica, config, sleeper.pid)
         path = tmp_path / "killed.json"
         path.write_text(json.dumps(_partition_experiment(config["chaosdb_cluster_dir"], 300,
                                                          str(tmp_path / "report-killed"))))
