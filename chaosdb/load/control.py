@@ -415,7 +415,7 @@ CONTROL_ARGUMENTS = checked_signature(
     users=number("users", 1, maximum=10_000, integer=True),
     records=number("records", 1, maximum=100_000_000, integer=True),
     spawn_rate=number("spawn_rate", 0, maximum=10_000),
-    baseline_s=number("baseline_s", above=0, maximum=MAX_SECONDS, hint=" (seconds of load before the fault)"),
+    baseline_s=number("baseline_s", 0, maximum=MAX_SECONDS, hint=" (seconds of load measured before the fault)"),
     processes=number("processes", 0, maximum=256, integer=True),
     workers=number("workers", 0, maximum=256, integer=True),
     remote_workers=number("remote_workers", 0, maximum=1024, integer=True),
