@@ -560,6 +560,11 @@ def test_two_game_days_on_one_host_keep_their_faults_and_folders_apart(no_residu
             out_b = runs["b"].communicate(timeout=180)[0]
             assert runs["b"].returncode == 0, out_b[-3000:]
             assert not load_records()
+            # each report, in its own folder, is about its own run's fault only
+            for name, cdir in (("a", config["chaosdb_cluster_dir"]), ("b", str(second))):
+                copy = json.loads((tmp_path / f"report-{name}" / "journal.json").read_text())
+                assert copy["run"][0]["output"]["fault_id"] == faults[os.path.realpath(cdir)], name
+                assert (tmp_path / f"report-{name}" / "report.html").exists()
         finally:
             for proc in runs.values():
                 if proc.poll() is None:
