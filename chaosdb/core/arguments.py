@@ -34,6 +34,7 @@ from chaoslib.exceptions import InvalidActivity
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import MissingExtra, missing_modules
 from chaosdb.core.targets import parse_count
+from chaosdb.core.tls import as_bool
 
 __all__ = ["Check", "CheckedSignature", "check_arguments", "choice", "number", "one_of_or_names",
            "problems_in_call", "is_unresolved", "GENERIC_CHECKS", "checked_signature", "MAX_SECONDS", "boolean"]
@@ -94,9 +95,10 @@ def number(name: str, minimum: float | None = None, *, above: float | None = Non
 def boolean(name: str) -> Check:
     """True or false (or their strings: configuration values arrive as strings)."""
     def check(value: Any) -> None:
-        if isinstance(value, bool) or str(value).strip().lower() in ("true", "false", "1", "0", "yes", "no", ""):
-            return
-        raise ChaosDBError(f"{name} must be true or false, got {value!r}")
+        try:
+            as_bool(value, default=False)
+        except ChaosDBError:
+            raise ChaosDBError(f"{name} must be true or false, got {value!r}") from None
 
     return check
 

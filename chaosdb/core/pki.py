@@ -14,7 +14,7 @@ from pathlib import Path
 
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["openssl", "make_key", "make_ca", "issue"]
+__all__ = ["openssl", "make_key", "make_ca", "issue", "cluster_ca"]
 
 DAYS = "825"
 
@@ -64,3 +64,21 @@ def issue(ca_key: Path, ca_crt: Path, key: Path, crt: Path, common_name: str, ip
     finally:
         csr.unlink(missing_ok=True)
         ext.unlink(missing_ok=True)
+        ca_crt.with_suffix(".srl").unlink(missing_ok=True)  # -CAcreateserial's file: a fresh random serial each time
+
+
+def cluster_ca(directory: Path, common_name: str) -> bool:
+    """A cluster's CA (``ca.key``, ``ca.crt``) and the client certificate its experiments use (``client.key``,
+    ``client.crt``) in *directory*, made once; the certificates are readable by all, the keys by their owner only.
+    True when they were made now."""
+    d = Path(directory)
+    if (d / "client.key").exists():
+        return False
+    d.mkdir(parents=True, exist_ok=True)
+    os.chmod(d, 0o755)
+    make_ca(d / "ca.key", d / "ca.crt", common_name)
+    issue(d / "ca.key", d / "ca.crt", d / "client.key", d / "client.crt", "chaosdb-client", usage="clientAuth")
+    for public in ("ca.crt", "client.crt"):
+        os.chmod(d / public, 0o644)
+    return True
+

@@ -97,11 +97,15 @@ ENVIRONMENT_ONLY: dict[str, str] = {
 }
 
 
+#: the variables of :data:`ENVIRONMENT_ONLY` that hold secrets
+SECRET_ENVIRONMENT = ("CHAOSDB_LOAD_DSN", "CHAOSDB_PATRONI_PASSWORD", "CHAOSDB_ETCD_PASSWORD",
+                      "CHAOSDB_COCKROACH_PASSWORD", "CHAOSDB_POSTGRES_PASSWORD")
+
+
 def secret_environment_values() -> list[str]:
     """The values (4 characters or more) of the variables this pack reads secrets from that are set here: the
     secret settings (``CHAOSDB_COCKROACH_URL``), the passwords and the load's DSN."""
-    names = [s.env for s in SETTINGS.values() if s.secret]
-    names += [n for n, meaning in ENVIRONMENT_ONLY.items() if "(a secret)" in meaning and not n.endswith("_USERNAME")]
+    names = [s.env for s in SETTINGS.values() if s.secret] + list(SECRET_ENVIRONMENT)
     return [os.environ[n] for n in names if len(os.environ.get(n, "")) >= 4]
 
 

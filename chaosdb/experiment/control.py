@@ -25,7 +25,6 @@ import logging
 from typing import Any
 
 from chaoslib.activity import run_activity
-from chaoslib.exceptions import InterruptExecution
 from chaoslib.hypothesis import within_tolerance
 from chaoslib.run import RunEventHandler
 
@@ -48,7 +47,6 @@ class _Run:
         self.journal: dict[str, Any] | None = None
         self.in_method = False
         self.stopped_at = ""
-        self.refused = ""
         self.sentence = ""
         self.ok = True
 
@@ -74,11 +72,7 @@ def configure_control(experiment: dict[str, Any] | None = None, event_registry: 
 
 def before_experiment_control(context: dict[str, Any], configuration: dict[str, Any] | None = None,
                               secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
-    try:
-        refuse_bad_arguments(context, configuration, secrets)
-    except InterruptExecution as exc:
-        _run.refused = str(exc)
-        raise
+    refuse_bad_arguments(context, configuration, secrets)  # a refusal is kept by chaosdb.experiment.refusals
 
 
 def before_method_control(context: dict[str, Any], **kwargs: Any) -> None:
@@ -135,8 +129,8 @@ def after_hypothesis_control(context: dict[str, Any], state: dict[str, Any] | No
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None, **kwargs: Any) -> None:
     if not isinstance(state, dict):
         return
-    if _run.refused or refusals.reason():
-        state["chaosdb_refused"] = _run.refused or refusals.reason()
+    if refusals.reason():
+        state["chaosdb_refused"] = refusals.reason()
     verdict = verdict_of(state)
     state["status"] = verdict.status
     state["chaosdb_verdict"] = {**verdict.as_dict(), "method_stopped_at": _run.stopped_at or None}

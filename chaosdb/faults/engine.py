@@ -18,7 +18,6 @@ from chaosdb.faults.lifecycle import (
     keep_timer_result,
     revert,
     revert_all,
-    revert_id,
     take_timer_results,
 )
 from chaosdb.faults.network_faults import inject_network
@@ -29,6 +28,6 @@ from chaosdb.faults.sweep import cleanup, residue
 #: proxy_delay, sweep (residue, cleanup); this module is where callers find them
 __all__ = [
     "ProcessGroup", "inject_cpu_quota", "inject_memory_limit", "inject_network", "inject_proxy_delay",
-    "revert", "revert_id", "revert_all", "cleanup", "residue", "PROXY_MARK", "fault_stats", "FAULT_KINDS",
+    "revert", "revert_all", "cleanup", "residue", "PROXY_MARK", "fault_stats", "FAULT_KINDS",
     "NETWORK_KINDS", "keep_timer_result", "take_timer_results",
 ]

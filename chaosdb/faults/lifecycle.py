@@ -22,7 +22,6 @@ from chaosdb.faults.records import (
     FaultRecord,
     RunScope,
     faults_dir,
-    load_record,
     load_records,
     same_cluster,
 )
@@ -167,11 +166,6 @@ def revert(rec: FaultRecord) -> dict[str, Any]:
     rec.delete()
     out["reverted_at"] = round(time.time(), 3)
     return out
-
-
-def revert_id(fault_id: str) -> dict[str, Any] | None:
-    rec = load_record(fault_id)
-    return revert(rec) if rec else None
 
 
 def _timer_dir() -> Path:

@@ -19,7 +19,7 @@ import os
 import shutil
 from pathlib import Path
 
-from chaosdb.core.pki import issue, make_ca
+from chaosdb.core.pki import cluster_ca, issue
 from chaosdb.local.state import ClusterLayout, NodeLayout
 
 __all__ = ["ensure_cluster_ca", "ensure_node_certificate", "node_file", "NODE_CERT", "NODE_KEY", "NODE_CA"]
@@ -29,16 +29,7 @@ NODE_CERT, NODE_KEY, NODE_CA = "node.crt", "node.key", "ca.crt"
 
 def ensure_cluster_ca(layout: ClusterLayout) -> None:
     """The cluster's CA and the experiments' client certificate (once)."""
-    d = layout.tls_dir
-    if (d / "client.key").exists():
-        return
-    d.mkdir(parents=True, exist_ok=True)
-    os.chmod(d, 0o755)  # ca.crt is public; the keys are mode 600
-    make_ca(d / "ca.key", d / "ca.crt", f"chaosdb {layout.name} cluster CA")
-    os.chmod(d / "ca.crt", 0o644)
-    issue(d / "ca.key", d / "ca.crt", d / "client.key", d / "client.crt", "chaosdb-client", usage="clientAuth")
-    os.chmod(d / "client.crt", 0o644)
-    (d / "ca.srl").unlink(missing_ok=True)
+    cluster_ca(layout.tls_dir, f"chaosdb {layout.name} cluster CA")
 
 
 def ensure_node_certificate(layout: ClusterLayout, node: NodeLayout) -> None:
@@ -52,7 +43,6 @@ def ensure_node_certificate(layout: ClusterLayout, node: NodeLayout) -> None:
     hosts = sorted({node.host, "127.0.0.1"})
     issue(ca / "ca.key", ca / "ca.crt", d / NODE_KEY, d / NODE_CERT, node.host, ips=hosts, dns=["localhost"])
     shutil.copyfile(ca / "ca.crt", d / NODE_CA)
-    (ca / "ca.srl").unlink(missing_ok=True)
     _, uid, gid = layout.node_user(node)
     for p in (d, d / NODE_KEY, d / NODE_CERT, d / NODE_CA):
         if os.geteuid() == 0:

@@ -33,7 +33,7 @@ from typing import Any
 from chaosdb.core.binaries import find_binary
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.http import request_json
-from chaosdb.core.pki import issue, make_ca
+from chaosdb.core.pki import cluster_ca, issue
 from chaosdb.core.processes import pids_under, signal_pids, wait_gone
 from chaosdb.core.servers import spawn_server, wait_ready
 from chaosdb.tikv import cluster as pd_cluster
@@ -94,15 +94,12 @@ def _tls_dir(layout: dict[str, Any]) -> Path:
 def _make_certificates(layout: dict[str, Any]) -> None:
     """The cluster's CA, a certificate per member (its address) and the experiments' client certificate (once)."""
     d = _tls_dir(layout)
-    if (d / "client.key").exists():
-        return
-    d.mkdir(parents=True, exist_ok=True)
-    make_ca(d / "ca.key", d / "ca.crt", f"chaosdb {layout['cluster']} PD CA")
+    cluster_ca(d, f"chaosdb {layout['cluster']} PD CA")
     for m in layout["members"]:
+        if (d / f"{m['name']}.key").exists():
+            continue
         issue(d / "ca.key", d / "ca.crt", d / f"{m['name']}.key", d / f"{m['name']}.crt", m["host"],
               ips=sorted({m["host"], "127.0.0.1"}), dns=["localhost"])
-    issue(d / "ca.key", d / "ca.crt", d / "client.key", d / "client.crt", "chaosdb-client", usage="clientAuth")
-    (d / "ca.srl").unlink(missing_ok=True)
 
 
 def _tls_argv(layout: dict[str, Any], member: dict[str, Any]) -> list[str]:
