@@ -58,10 +58,9 @@ def settings(configuration: dict[str, Any] | None, secrets: dict[str, Any] | Non
     scope: ``{"cockroach": {"cockroach_url": {"type": "env", "key": "COCKROACH_URL"}}}``), so a URL with a
     password never has to be in the configuration (which journals keep)."""
     cfg = dict(configuration or {})
-    for scope in [secrets or {}, *[v for v in (secrets or {}).values() if isinstance(v, dict)]]:
-        for key in SECRET_KEYS:
-            if isinstance(scope.get(key), str) and scope[key] and not cfg.get(key):
-                cfg[key] = scope[key]
+    for key in SECRET_KEYS:
+        if not cfg.get(key) and secret_value(secrets, key, environment=False):
+            cfg[key] = secret_value(secrets, key, environment=False)
     return cfg
 
 

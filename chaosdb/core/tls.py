@@ -147,12 +147,12 @@ def client_tls(service: str, configuration: Mapping[str, Any] | None) -> ClientT
                      str(cfg.get(f"{service}_key_file") or ""), verify).check()
 
 
-def secret_value(secrets: Mapping[str, Any] | None, key: str) -> str:
-    """The secret *key* (flat, or in any secret scope), else the environment variable ``CHAOSDB_<KEY>`` (so a
-    CronJob's Secret can hold it without the experiment naming it), else empty."""
+def secret_value(secrets: Mapping[str, Any] | None, key: str, environment: bool = True) -> str:
+    """The secret *key* (flat, or in any secret scope), else with *environment* the variable ``CHAOSDB_<KEY>`` (so
+    a CronJob's Secret can hold it without the experiment naming it), else empty."""
     scopes = [secrets or {}, *[v for v in (secrets or {}).values() if isinstance(v, dict)]]
     found = next((str(s[key]) for s in scopes if s.get(key)), "")
-    return found or os.environ.get(f"CHAOSDB_{key.upper()}", "")
+    return found or (os.environ.get(f"CHAOSDB_{key.upper()}", "") if environment else "")
 
 
 def credentials(service: str, secrets: Mapping[str, Any] | None) -> tuple[str, str] | None:
