@@ -31,7 +31,7 @@ HOST_FAULT_MODULES = {"test_local_faults", "test_node_failures", "test_cluster_a
 OWN_CLUSTERS_GROUP = "own-embedded-clusters"
 #: (a game day's between-run restore cleans only its own cluster's faults, so it runs beside the host faults)
 OWN_CLUSTER_MODULES = {"test_quickstart", "test_cluster_errors", "test_gameday_suite", "test_from_wheel",
-                       "test_secure_clusters"}
+                       "test_secure_clusters", "test_two_game_days"}
 
 
 def work_group(nodeid: str) -> str:
