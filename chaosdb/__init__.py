@@ -43,6 +43,7 @@ ACTIVITY_MODULES: dict[str, list[str]] = {
         "chaosdb.postgres.actions",
         "chaosdb.load.actions",
         "chaosdb.faults.actions",
+        "chaosdb.chaosd.actions",
         "chaosdb.cockroach.actions",
         "chaosdb.tikv.actions",
         "chaosdb.chaosmesh.actions",

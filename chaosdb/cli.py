@@ -260,6 +260,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="postgres-ha and pd: a cluster CA; TLS with client certificates on every HTTP port (Patroni "
                         "REST, etcd client and peer, PD); PostgreSQL TLS-only with scram-sha-256. The CA and a client "
                         "certificate are written to the cluster's tls/ folder (only when the cluster is created)")
+    p.add_argument("--chaosd", default=None, metavar="BINARY",
+                   help="postgres-ha: also start chaosd (Chaos Mesh's agent for machines) from this binary, as root, "
+                        "on the cluster's first address, for chaosdb.chaosd.actions and PhysicalMachineChaos; its "
+                        "helpers are taken from tools/ beside the binary, else from PATH ('down' stops it)")
     p.add_argument("--run-as", default=None, help="unprivileged user for the processes when run as root "
                                                   "(default: chaosdb, created if missing)")
     p.add_argument("--postgres-bin", default=None, help="use this PostgreSQL bin directory instead of the wheel")

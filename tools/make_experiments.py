@@ -308,6 +308,40 @@ EXPERIMENTS.update({
 })
 
 
+CLOCK_STORY = ("Clock drift of the fault-injection study of replicated databases, through chaosd (Chaos Mesh's agent "
+               "for machines; start the cluster with 'chaosdb cluster up --name experiments --chaosd <chaosd binary>' "
+               "first, or set CHAOSDB_CHAOSD_URL): every process of the node (etcd, Patroni, PostgreSQL) reads a wall "
+               "clock 5 minutes behind for 60 s; the machine's clock and the other nodes keep the true time. "
+               "PostgreSQL backends forked during the skew read the true clock. ")
+
+EXPERIMENTS.update({
+    "clock-skew-leader": {
+        "title": "Clock skew on the leader: its processes run 5 minutes behind for 60 s (chaosd)",
+        "cluster": "experiments", "faults": True, "chaosd": True,
+        "story": CLOCK_STORY + "Expected: etcd and Patroni use monotonic clocks for leases and timeouts, so no "
+                 "election and no error; the leader's logs and HTTP answers are dated 5 minutes back while it lasts.",
+        "tags": ["clock-skew", "chaosd"],
+        "method": [action("skew-the-leader-clock-5min-back", "skew_clock",
+                          {"target": "leader", "offset_s": -300, "duration_s": 60}, after=70,
+                          module="chaosdb.chaosd.actions"), WAIT_HEALTHY],
+    },
+    "clock-skew-follower": {
+        "title": "Clock skew on a follower: its processes run 5 minutes ahead for 60 s (chaosd)",
+        "cluster": "experiments", "faults": True, "chaosd": True,
+        "story": CLOCK_STORY.replace("5 minutes behind", "5 minutes ahead") + "Expected: no effect on clients.",
+        "tags": ["clock-skew", "chaosd"],
+        "method": [action("skew-a-follower-clock-5min-ahead", "skew_clock",
+                          {"target": "replica", "offset_s": 300, "duration_s": 60}, after=70,
+                          module="chaosdb.chaosd.actions"), WAIT_HEALTHY],
+    },
+})
+
+CHAOSD_CONFIGURATION = {key: env_entry(key) for key in ("chaosd_url", "chaosd_ca_file", "chaosd_cert_file",
+                                                         "chaosd_key_file", "chaosd_tls_verify")}
+CHAOSD_REVERT = {"type": "action", "name": "revert-every-chaosd-fault",
+                 "provider": {"type": "python", "module": "chaosdb.chaosd.actions", "func": "revert_attacks"}}
+
+
 def build(name: str) -> dict[str, Any]:
     spec = EXPERIMENTS[name]
     hypothesis_text = ("Hypothesis: with 8 TPC-C terminals on the embedded 3-node Patroni cluster, p99 latency stays "
@@ -332,6 +366,8 @@ def build(name: str) -> dict[str, Any]:
         # revert this run's local faults after the experiment, whatever happened (before the cluster goes down)
         controls.insert(2, {"name": "local-faults", "provider": {"type": "python", "module": "chaosdb.faults.control"}})
         rollbacks = [REVERT_FAULTS, *rollbacks]
+    if spec.get("chaosd"):
+        rollbacks = [CHAOSD_REVERT, *rollbacks]
     return {
         "version": "1.0.0",
         "title": spec["title"],
@@ -343,6 +379,7 @@ def build(name: str) -> dict[str, Any]:
             "baseline_s": {"type": "env", "key": "CHAOSDB_BASELINE_S", "default": "30"},
             "address_base": {"type": "env", "key": "CHAOSDB_ADDRESS_BASE", "default": "127.0.0.11"},
             "secure": env_entry("secure", "false"),
+            **(CHAOSD_CONFIGURATION if spec.get("chaosd") else {}),
         },
         "controls": controls,
         "steady-state-hypothesis": spec.get("hypothesis", HYPOTHESIS),

@@ -31,7 +31,7 @@ class Setting:
 
 
 _TLS_SERVICES = {"patroni": "Patroni REST API", "etcd": "etcd", "pd": "PD", "cockroach": "CockroachDB HTTP",
-                 "postgres": "PostgreSQL"}
+                 "postgres": "PostgreSQL", "chaosd": "chaosd"}
 _TLS_MEANINGS = {"ca_file": "CA file that signed the {label} servers' certificates",
                  "cert_file": "client certificate for the {label}",
                  "key_file": "key of that client certificate",
@@ -66,6 +66,8 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("cockroach_cli_pod", "CHAOSDB_COCKROACH_CLI_POD", "[namespace/]pod the cockroach CLI runs in "
             "(exec through the Kubernetes API, container k8s_container)"),
     Setting("pd_url", "CHAOSDB_PD_URL", "PD's HTTP API (TiKV)", old=("PD_URL",)),
+    Setting("chaosd_url", "CHAOSDB_CHAOSD_URL", "chaosd's API on the database's machine (chaosdb.chaosd.actions; "
+                                                "default: the chaosd 'cluster up --chaosd' started)"),
     Setting("tikv_key", "CHAOSDB_TIKV_KEY", "the key whose region's leader or follower is the target",
             old=("TIKV_KEY", "CHAOSDB_KEY")),
     Setting("tikv_role", "CHAOSDB_TIKV_ROLE", "tikv-leader or tikv-follower", ),

@@ -31,6 +31,7 @@ SERVICES: dict[str, str] = {
     "pd": "PD",
     "cockroach": "CockroachDB HTTP API",
     "postgres": "PostgreSQL",
+    "chaosd": "chaosd",
 }
 TLS_SUFFIXES = ("ca_file", "cert_file", "key_file", "tls_verify")
 

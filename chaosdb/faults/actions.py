@@ -54,10 +54,8 @@ from chaosdb.faults.targets import (
     COMPONENTS,
     choose_nodes,
     identities,
-    matching_processes,
     node_ports,
-    process_groups,
-    role_group,
+    target_groups,
 )
 from chaosdb.local.nodes import check_target, is_node_name, open_cluster
 
@@ -92,16 +90,6 @@ def _result(rec: FaultRecord, **extra: Any) -> Dict[str, Any]:
     return out
 
 
-def _groups(target: Any, count: Any, components: List[str] | None, processes: str, configuration: Any, cluster: str,
-            cluster_dir: str, secrets: Any = None):
-    if processes:
-        return [matching_processes(processes)], ""
-    if isinstance(target, dict):
-        return [role_group(target, configuration or {}, secrets)], ""
-    layout, chosen, _ = choose_nodes(target, count, configuration, cluster, cluster_dir)
-    return process_groups(layout, chosen, components), layout.dir
-
-
 @action_result
 def limit_cpu(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, quota_s: float = 0.05,
               period_s: float = 1.0, components: List[str] = None, duration_s: float = 0, processes: str = "",
@@ -115,7 +103,7 @@ def limit_cpu(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, quo
     instead of a cluster node (e.g. ``"cockroach start"``). Processes forked later (new PostgreSQL
     backends) are born inside the limit. Rollback: ``revert_faults``.
     """
-    groups, cdir = _groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
+    groups, cdir = target_groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
     return _result(engine.inject_cpu_quota(groups, quota_s, period_s, duration_s, cdir))
 
 
@@ -131,7 +119,7 @@ def limit_memory(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, 
     Pages a process touched before the fault stay charged where they were (cgroup semantics), so the
     limit bites on what the node allocates from now on. ``components`` / ``processes`` as for ``limit_cpu``.
     """
-    groups, cdir = _groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
+    groups, cdir = target_groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
     return _result(engine.inject_memory_limit(groups, limit_mb, duration_s, cdir))
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from chaosdb.core.chaosd import recover_entry, remove_leftovers, undo_without_chaosd
 from chaosdb.core.detach import spawn_detached
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.processes import start_time as process_start_time
@@ -93,6 +94,17 @@ def _validate_duration(duration_s: float) -> float:
     return d
 
 
+def checked_duration(duration_s: float) -> float:
+    """``duration_s`` as seconds (0 = until rolled back); a negative or non-numeric value is refused."""
+    return _validate_duration(duration_s)
+
+
+def inject(rec: FaultRecord, steps: Callable[[FaultRecord], None], duration_s: float) -> FaultRecord:
+    """Save *rec* before anything changes, run *steps* (which add what they change to the record), then schedule
+    the detached reverter for a timed fault; any failure reverts what the steps did."""
+    return _inject(rec, steps, duration_s)
+
+
 def _inject(rec: FaultRecord, steps: Callable[[FaultRecord], None], duration_s: float) -> FaultRecord:
     rec.save()
     try:
@@ -132,6 +144,21 @@ def revert(rec: FaultRecord) -> dict[str, Any]:
         out["stats"] = {"error": str(exc)}
     for entry in rec.processes:
         _stop_process(entry)
+    for attack in rec.attacks:
+        try:
+            attack["recovered_now"] = recover_entry(attack)
+            if attack.get("kind") == "network":
+                remove_leftovers(attack["uid"])
+        except ChaosDBError as exc:
+            undone = undo_without_chaosd(attack)
+            if not undone:
+                errors.append(f"{exc}; restart the process to end a {attack.get('action')} attack")
+                continue
+            attack["recovered_now"] = True
+            rec.notes.append(f"{exc}: undone here instead ({undone})")
+            out.setdefault("notes", []).append(rec.notes[-1])
+    if rec.attacks:
+        out["attacks"] = [{k: a.get(k) for k in ("uid", "action", "recovered_now")} for a in rec.attacks]
     for ch in rec.chains:
         if ch.get("parent"):
             try:

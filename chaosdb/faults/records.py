@@ -56,6 +56,7 @@ class FaultRecord:
     tc: list[dict[str, Any]] = field(default_factory=list)  # {dev, classid, prio}
     processes: list[dict[str, Any]] = field(default_factory=list)  # {pid, start, what}
     reverter: dict[str, Any] = field(default_factory=dict)  # {pid, start}
+    attacks: list[dict[str, Any]] = field(default_factory=list)  # chaosd attacks {url, uid, kind, action, tls}
     notes: list[str] = field(default_factory=list)
 
     @property

@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from chaosdb.core.chaosd import leftovers as chaosd_leftovers
+from chaosdb.core.chaosd import remove_leftovers as remove_chaosd_leftovers
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.processes import cmdline
 from chaosdb.core.processes import start_time as process_start_time
@@ -37,6 +39,7 @@ def residue() -> dict[str, Any]:
         "cgroups": [],
         "tc": [],
         "processes": [p["cmd"] for p in _our_processes()],
+        "chaosd": chaosd_leftovers() if os.geteuid() == 0 else [],
     }
     try:
         out["cgroups"] = cgroups.tagged_groups(cgroup_host())
@@ -44,7 +47,7 @@ def residue() -> dict[str, Any]:
         pass
     if _have("tc") and traffic.our_root():
         out["tc"] = [f"qdisc htb {traffic.ROOT_HANDLE} on {traffic.DEV}"]
-    out["clean"] = not any(out[k] for k in ("records", "iptables", "cgroups", "tc", "processes"))
+    out["clean"] = not any(out[k] for k in ("records", "iptables", "cgroups", "tc", "processes", "chaosd"))
     return out
 
 
@@ -87,6 +90,7 @@ def cleanup(cluster_dir: str = "") -> dict[str, Any]:
             swept.append(f"process {proc['pid']}: {proc['cmd']}")
     if os.geteuid() == 0 and _have("iptables"):
         swept += netfilter.remove_tagged()
+        swept += remove_chaosd_leftovers()  # what chaosd's recovered network attacks left
     try:
         host = cgroup_host()
         for g in cgroups.tagged_groups(host):

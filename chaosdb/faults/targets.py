@@ -16,7 +16,7 @@ from chaosdb.local.nodes import choose, open_cluster
 from chaosdb.local.processes import cmdline, node_processes
 from chaosdb.local.state import ClusterLayout
 
-__all__ = ["COMPONENTS", "choose_nodes", "process_groups", "role_group", "matching_processes", "identities", "PORT_NAMES",
+__all__ = ["COMPONENTS", "choose_nodes", "target_groups", "process_groups", "role_group", "matching_processes", "identities", "PORT_NAMES",
            "node_ports"]
 
 #: process kinds of an embedded node a CPU/memory fault can be restricted to
@@ -30,6 +30,19 @@ def choose_nodes(target: str | Sequence[str], count: int | str, configuration: A
     layout = open_cluster(cluster, cluster_dir, configuration)
     chosen, verdict, _ = choose(layout, target, count, allow_quorum_loss, quorum_what)
     return layout, chosen, verdict
+
+
+def target_groups(target: Any, count: Any, components: Sequence[str] | None, processes: str, configuration: Any,
+                  cluster: str = "", cluster_dir: str = "", secrets: Any = None) -> tuple[list[ProcessGroup], str]:
+    """The process groups a fault acts on, and the embedded cluster's folder ("" for other targets): every process
+    whose command line contains *processes*; else the node a database adapter names for a role target
+    (``{"role": ...}``); else the embedded cluster's nodes by role or name (*count* of them, *components* only)."""
+    if processes:
+        return [matching_processes(processes)], ""
+    if isinstance(target, dict):
+        return [role_group(target, configuration or {}, secrets)], ""
+    layout, chosen, _ = choose_nodes(target, count, configuration, cluster, cluster_dir)
+    return process_groups(layout, chosen, components), layout.dir
 
 
 def _kinds(components: Sequence[str] | None) -> set[str] | None:

@@ -38,6 +38,7 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.http import HttpError
+from chaosdb.local.chaosd import stop_chaosd
 from chaosdb.local.config import _new_secrets, _prepare_dirs, _run_as_of, _write_configs, _write_pgpass, _write_private
 from chaosdb.local.health import etcd_client, patroni_client, status, tail, wait_etcd, wait_healthy
 from chaosdb.local.layout import DEFAULT_TIMINGS, parse_ipv4, plan_layout
@@ -202,7 +203,9 @@ def down(layout: ClusterLayout, purge: bool = False, timeout: float = 30.0) -> d
         leftovers = {k: v for k, v in leftovers.items() if v}
     if leftovers:
         raise ChaosDBError(f"processes survived SIGKILL: {leftovers}")
+    chaosd = stop_chaosd(layout.dir)
     if purge:
         shutil.rmtree(layout.path, ignore_errors=False)
     return {"cluster": layout.name, "dir": layout.dir, "stopped": [n.name for n in layout.nodes], "purged": purge,
-            "sigkilled": {k: v["sigkilled"] for k, v in stop_results.items() if v["sigkilled"]}}
+            "sigkilled": {k: v["sigkilled"] for k, v in stop_results.items() if v["sigkilled"]},
+            "chaosd_stopped": chaosd["stopped"]}

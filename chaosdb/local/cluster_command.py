@@ -9,6 +9,7 @@ from typing import Any
 
 from chaosdb.core.console import fmt, print_json
 from chaosdb.local import cluster
+from chaosdb.local.chaosd import chaosd_address, start_chaosd
 from chaosdb.local.state import STATE_FILE, load_layout
 
 __all__ = ["STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "run"]
@@ -50,6 +51,8 @@ def _up(args: argparse.Namespace, directory: Path, name: str) -> int:
         etcd_port=args.etcd_port, etcd_peer_port=args.etcd_peer_port, replication=args.replication,
         secure=bool(getattr(args, "secure", False)),
     )
+    if getattr(args, "chaosd", None):
+        result["chaosd"] = start_chaosd(str(directory), args.chaosd, chaosd_address(load_layout(directory)))["url"]
     if args.json:
         print_json(result)
         return 0
@@ -66,6 +69,8 @@ def _up(args: argparse.Namespace, directory: Path, name: str) -> int:
         print(f"  client cert: {tls['cert_file']}")
         print(f"  client key:  {tls['key_file']}")
         print("  every port speaks TLS and asks for a client certificate of this CA (PostgreSQL: a password)")
+    if result.get("chaosd"):
+        print(f"  chaosd:      {result['chaosd']} (chaosdb.chaosd.actions finds it through the cluster's name)")
     print("  passwords are in the pgpass file the DSNs name; 'chaosdb cluster status' shows the members")
     return 0
 

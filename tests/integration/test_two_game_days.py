@@ -69,7 +69,7 @@ def test_two_shipped_tpcc_game_days_at_once_report_their_own_cluster(tmp_path):
                     [chaos, "--no-log-file", "run", str(experiment), "--journal-path", str(work / f"{name}.json")],
                     cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             outputs = {name: proc.communicate(timeout=900)[0] for name, proc in runs.items()}
-            for name, address in RUNS.items():
+            for name in RUNS:
                 out = outputs[name]
                 journal = json.loads((work / f"{name}.json").read_text())
                 directory = work / f"home-{name}" / f"gd-{name}"

@@ -24,7 +24,14 @@ def test_each_experiment_states_its_hypothesis_and_restores_the_cluster(name):
     modules = {a["provider"]["module"] for a in exp["method"]}
     rollbacks = [r["provider"]["func"] for r in exp["rollbacks"]]
     controls = {c["name"] for c in exp["controls"]}
-    if "chaosdb.faults.actions" in modules:
+    if "chaosdb.chaosd.actions" in modules:
+        # chaosd faults: timed, recovered by their rollback, by the faults control and by the generic rollback
+        assert controls == {"verdict", "embedded-cluster", "local-faults", "tpcc-load", "report"}
+        assert rollbacks == ["revert_attacks", "revert_faults", "resume_nodes", "restart_nodes"]
+        assert all(a["provider"]["arguments"]["duration_s"] > 0 for a in exp["method"]
+                   if a["provider"]["module"] == "chaosdb.chaosd.actions")
+        assert "chaosd_url" in exp["configuration"]
+    elif "chaosdb.faults.actions" in modules:
         # local faults: timed, reverted by rollback and by the control whatever happens
         assert controls == {"verdict", "embedded-cluster", "local-faults", "tpcc-load", "report"}
         assert rollbacks == ["revert_faults", "resume_nodes", "restart_nodes"]

@@ -1,0 +1,323 @@
+"""Faults carried out by chaosd (``chaosd server``, Chaos Mesh's agent for databases on machines).
+
+======================  ==================================================  ==========================
+action                  what happens                                        chaosd attack
+======================  ==================================================  ==========================
+``stop_processes``      the target's processes are stopped (SIGSTOP) until  ``process`` signal 19;
+                        reverted (SIGCONT)                                  recover sends SIGCONT
+``kill_processes``      the target's processes get ``signal`` (9); nothing  ``process``
+                        to revert: restart the node (``restart_nodes``)
+``skew_clock``          the target's processes read a wall clock            ``clock`` (ptrace + vDSO),
+                        ``offset_s`` off (CLOCK_REALTIME); other processes  ``CLOCK_REALTIME``
+                        of the machine keep the true time
+``stress_cpu``          ``workers`` stress-ng workers at ``load`` % on the  ``stress`` cpu
+                        target's **machine** (every process there competes)
+``stress_memory``       ``size_mb`` MiB held on the target's **machine**    ``stress`` mem (memStress)
+``partition_node``      the target's address is cut off (``inbound``,       ``network`` partition
+                        ``outbound`` or ``both``) on ``device``             (iptables + ipset)
+``fill_disk``           a file of ``size_mb`` MiB at ``path`` (fallocate)   ``disk`` fill
+``revert_attacks``      rollback: recover this run's chaosd faults
+======================  ==================================================  ==========================
+
+Targets are chosen when the action runs, as for the local engine: a role or node names of the embedded cluster
+(``leader``, ``replica``, ``node2``; ``count`` of them, ``components`` of each), a database role
+(``{"role": "patroni-primary"}``, ``{"role": "tikv-leader", "key": ...}``: the database's adapter names the node
+and the local processes serving it), or ``processes`` (a command-line substring).
+
+chaosd is found at ``chaosd_url`` (argument, else configuration ``chaosd_url``), else the one ``chaosdb cluster up
+--chaosd`` started beside the embedded cluster. TLS to it: configuration ``chaosd_ca_file``, ``chaosd_cert_file``,
+``chaosd_key_file`` (as for every service, :mod:`chaosdb.core.tls`).
+
+Every fault but a kill is a fault record like the local engine's: written before chaosd is asked, holding each
+attack's uid, so ``revert_attacks``, ``chaosdb.faults.actions.revert_faults``, the faults control after an
+interrupted run and ``chaosdb local cleanup`` recover it from any process. ``duration_s`` > 0 makes it revert itself
+(a detached timer, also when ``chaos run`` dies).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal as signals
+from typing import Any, Dict, List, Union
+from urllib.parse import urlsplit
+
+from chaoslib.types import Configuration, Secrets
+
+from chaosdb.core.adapters import check_role_target
+from chaosdb.core.arguments import MAX_SECONDS, check_arguments, choice, number
+from chaosdb.core.chaosd import Chaosd, attack_entry, cluster_chaosd
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.results import action_result
+from chaosdb.core.results import target as target_entry
+from chaosdb.core.tls import client_tls
+from chaosdb.faults.lifecycle import ProcessGroup, checked_duration, inject, revert_all
+from chaosdb.faults.records import FaultRecord, RunScope, new_record
+from chaosdb.faults.targets import COMPONENTS, target_groups
+from chaosdb.local.nodes import check_target
+
+__all__ = ["stop_processes", "kill_processes", "skew_clock", "stress_cpu", "stress_memory", "partition_node",
+           "fill_disk", "revert_attacks"]
+
+logger = logging.getLogger("chaostoolkit")
+
+#: our direction (seen from the target) -> chaosd's (seen from the address: packets *to* it, *from* it)
+_DIRECTIONS = {"inbound": "to", "outbound": "from", "both": "both"}
+KINDS = ("chaosd-stop", "chaosd-clock", "chaosd-stress-cpu", "chaosd-stress-memory", "chaosd-partition",
+         "chaosd-disk-fill")
+
+
+def _server(chaosd_url: str, configuration: Any, cluster_dir: str) -> Chaosd:
+    cfg = configuration or {}
+    url = chaosd_url or str(cfg.get("chaosd_url") or "") or cluster_chaosd(cluster_dir)
+    if not url:
+        raise ChaosDBError("no chaosd to ask: give chaosd_url (argument or configuration), or start the embedded "
+                           "cluster with 'chaosdb cluster up --chaosd <chaosd binary>'")
+    tls = client_tls("chaosd", cfg)
+    if tls.given and not url.startswith("https://"):
+        raise ChaosDBError(f"chaosd_url {url} is plain http:// but chaosd TLS settings are given: use https://")
+    server = Chaosd(url, tls if tls.given else None)
+    server.health()
+    return server
+
+
+def _pids(groups: list[ProcessGroup]) -> list[tuple[ProcessGroup, int]]:
+    found = [(g, pid) for g in groups for pid in g.pids()]
+    empty = [str(g.target.get("name")) for g in groups if not any(x is g for x, _ in found)]
+    if empty:
+        raise ChaosDBError(f"target(s) {', '.join(empty)} have no running process: start them first "
+                           "(cluster up / restart_nodes)")
+    return found
+
+
+def _address(group: ProcessGroup, cluster_dir: str) -> str:
+    address = str(group.target.get("address") or group.target.get("host") or "")
+    if not address and cluster_dir:
+        from chaosdb.local.state import load_layout  # noqa: PLC0415 - only for the embedded cluster's nodes
+
+        address = load_layout(cluster_dir).node(str(group.target["name"])).host
+    if not address:
+        raise ChaosDBError(f"target {group.target.get('name')} has no address to partition")
+    host = address.rsplit(":", 1)[0] if address.count(":") == 1 else address
+    return host.strip("[]")
+
+
+def _attack(kind: str, groups: list[ProcessGroup], cluster_dir: str, server: Chaosd, duration_s: float,
+            params: dict[str, Any], bodies: list[tuple[str, dict[str, Any]]]) -> FaultRecord:
+    duration_s = checked_duration(duration_s)
+    rec = new_record(kind, targets=[g.target for g in groups], params=params, cluster_dir=cluster_dir)
+
+    def steps(rec: FaultRecord) -> None:
+        for attack_kind, body in bodies:
+            uid = server.attack(attack_kind, body)
+            rec.attacks.append(attack_entry(server, uid, attack_kind, body))
+            rec.save()
+
+    return inject(rec, steps, duration_s)
+
+
+def _result(rec: FaultRecord, **extra: Any) -> Dict[str, Any]:
+    logger.info("chaosdb: %s fault %s on %s through chaosd (%s)", rec.kind, rec.id,
+                ", ".join(str(t.get("name")) for t in rec.targets),
+                ", ".join(f"{k}={v}" for k, v in rec.params.items()))
+    return {"targets": [target_entry(t.get("name"), **{k: v for k, v in t.items() if k != "name"})
+                        for t in rec.targets],
+            "fault_id": rec.id, "kind": rec.kind, "params": rec.params, "injected_at": round(rec.created, 3),
+            "reverts_at": round(rec.deadline, 3) if rec.deadline else None,
+            "attacks": [{"uid": a["uid"], "action": a["action"]} for a in rec.attacks], **extra}
+
+
+def _groups(target: Any, count: Any, components: Any, processes: str, configuration: Any, cluster: str,
+            cluster_dir: str, secrets: Any) -> tuple[list[ProcessGroup], str]:
+    return target_groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
+
+
+@action_result
+def stop_processes(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, components: List[str] = None,
+                   processes: str = "", duration_s: float = 0, chaosd_url: str = "", cluster: str = "",
+                   cluster_dir: str = "", configuration: Configuration = None,
+                   secrets: Secrets = None) -> Dict[str, Any]:
+    """Freeze the target's processes (SIGSTOP through chaosd) until the fault is reverted (SIGCONT): the node
+    holds its connections and its leases but answers nothing, as a hung machine. ``components`` restricts it to
+    ``etcd``, ``patroni`` or ``postgres``. Rollback: ``revert_attacks``."""
+    groups, cdir = _groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
+    server = _server(chaosd_url, configuration, cdir)
+    found = _pids(groups)
+    bodies = [("process", {"action": "stop", "process": str(pid), "signal": int(signals.SIGSTOP)})
+              for _, pid in found]
+    rec = _attack("chaosd-stop", groups, cdir, server, duration_s, {"pids": [p for _, p in found]}, bodies)
+    return _result(rec)
+
+
+@action_result
+def kill_processes(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, components: List[str] = None,
+                   processes: str = "", signal: int = 9, chaosd_url: str = "", cluster: str = "",
+                   cluster_dir: str = "", configuration: Configuration = None,
+                   secrets: Secrets = None) -> Dict[str, Any]:
+    """Send ``signal`` (9, SIGKILL) to the target's processes through chaosd. Nothing to revert: bring the node
+    back with ``chaosdb.local.actions.restart_nodes`` (embedded cluster) or the machine's own supervisor."""
+    groups, cdir = _groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
+    server = _server(chaosd_url, configuration, cdir)
+    found = _pids(groups)
+    uids = [server.attack("process", {"action": "kill", "process": str(pid), "signal": int(signal)})
+            for _, pid in found]
+    logger.info("chaosdb: signal %s to %s through chaosd", signal, ", ".join(str(p) for _, p in found))
+    return {"targets": [target_entry(g.target.get("name"), **{k: v for k, v in g.target.items() if k != "name"})
+                        for g in groups],
+            "kind": "chaosd-kill", "params": {"signal": int(signal), "pids": [p for _, p in found]},
+            "attacks": [{"uid": u, "action": "kill"} for u in uids]}
+
+
+@action_result
+def skew_clock(target: Union[str, Dict[str, Any]] = "leader", offset_s: float = -300.0, count: int = 1,
+               components: List[str] = None, processes: str = "", duration_s: float = 0, chaosd_url: str = "",
+               cluster: str = "", cluster_dir: str = "", configuration: Configuration = None,
+               secrets: Secrets = None) -> Dict[str, Any]:
+    """Clock skew (the replication study's clock drift): the target's processes read a wall clock (CLOCK_REALTIME)
+    ``offset_s`` seconds off, through chaosd's ptrace + vDSO patch; the machine's clock and every other process
+    keep the true time. The monotonic clock is left alone (skewing it stalls Go timers once the skew is
+    recovered). Measured on etcd (Go) and Patroni (Python), whose answers are dated ``offset_s`` off. Only the
+    processes running at injection are skewed: PostgreSQL backends forked after it read the true clock. Rollback:
+    ``revert_attacks``."""
+    _offset(offset_s)
+    groups, cdir = _groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
+    server = _server(chaosd_url, configuration, cdir)
+    found = _pids(groups)
+    offset = f"{float(offset_s):g}s"
+    bodies = [("clock", {"action": "clock", "pid": pid, "time-offset": offset, "clock-ids-slice": "CLOCK_REALTIME"})
+              for _, pid in found]
+    rec = _attack("chaosd-clock", groups, cdir, server, duration_s,
+                  {"offset_s": float(offset_s), "pids": [p for _, p in found]}, bodies)
+    return _result(rec)
+
+
+@action_result
+def stress_cpu(target: Union[str, Dict[str, Any]] = "leader", workers: int = 1, load: int = 100,
+               duration_s: float = 0, chaosd_url: str = "", cluster: str = "", cluster_dir: str = "",
+               configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """CPU stress on the target's machine: ``workers`` stress-ng CPU workers each at ``load`` %, started by the
+    chaosd serving the target. Every process of that machine competes with them (on the embedded cluster, where
+    all nodes share one machine, every node does: compare ``chaosdb.faults.actions.limit_cpu``, which slows one
+    node's processes only). Rollback: ``revert_attacks``."""
+    groups, cdir = _groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
+    server = _server(chaosd_url, configuration, cdir)
+    body = {"action": "cpu", "workers": int(workers), "load": int(load)}
+    rec = _attack("chaosd-stress-cpu", groups, cdir, server, duration_s, {"workers": int(workers),
+                                                                           "load": int(load)}, [("stress", body)])
+    return _result(rec)
+
+
+@action_result
+def stress_memory(target: Union[str, Dict[str, Any]] = "leader", size_mb: int = 256, duration_s: float = 0,
+                  chaosd_url: str = "", cluster: str = "", cluster_dir: str = "",
+                  configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Memory stress on the target's machine: chaosd's memStress holds ``size_mb`` MiB until reverted (the page
+    cache and every process of that machine feel it; compare ``limit_memory``, which caps one node).
+    Rollback: ``revert_attacks``."""
+    groups, cdir = _groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
+    server = _server(chaosd_url, configuration, cdir)
+    body = {"action": "mem", "size": f"{int(size_mb)}MB"}
+    rec = _attack("chaosd-stress-memory", groups, cdir, server, duration_s, {"size_mb": int(size_mb)},
+                  [("stress", body)])
+    return _result(rec)
+
+
+@action_result
+def partition_node(target: Union[str, Dict[str, Any]] = "leader", direction: str = "both", device: str = "",
+                   duration_s: float = 0, chaosd_url: str = "", cluster: str = "", cluster_dir: str = "",
+                   configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Network partition of the target's address through chaosd (iptables and an ipset on ``device``; the
+    loopback device ``lo`` for a 127.x address, else give the interface the machine reaches its peers on):
+    packets to it (``inbound``), from it (``outbound``) or both are dropped, for every peer and client alike
+    (compare ``chaosdb.faults.actions.partition_node``, which can spare clients or peers). Rollback:
+    ``revert_attacks``."""
+    groups, cdir = _groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
+    server = _server(chaosd_url, configuration, cdir)
+    address = _address(groups[0], cdir)
+    dev = device or ("lo" if address.startswith("127.") else "")
+    if not dev:
+        raise ChaosDBError(f"device is required for {address}: the network interface of the machine that carries "
+                           "its traffic (e.g. eth0)")
+    if urlsplit(server.url).hostname == address:
+        raise ChaosDBError(f"{address} is the address chaosd listens on ({server.url}): a partition of it would cut "
+                           "chaosd off from its own recovery; run chaosd on another address")
+    body = {"action": "partition", "ip-address": address, "device": dev, "direction": _DIRECTIONS[direction]}
+    rec = _attack("chaosd-partition", groups, cdir, server, duration_s,
+                  {"address": address, "device": dev, "direction": direction}, [("network", body)])
+    return _result(rec)
+
+
+@action_result
+def fill_disk(target: Union[str, Dict[str, Any]] = "leader", path: str = "", size_mb: int = 1024,
+              duration_s: float = 0, chaosd_url: str = "", cluster: str = "", cluster_dir: str = "",
+              configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Fill the disk the target writes to: chaosd allocates a file of ``size_mb`` MiB at ``path`` (a file that does
+    not exist yet, on the filesystem to fill; the embedded cluster's default: ``chaosd-fill`` in the target node's
+    folder), removed on revert. Rollback: ``revert_attacks``."""
+    groups, cdir = _groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
+    server = _server(chaosd_url, configuration, cdir)
+    where = path
+    if not where and cdir:
+        where = os.path.join(cdir, str(groups[0].target["name"]), "chaosd-fill")
+    if not where:
+        raise ChaosDBError("path is required: a file, not existing yet, on the filesystem to fill")
+    if os.path.exists(where):
+        raise ChaosDBError(f"path {where} exists: give a new file name (chaosd removes the file on revert)")
+    body = {"action": "fill", "path": where, "size": f"{int(size_mb)}M", "fallocate": True}
+    rec = _attack("chaosd-disk-fill", groups, cdir, server, duration_s, {"path": where, "size_mb": int(size_mb)},
+                  [("disk", body)])
+    return _result(rec)
+
+
+@action_result
+def revert_attacks(all_clusters: bool = False, cluster: str = "", cluster_dir: str = "",
+                   configuration: Configuration = None) -> Dict[str, Any]:
+    """Rollback for every chaosd fault: recover the attacks this run made and those a run that is gone left on this
+    run's cluster (every cluster's with ``all_clusters``). Idempotent. Faults a ``duration_s`` timer already ended
+    are listed too, once (``chaosdb.faults.actions.revert_faults`` reverts these and the local engine's faults
+    alike)."""
+    cdir = ""
+    if cluster or cluster_dir or (configuration or {}).get("chaosdb_cluster") or \
+            (configuration or {}).get("chaosdb_cluster_dir"):
+        from chaosdb.local.state import resolve_cluster_dir  # noqa: PLC0415 - only when a cluster is named
+
+        try:
+            cdir = str(resolve_cluster_dir(cluster, cluster_dir, configuration))
+        except ChaosDBError:
+            cdir = ""
+    done = revert_all(KINDS, include_timed=True, scope=RunScope.this_run(cdir, bool(all_clusters)))
+    names = dict.fromkeys(str(n) for entry in done for n in entry.get("targets") or [])
+    return {"targets": [target_entry(n) for n in names], "reverted": done}
+
+
+# argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
+def _target(value: Any) -> None:
+    if isinstance(value, dict):
+        check_role_target(value)
+    else:
+        check_target(value)
+
+
+def _components(value: Any) -> None:
+    unknown = [c for c in (value or []) if c not in COMPONENTS]
+    if unknown:
+        raise ChaosDBError(f"unknown component(s) {', '.join(map(str, unknown))}: use {', '.join(COMPONENTS)}")
+
+
+def _chaosd_url(value: Any) -> None:
+    if value and not str(value).startswith(("http://", "https://")):
+        raise ChaosDBError(f"chaosd_url must be http://host:port or https://host:port, got {value!r}")
+
+
+def _offset(value: Any) -> None:
+    number("offset_s", -MAX_SECONDS, maximum=MAX_SECONDS, hint=" (seconds; negative = behind)")(value)
+    if float(value) == 0:
+        raise ChaosDBError("offset_s must not be 0: a skew of 0 s changes nothing")
+
+
+check_arguments(globals(), None, None, target=_target, components=_components, chaosd_url=_chaosd_url,
+                offset_s=_offset, direction=choice("direction", *_DIRECTIONS),
+                workers=number("workers", 1, maximum=1024, integer=True),
+                load=number("load", 1, maximum=100, integer=True, hint=" (percent of a CPU per worker)"),
+                size_mb=number("size_mb", 1, maximum=1 << 24, integer=True, hint=" (MiB)"),
+                signal=number("signal", 1, maximum=64, integer=True))

@@ -1,0 +1,216 @@
+"""The API of chaosd, Chaos Mesh's agent for physical and virtual machines (``chaosd server``).
+
+Three calls matter: ``POST /api/attack/<kind>`` starts an attack and answers its ``uid``; ``DELETE
+/api/attack/<uid>`` recovers it; ``GET /api/system/health``. Field names are chaosd's own (commit bc039aa,
+``pkg/core/*.go``; the same names appear under ``spec.<action>`` of a PhysicalMachineChaos). An attack is
+remembered as an :func:`attack_entry` in the fault record, so any process can recover it from the record alone
+(:func:`recover_entry`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Any
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.http import HttpError, request_json
+from chaosdb.core.tls import ClientTls
+
+__all__ = ["Chaosd", "attack_entry", "recover_entry", "ATTACK_KINDS", "SERVER_FILE", "cluster_chaosd", "undo_without_chaosd",
+           "attack_ipset", "leftovers", "remove_leftovers"]
+
+#: the attack kinds of chaosd's HTTP API this pack uses
+ATTACK_KINDS = ("process", "stress", "network", "disk", "clock", "user_defined")
+
+#: chaosd's answers to DELETE for an attack that is already over
+_ALREADY_OVER = ("can not recover destroyed experiment", "record not found")
+
+
+@dataclass(frozen=True)
+class Chaosd:
+    """One ``chaosd server`` (``url`` like ``http://10.0.0.5:31767``)."""
+
+    url: str
+    tls: ClientTls | None = None
+    timeout_s: float = 30.0
+
+    def _url(self, path: str) -> str:
+        return self.url.rstrip("/") + path
+
+    def health(self) -> None:
+        """Raise :class:`ChaosDBError` saying how to start chaosd when it does not answer."""
+        try:
+            request_json("GET", self._url("/api/system/health"), tls=self.tls, url_key="chaosd_url", timeout=5.0)
+        except HttpError as exc:
+            raise ChaosDBError(f"no chaosd answers at {self.url} ({exc}): start it on the database's machine as "
+                               "root with 'chaosd server -a <address> -p <port>' (chaosdb cluster up --chaosd for "
+                               "the embedded cluster), or set chaosd_url") from None
+
+    def attack(self, kind: str, body: dict[str, Any]) -> str:
+        """Start an attack; its uid. chaosd's refusal comes back as :class:`ChaosDBError` with its message."""
+        if kind not in ATTACK_KINDS:
+            raise ChaosDBError(f"unknown chaosd attack kind {kind!r}; one of {', '.join(ATTACK_KINDS)}")
+        try:
+            resp = request_json("POST", self._url(f"/api/attack/{kind}"), body, tls=self.tls, url_key="chaosd_url",
+                                timeout=self.timeout_s, ok=(200, 400, 404, 500))
+        except HttpError as exc:
+            raise ChaosDBError(f"chaosd at {self.url}: {exc}") from None
+        answer = _json(resp.body)
+        uid = answer.get("uid") if resp.status == 200 else None
+        if not uid:
+            raise ChaosDBError(f"chaosd at {self.url} refused the {kind} attack ({body.get('action', '?')}): "
+                               f"{_message(answer, resp.body)}")
+        return str(uid)
+
+    def recover(self, uid: str) -> bool:
+        """Recover attack *uid*: True when chaosd undid it now, False when it was already over."""
+        try:
+            resp = request_json("DELETE", self._url(f"/api/attack/{uid}"), tls=self.tls, url_key="chaosd_url",
+                                timeout=self.timeout_s, ok=(200, 404, 500))
+        except HttpError as exc:
+            raise ChaosDBError(f"chaosd at {self.url} could not be asked to recover attack {uid}: {exc}") from None
+        if resp.status == 200:
+            return True
+        message = _message(_json(resp.body), resp.body)
+        if any(text in message for text in _ALREADY_OVER):
+            return False
+        raise ChaosDBError(f"chaosd at {self.url} did not recover attack {uid}: {message}")
+
+
+def _json(body: str) -> dict[str, Any]:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _message(answer: dict[str, Any], body: str) -> str:
+    """chaosd's error message without the Go stack it appends (``full_text``)."""
+    text = str(answer.get("message") or body[:300]).strip()
+    for prefix in ("error.api.internal_server_error: ", "error.api.resource_not_found: ", "error.api.bad_request: "):
+        text = text.replace(prefix, "")
+    return text
+
+
+def attack_entry(server: Chaosd, uid: str, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    """What a fault record keeps of an attack: enough to recover it from any process, and to undo a process stop
+    or a partition without chaosd when it is gone (:func:`undo_without_chaosd`)."""
+    tls = server.tls
+    return {"url": server.url, "uid": uid, "kind": kind, "action": str(body.get("action")),
+            "process": body.get("process"), "signal": body.get("signal"),
+            "tls": {"ca_file": tls.ca_file, "cert_file": tls.cert_file, "key_file": tls.key_file,
+                    "verify": tls.verify} if tls and tls.given else {}}
+
+
+def undo_without_chaosd(entry: dict[str, Any]) -> str:
+    """Undo an attack whose chaosd cannot be reached, where this machine can: a stopped process gets SIGCONT, a
+    partition's chains and ipset are removed. What was done ("" when nothing can be: a skewed clock stays until
+    its process restarts)."""
+    import signal  # noqa: PLC0415
+
+    if entry.get("kind") == "process" and entry.get("signal") == int(signal.SIGSTOP) and \
+            str(entry.get("process") or "").isdigit():
+        try:
+            os.kill(int(entry["process"]), signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+        return f"sent SIGCONT to process {entry['process']}"
+    if entry.get("kind") == "network" and entry.get("uid"):
+        removed = remove_leftovers(str(entry["uid"]), force=True)
+        return "removed " + (", ".join(removed) or "nothing (already gone)")
+    return ""
+
+
+def recover_entry(entry: dict[str, Any]) -> bool:
+    """Recover the attack a record's entry names (see :func:`attack_entry`)."""
+    tls = ClientTls("chaosd", **entry["tls"]) if entry.get("tls") else None
+    return Chaosd(entry["url"], tls).recover(entry["uid"])
+
+
+#: where ``chaosdb cluster up --chaosd`` records the chaosd it started beside an embedded cluster
+SERVER_FILE = "chaosd/server.json"
+
+
+def cluster_chaosd(cluster_dir: str) -> str:
+    """The URL of the chaosd started beside the embedded cluster in *cluster_dir* ("" when none was)."""
+    path = os.path.join(cluster_dir, SERVER_FILE) if cluster_dir else ""
+    try:
+        with open(path) as f:
+            return str(json.load(f).get("url") or "")
+    except (OSError, ValueError):
+        return ""
+
+
+#: the chains chaosd's network attacks jump through from INPUT and OUTPUT
+CHAOSD_CHAINS = {"CHAOS-INPUT": "INPUT", "CHAOS-OUTPUT": "OUTPUT"}
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(argv), capture_output=True, text=True, check=False)
+
+
+def attack_ipset(uid: str) -> str:
+    """The ipset chaosd names after a network attack (``chaos-`` and the uid's first 16 characters)."""
+    return f"chaos-{uid[:16]}"
+
+
+def leftovers() -> list[str]:
+    """What chaosd's network attacks left on this machine: ``CHAOS-*`` chains, the attacks' own chains and their
+    ``chaos-*`` ipsets."""
+    found = []
+    if shutil.which("iptables"):
+        for line in _run("iptables", "-S").stdout.splitlines():
+            if line.startswith("-N ") and (line.split()[1] in CHAOSD_CHAINS or "/" in line.split()[1]):
+                found.append(f"iptables chain {line.split()[1]}")
+    if shutil.which("ipset"):
+        found += [f"ipset {n}" for n in _run("ipset", "list", "-n").stdout.split() if n.startswith("chaos-")]
+    return found
+
+
+def remove_leftovers(uid: str = "", force: bool = False) -> list[str]:
+    """Remove what chaosd leaves after recovering a network attack (attack *uid*'s, or every recovered one's when
+    *uid* is empty): the attack's chains, which still hold DROP rules on its ipset though nothing jumps to them
+    any more, the ipset, and ``CHAOS-INPUT``/``CHAOS-OUTPUT`` once empty. An attack still active (its chain still
+    jumped to) is left alone, unless *force* (its chaosd is gone and can no longer recover it)."""
+    removed: list[str] = []
+    if not shutil.which("iptables"):
+        return removed
+    rules = _run("iptables", "-S").stdout.splitlines()
+    sets = [attack_ipset(uid)] if uid else sorted({p.split()[0] for r in rules for p in r.split("--match-set ")[1:]
+                                                    if p.startswith("chaos-")})
+    chains = sorted({r.split()[1] for r in rules if r.startswith("-A ") and "/" in r.split()[1]
+                     and any(f"--match-set {s} " in r for s in sets)})
+    if force:
+        for rule in rules:
+            parts = rule.split()
+            if rule.startswith("-A ") and parts[1] in CHAOSD_CHAINS and "-j" in parts and \
+                    parts[parts.index("-j") + 1] in chains:
+                _run("iptables", "-D", *parts[1:])
+        rules = _run("iptables", "-S").stdout.splitlines()
+    jumped = {r.split("-j ")[1].split()[0] for r in rules if r.startswith("-A ") and "-j " in r}
+    kept_sets: set[str] = set()
+    for chain in chains:
+        if chain in jumped:
+            kept_sets.update(s for s in sets if any(f"--match-set {s} " in r and r.split()[1] == chain
+                                                    for r in rules))
+            continue
+        _run("iptables", "-F", chain)
+        if _run("iptables", "-X", chain).returncode == 0:
+            removed.append(f"iptables chain {chain}")
+    for name in sets:
+        if name not in kept_sets and shutil.which("ipset") and _run("ipset", "destroy", name).returncode == 0:
+            removed.append(f"ipset {name}")
+    for chain, parent in CHAOSD_CHAINS.items():
+        listing = _run("iptables", "-S", chain)
+        if listing.returncode != 0 or any(r.startswith("-A ") for r in listing.stdout.splitlines()):
+            continue
+        while _run("iptables", "-D", parent, "-j", chain).returncode == 0:
+            pass
+        if _run("iptables", "-X", chain).returncode == 0:
+            removed.append(f"iptables chain {chain}")
+    return removed

@@ -1,0 +1,234 @@
+"""The chaosd engine on the real embedded cluster with a real chaosd (``../shared/testenv``): each fault's effect
+observed on the node's processes, each reverted by the rollback or its timer, nothing left behind (chaosd's own
+chains and ipsets included)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from chaosdb.chaosd import actions
+from chaosdb.faults import probes
+from chaosdb.local import cluster as lc
+from chaosdb.local.chaosd import HELPERS, chaosd_address, start_chaosd, stop_chaosd
+from chaosdb.local.processes import node_processes
+from tests.polling import poll
+from tests.realservers import real_binaries
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(os.geteuid() != 0, reason="chaosd runs as root"),
+    pytest.mark.skipif(not shutil.which("iptables") or not shutil.which("ipset"),
+                       reason="chaosd's network attacks need iptables and ipset (apt-get install iptables ipset)"),
+]
+
+
+@pytest.fixture(scope="module")
+def chaosd(tmp_path_factory, pg_cluster):
+    """A real chaosd beside the session cluster, started as `cluster up --chaosd` does."""
+    found = Path(real_binaries(tmp_path_factory, ["chaosd", "FileTool", "PortOccupyTool", "memStress"]))
+    release = tmp_path_factory.mktemp("chaosd-release")  # laid out like a chaosd release: tools/ beside it
+    shutil.copy2(found / "chaosd", release / "chaosd")
+    (release / "tools").mkdir()
+    for helper in HELPERS[:3]:
+        os.symlink(found / helper, release / "tools" / helper)
+    state = start_chaosd(pg_cluster.dir, str(release / "chaosd"), chaosd_address(pg_cluster))
+    try:
+        yield state["url"]
+    finally:
+        stop_chaosd(pg_cluster.dir)
+        assert not os.path.exists(f"/proc/{state['pid']}"), "chaosd survived down"
+
+
+@pytest.fixture
+def clean(chaosd, healthy):
+    assert probes.no_fault_residue(), probes.fault_residue()
+    yield healthy
+    actions.revert_attacks(all_clusters=True)
+    left = probes.fault_residue()
+    assert left["clean"], f"residue after the test: {left}"
+
+
+def _replica(layout) -> str:
+    return next(n.name for n in layout.nodes if n.name != lc.status(layout)["leader"])
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def _postmaster(layout, name: str) -> int:
+    node = layout.node(name)
+    return next(p.pid for p in node_processes(node.path, node.data_dir) if p.kind == "postmaster")
+
+
+def _answers(layout, name: str) -> bool:
+    try:
+        with psycopg.connect(layout.node_dsn(name), connect_timeout=2, autocommit=True) as conn:
+            conn.execute("SELECT 1")
+        return True
+    except psycopg.Error:
+        return False
+
+
+def _server_epoch(layout, name: str) -> float:
+    with psycopg.connect(layout.node_dsn(name), connect_timeout=5, autocommit=True) as conn:
+        return float(conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])
+
+
+def test_stop_freezes_the_node_until_the_rollback(clean, config):
+    layout = clean
+    name = _replica(layout)
+    out = actions.stop_processes(target=name, components=["postgres"], configuration=config)
+    postmaster = _postmaster(layout, name)
+    assert _state(postmaster) == "T" and out["kind"] == "chaosd-stop" and out["attacks"], out
+    assert not _answers(layout, name), "a stopped postmaster must not answer"
+    assert all(_answers(layout, n.name) for n in layout.nodes if n.name != name)
+    done = actions.revert_attacks(configuration=config)
+    assert [r["id"] for r in done["reverted"]] == [out["fault_id"]], done
+    assert _state(postmaster) in ("S", "R") and poll(lambda: _answers(layout, name), 30)
+
+
+def test_a_timed_stop_reverts_itself(clean, config):
+    layout = clean
+    name = _replica(layout)
+    actions.stop_processes(target=name, components=["postgres"], duration_s=3, configuration=config)
+    postmaster = _postmaster(layout, name)
+    assert _state(postmaster) == "T"
+    assert poll(lambda: _state(postmaster) != "T", 60), "the timer did not recover the stop"
+    assert poll(lambda: not actions.revert_attacks(configuration=config)["reverted"] or True, 5)
+
+
+def _date_header(url: str) -> float:
+    """The time a server says it answered at (its HTTP Date header, written from its own wall clock)."""
+    import urllib.request
+    from email.utils import parsedate_to_datetime
+
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return parsedate_to_datetime(resp.headers["Date"]).timestamp()
+
+
+def test_clock_skew_shows_in_the_target_only(clean, config):
+    """etcd (Go) and Patroni (Python) of the skewed node date their answers an hour back; the other nodes' and this
+    machine's clocks stay true. PostgreSQL backends forked after the injection read the true time (measured: the
+    patch is on the processes running at injection, and a backend is a new process)."""
+    layout = clean
+    name = _replica(layout)
+    node, other = layout.node(name), next(n for n in layout.nodes if n.name != name)
+    out = actions.skew_clock(target=name, offset_s=-3600, configuration=config)
+    assert out["params"]["offset_s"] == -3600 and len(out["attacks"]) >= 3, out
+    now = time.time()
+    for url in (f"http://{node.host}:{node.etcd_client_port}/version", f"http://{node.host}:{node.api_port}/health"):
+        assert abs(now - _date_header(url) - 3600) < 60, url
+    for url in (f"http://{other.host}:{other.etcd_client_port}/version",
+                f"http://{other.host}:{other.api_port}/health"):
+        assert abs(now - _date_header(url)) < 60, url
+    assert abs(_server_epoch(layout, name) - time.time()) < 60, "a new backend inherited the skew"
+    actions.revert_attacks(configuration=config)
+    assert abs(time.time() - _date_header(f"http://{node.host}:{node.etcd_client_port}/version")) < 60, \
+        "the clock was not restored"
+
+
+def test_partition_cuts_exactly_that_node(clean, config):
+    layout = clean
+    name = _replica(layout)
+    node = layout.node(name)
+    out = actions.partition_node(target=name, configuration=config)
+    assert out["params"] == {"address": node.host, "device": "lo", "direction": "both"}, out
+
+    def reachable(host: str, port: int) -> bool:
+        try:
+            with socket.create_connection((host, port), timeout=1.5):
+                return True
+        except OSError:
+            return False
+
+    assert not reachable(node.host, node.pg_port)
+    others = [n for n in layout.nodes if n.name != name]
+    assert all(reachable(n.host, n.pg_port) for n in others)
+    assert any(r.startswith("ipset chaos-") for r in probes.fault_residue()["chaosd"])
+    actions.revert_attacks(configuration=config)
+    assert reachable(node.host, node.pg_port)
+    assert probes.fault_residue()["chaosd"] == [], "chaosd's chains and ipset must go with the fault"
+
+
+def _stress_processes(name: str) -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and _comm(int(p)).startswith(name)]
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def test_cpu_stress_runs_on_the_machine_until_the_rollback(clean, config):
+    before = set(_stress_processes("stress-ng"))
+    out = actions.stress_cpu(target="leader", workers=1, load=50, configuration=config)
+    assert poll(lambda: set(_stress_processes("stress-ng")) - before, 30), "no stress-ng started"
+    actions.revert_attacks(configuration=config)
+    assert poll(lambda: not set(_stress_processes("stress-ng")) - before, 30), out
+
+
+def test_memory_stress_holds_memory_until_the_rollback(clean, config):
+    def held_kb() -> int:
+        total = 0
+        for pid in _stress_processes("memStress"):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        return total
+
+    actions.stress_memory(target="leader", size_mb=64, configuration=config)
+    assert poll(lambda: held_kb() >= 48 * 1024, 60), held_kb()
+    actions.revert_attacks(configuration=config)
+    assert poll(lambda: not _stress_processes("memStress"), 30)
+
+
+def test_disk_fill_allocates_the_file_until_the_rollback(clean, config):
+    layout = clean
+    name = _replica(layout)
+    out = actions.fill_disk(target=name, size_mb=16, configuration=config)
+    path = Path(out["params"]["path"])
+    assert path.parent == layout.node(name).path
+    assert poll(lambda: path.exists() and path.stat().st_size >= 16 << 20, 30)
+    actions.revert_attacks(configuration=config)
+    assert poll(lambda: not path.exists(), 30)
+
+
+def test_kill_ends_the_process_and_patroni_brings_postgres_back(clean, config):
+    layout = clean
+    name = _replica(layout)
+    postmaster = _postmaster(layout, name)
+    out = actions.kill_processes(target=name, components=["postgres"], configuration=config)
+    assert postmaster in out["params"]["pids"]
+    assert poll(lambda: _state(postmaster) in ("gone", "Z"), 30)
+    assert poll(lambda: _answers(layout, name), 120), "Patroni did not restart the killed PostgreSQL"
+
+
+def test_bad_input_is_refused_before_chaosd_is_asked(clean, config):
+    from chaosdb.core.arguments import problems_in_call
+    from chaosdb.core.errors import ChaosDBError
+
+    # what chaos validate says
+    assert problems_in_call(actions.skew_clock, {"offset_s": 0}) == ["offset_s must not be 0: a skew of 0 s changes "
+                                                                     "nothing"]
+    assert "workers must be >= 1 and <= 1024, got 5000" in " ".join(problems_in_call(actions.stress_cpu, {"workers": 5000}))
+    assert "direction must be" in " ".join(problems_in_call(actions.partition_node, {"direction": "sideways"}))
+    # and the action itself, called with a value only known at run time
+    with pytest.raises(ChaosDBError, match="offset_s must not be 0"):
+        actions.skew_clock(target="leader", offset_s=0, configuration=config)
+    with pytest.raises(ChaosDBError, match="no chaosd answers at http://127.0.0.1:1"):
+        actions.stop_processes(target="leader", chaosd_url="http://127.0.0.1:1", configuration=config)
+    with pytest.raises(ChaosDBError, match="unknown target node9: selectors are"):
+        actions.stop_processes(target="node9", configuration=config)
