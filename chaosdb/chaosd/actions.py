@@ -44,17 +44,16 @@ from urllib.parse import urlsplit
 
 from chaoslib.types import Configuration, Secrets
 
-from chaosdb.core.adapters import check_role_target
 from chaosdb.core.arguments import MAX_SECONDS, check_arguments, choice, number
 from chaosdb.core.chaosd import Chaosd, attack_entry, cluster_chaosd
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import action_result
 from chaosdb.core.results import target as target_entry
 from chaosdb.core.tls import client_tls
-from chaosdb.faults.lifecycle import ProcessGroup, checked_duration, inject, revert_all
-from chaosdb.faults.records import FaultRecord, RunScope, new_record
-from chaosdb.faults.targets import COMPONENTS, target_groups
-from chaosdb.local.nodes import check_target
+from chaosdb.faults.actions import revert_faults
+from chaosdb.faults.lifecycle import ProcessGroup, checked_duration, inject
+from chaosdb.faults.records import FaultRecord, new_record
+from chaosdb.faults.targets import check_components, check_fault_target, target_groups
 
 __all__ = ["stop_processes", "kill_processes", "skew_clock", "stress_cpu", "stress_memory", "partition_node",
            "fill_disk", "revert_attacks"]
@@ -116,20 +115,18 @@ def _attack(kind: str, groups: list[ProcessGroup], cluster_dir: str, server: Cha
     return inject(rec, steps, duration_s)
 
 
+def _targets(targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [target_entry(t.get("name"), **{k: v for k, v in t.items() if k != "name"}) for t in targets]
+
+
 def _result(rec: FaultRecord, **extra: Any) -> Dict[str, Any]:
     logger.info("chaosdb: %s fault %s on %s through chaosd (%s)", rec.kind, rec.id,
                 ", ".join(str(t.get("name")) for t in rec.targets),
                 ", ".join(f"{k}={v}" for k, v in rec.params.items()))
-    return {"targets": [target_entry(t.get("name"), **{k: v for k, v in t.items() if k != "name"})
-                        for t in rec.targets],
+    return {"targets": _targets(rec.targets),
             "fault_id": rec.id, "kind": rec.kind, "params": rec.params, "injected_at": round(rec.created, 3),
             "reverts_at": round(rec.deadline, 3) if rec.deadline else None,
             "attacks": [{"uid": a["uid"], "action": a["action"]} for a in rec.attacks], **extra}
-
-
-def _groups(target: Any, count: Any, components: Any, processes: str, configuration: Any, cluster: str,
-            cluster_dir: str, secrets: Any) -> tuple[list[ProcessGroup], str]:
-    return target_groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
 
 
 @action_result
@@ -140,7 +137,7 @@ def stop_processes(target: Union[str, Dict[str, Any]] = "leader", count: int = 1
     """Freeze the target's processes (SIGSTOP through chaosd) until the fault is reverted (SIGCONT): the node
     holds its connections and its leases but answers nothing, as a hung machine. ``components`` restricts it to
     ``etcd``, ``patroni`` or ``postgres``. Rollback: ``revert_attacks``."""
-    groups, cdir = _groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
+    groups, cdir = target_groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
     server = _server(chaosd_url, configuration, cdir)
     found = _pids(groups)
     bodies = [("process", {"action": "stop", "process": str(pid), "signal": int(signals.SIGSTOP)})
@@ -156,14 +153,13 @@ def kill_processes(target: Union[str, Dict[str, Any]] = "leader", count: int = 1
                    secrets: Secrets = None) -> Dict[str, Any]:
     """Send ``signal`` (9, SIGKILL) to the target's processes through chaosd. Nothing to revert: bring the node
     back with ``chaosdb.local.actions.restart_nodes`` (embedded cluster) or the machine's own supervisor."""
-    groups, cdir = _groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
+    groups, cdir = target_groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
     server = _server(chaosd_url, configuration, cdir)
     found = _pids(groups)
     uids = [server.attack("process", {"action": "kill", "process": str(pid), "signal": int(signal)})
             for _, pid in found]
     logger.info("chaosdb: signal %s to %s through chaosd", signal, ", ".join(str(p) for _, p in found))
-    return {"targets": [target_entry(g.target.get("name"), **{k: v for k, v in g.target.items() if k != "name"})
-                        for g in groups],
+    return {"targets": _targets([g.target for g in groups]),
             "kind": "chaosd-kill", "params": {"signal": int(signal), "pids": [p for _, p in found]},
             "attacks": [{"uid": u, "action": "kill"} for u in uids]}
 
@@ -180,7 +176,7 @@ def skew_clock(target: Union[str, Dict[str, Any]] = "leader", offset_s: float = 
     processes running at injection are skewed: PostgreSQL backends forked after it read the true clock. Rollback:
     ``revert_attacks``."""
     _offset(offset_s)
-    groups, cdir = _groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
+    groups, cdir = target_groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
     server = _server(chaosd_url, configuration, cdir)
     found = _pids(groups)
     offset = f"{float(offset_s):g}s"
@@ -199,7 +195,7 @@ def stress_cpu(target: Union[str, Dict[str, Any]] = "leader", workers: int = 1, 
     chaosd serving the target. Every process of that machine competes with them (on the embedded cluster, where
     all nodes share one machine, every node does: compare ``chaosdb.faults.actions.limit_cpu``, which slows one
     node's processes only). Rollback: ``revert_attacks``."""
-    groups, cdir = _groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
+    groups, cdir = target_groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
     server = _server(chaosd_url, configuration, cdir)
     body = {"action": "cpu", "workers": int(workers), "load": int(load)}
     rec = _attack("chaosd-stress-cpu", groups, cdir, server, duration_s, {"workers": int(workers),
@@ -214,7 +210,7 @@ def stress_memory(target: Union[str, Dict[str, Any]] = "leader", size_mb: int = 
     """Memory stress on the target's machine: chaosd's memStress holds ``size_mb`` MiB until reverted (the page
     cache and every process of that machine feel it; compare ``limit_memory``, which caps one node).
     Rollback: ``revert_attacks``."""
-    groups, cdir = _groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
+    groups, cdir = target_groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
     server = _server(chaosd_url, configuration, cdir)
     body = {"action": "mem", "size": f"{int(size_mb)}MB"}
     rec = _attack("chaosd-stress-memory", groups, cdir, server, duration_s, {"size_mb": int(size_mb)},
@@ -231,7 +227,7 @@ def partition_node(target: Union[str, Dict[str, Any]] = "leader", direction: str
     packets to it (``inbound``), from it (``outbound``) or both are dropped, for every peer and client alike
     (compare ``chaosdb.faults.actions.partition_node``, which can spare clients or peers). Rollback:
     ``revert_attacks``."""
-    groups, cdir = _groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
+    groups, cdir = target_groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
     server = _server(chaosd_url, configuration, cdir)
     address = _address(groups[0], cdir)
     dev = device or ("lo" if address.startswith("127.") else "")
@@ -254,7 +250,7 @@ def fill_disk(target: Union[str, Dict[str, Any]] = "leader", path: str = "", siz
     """Fill the disk the target writes to: chaosd allocates a file of ``size_mb`` MiB at ``path`` (a file that does
     not exist yet, on the filesystem to fill; the embedded cluster's default: ``chaosd-fill`` in the target node's
     folder), removed on revert. Rollback: ``revert_attacks``."""
-    groups, cdir = _groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
+    groups, cdir = target_groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
     server = _server(chaosd_url, configuration, cdir)
     where = path
     if not where and cdir:
@@ -276,34 +272,11 @@ def revert_attacks(all_clusters: bool = False, cluster: str = "", cluster_dir: s
     run's cluster (every cluster's with ``all_clusters``). Idempotent. Faults a ``duration_s`` timer already ended
     are listed too, once (``chaosdb.faults.actions.revert_faults`` reverts these and the local engine's faults
     alike)."""
-    cdir = ""
-    if cluster or cluster_dir or (configuration or {}).get("chaosdb_cluster") or \
-            (configuration or {}).get("chaosdb_cluster_dir"):
-        from chaosdb.local.state import resolve_cluster_dir  # noqa: PLC0415 - only when a cluster is named
-
-        try:
-            cdir = str(resolve_cluster_dir(cluster, cluster_dir, configuration))
-        except ChaosDBError:
-            cdir = ""
-    done = revert_all(KINDS, include_timed=True, scope=RunScope.this_run(cdir, bool(all_clusters)))
-    names = dict.fromkeys(str(n) for entry in done for n in entry.get("targets") or [])
-    return {"targets": [target_entry(n) for n in names], "reverted": done}
+    return revert_faults(kinds=list(KINDS), all_clusters=all_clusters, cluster=cluster, cluster_dir=cluster_dir,
+                         configuration=configuration)
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
-def _target(value: Any) -> None:
-    if isinstance(value, dict):
-        check_role_target(value)
-    else:
-        check_target(value)
-
-
-def _components(value: Any) -> None:
-    unknown = [c for c in (value or []) if c not in COMPONENTS]
-    if unknown:
-        raise ChaosDBError(f"unknown component(s) {', '.join(map(str, unknown))}: use {', '.join(COMPONENTS)}")
-
-
 def _chaosd_url(value: Any) -> None:
     if value and not str(value).startswith(("http://", "https://")):
         raise ChaosDBError(f"chaosd_url must be http://host:port or https://host:port, got {value!r}")
@@ -315,7 +288,7 @@ def _offset(value: Any) -> None:
         raise ChaosDBError("offset_s must not be 0: a skew of 0 s changes nothing")
 
 
-check_arguments(globals(), None, None, target=_target, components=_components, chaosd_url=_chaosd_url,
+check_arguments(globals(), None, None, target=check_fault_target, components=check_components, chaosd_url=_chaosd_url,
                 offset_s=_offset, direction=choice("direction", *_DIRECTIONS),
                 workers=number("workers", 1, maximum=1024, integer=True),
                 load=number("load", 1, maximum=100, integer=True, hint=" (percent of a CPU per worker)"),

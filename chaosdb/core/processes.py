@@ -9,11 +9,13 @@ uid or root.
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable
+from typing import Any
 
-__all__ = ["read_proc", "argv_of", "proc_state", "start_time", "cmdline", "cpu_time_s", "pid_alive", "signal_pids",
-           "wait_gone", "pids_under", "listen_addresses", "processes_serving"]
+__all__ = ["read_proc", "argv_of", "proc_state", "start_time", "cmdline", "cpu_time_s", "pid_alive", "same_process",
+           "stop_process", "signal_pids", "wait_gone", "pids_under", "listen_addresses", "processes_serving"]
 
 _ADDR_FLAGS = ("--listen-addr", "--advertise-addr", "--addr", "--advertise-host", "--host")
 _LOCAL = {"localhost", "127.0.0.1", "::1", "0.0.0.0", ""}
@@ -79,6 +81,33 @@ def pid_alive(pid: int) -> bool:
     state = proc_state(pid)
     return state not in ("?", "Z", "X")
 
+
+
+def same_process(entry: dict[str, Any]) -> bool:
+    """Whether ``{"pid", "start"}`` (a pid and its start time, as recorded) is still that very process."""
+    pid = int(entry.get("pid", 0))
+    return pid > 0 and bool(entry.get("start")) and start_time(pid) == entry.get("start")
+
+
+def stop_process(entry: dict[str, Any], timeout: float = 3.0) -> bool:
+    """SIGTERM the recorded process ``{"pid", "start"}``, SIGKILL after *timeout*; False when it was already gone
+    (or is this process)."""
+    if not same_process(entry) or int(entry["pid"]) == os.getpid():
+        return False
+    pid = int(entry["pid"])
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and same_process(entry):
+        time.sleep(0.02)
+    if same_process(entry):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return True
 
 
 def signal_pids(pids: list[int], sig: int) -> list[int]:

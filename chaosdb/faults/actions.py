@@ -40,7 +40,6 @@ from typing import Any, Dict, List, Union
 
 from chaoslib.types import Configuration, Secrets
 
-from chaosdb.core.adapters import check_role_target
 from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.core.embedded import names_embedded_cluster
 from chaosdb.core.errors import ChaosDBError
@@ -51,7 +50,8 @@ from chaosdb.faults.classify import DIRECTIONS, SCOPES
 from chaosdb.faults.host import netem_available
 from chaosdb.faults.records import FaultRecord, RunScope, load_record
 from chaosdb.faults.targets import (
-    COMPONENTS,
+    check_components,
+    check_fault_target,
     choose_nodes,
     identities,
     node_ports,
@@ -263,23 +263,10 @@ def cleanup_faults(configuration: Configuration = None) -> Dict[str, Any]:
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
-def _components(value: Any) -> None:
-    unknown = [c for c in (value or []) if c not in COMPONENTS]
-    if unknown:
-        raise ChaosDBError(f"unknown component(s) {', '.join(map(str, unknown))}: use {', '.join(COMPONENTS)}")
-
-
 def _kinds(value: Any) -> None:
     unknown = [k for k in (value or []) if k not in engine.FAULT_KINDS]
     if unknown:
         raise ChaosDBError(f"unknown fault kind(s) {', '.join(map(str, unknown))}: use {', '.join(engine.FAULT_KINDS)}")
-
-
-def _target(value: Any) -> None:
-    if isinstance(value, dict):
-        check_role_target(value)
-    else:
-        check_target(value)
 
 
 def _one_node_or_none(value: Any) -> None:
@@ -297,7 +284,7 @@ check_arguments(globals(), {"delay_traffic": _delay_rule},
                 {"revert_faults": {"target": _one_node_or_none},
                  **{name: _NODES_ONLY for name in ("partition_node", "lose_packets", "lose_packets_in_bursts",
                                                     "limit_bandwidth", "delay_traffic")}},
-                target=_target, components=_components, kinds=_kinds,
+                target=check_fault_target, components=check_components, kinds=_kinds,
                 scope=choice("scope", *SCOPES), direction=choice("direction", *DIRECTIONS),
                 quota_s=number("quota_s", 0.001, hint=" (seconds)"),
                 period_s=number("period_s", 0.001, maximum=1.0, hint=" (seconds, the kernel's range)"),

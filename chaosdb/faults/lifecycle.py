@@ -5,8 +5,6 @@ times (with what the fault did: packets matched, limit hits). The kinds of fault
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -17,6 +15,7 @@ from chaosdb.core.chaosd import recover_entry, remove_leftovers, undo_without_ch
 from chaosdb.core.detach import spawn_detached
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.processes import start_time as process_start_time
+from chaosdb.core.processes import stop_process
 from chaosdb.faults import cgroups, netfilter, traffic
 from chaosdb.faults.host import cgroup_host
 from chaosdb.faults.records import (
@@ -50,30 +49,6 @@ def _spawn_detached(argv: list[str]) -> dict[str, Any]:
     """A helper (reverter, proxy) that outlives us and finds the same fault records."""
     pid = spawn_detached(argv, {"CHAOSDB_FAULTS_DIR": str(faults_dir())})
     return {"pid": pid, "start": process_start_time(pid)}
-
-
-def _same_process(entry: dict[str, Any]) -> bool:
-    pid = int(entry.get("pid", 0))
-    return pid > 0 and bool(entry.get("start")) and process_start_time(pid) == entry.get("start")
-
-
-def _stop_process(entry: dict[str, Any], timeout: float = 3.0) -> bool:
-    if not _same_process(entry) or int(entry["pid"]) == os.getpid():
-        return False
-    pid = int(entry["pid"])
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return False
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and _same_process(entry):
-        time.sleep(0.02)
-    if _same_process(entry):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return True
 
 
 def _schedule(rec: FaultRecord, duration_s: float) -> None:
@@ -143,7 +118,7 @@ def revert(rec: FaultRecord) -> dict[str, Any]:
     except Exception as exc:  # stats are a courtesy; reverting is the job
         out["stats"] = {"error": str(exc)}
     for entry in rec.processes:
-        _stop_process(entry)
+        stop_process(entry)
     for attack in rec.attacks:
         try:
             attack["recovered_now"] = recover_entry(attack)
@@ -184,7 +159,7 @@ def revert(rec: FaultRecord) -> dict[str, Any]:
             except ChaosDBError as exc:
                 errors.append(str(exc))
     if rec.reverter:
-        _stop_process(rec.reverter)
+        stop_process(rec.reverter)
     if errors:
         rec.notes.append("revert errors: " + "; ".join(errors))
         rec.save()

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.processes import same_process
 from chaosdb.faults import netfilter
 from chaosdb.faults.classify import (
     NodeIdentity,
 )
 from chaosdb.faults.host import require_tool
-from chaosdb.faults.lifecycle import PROXY_MARK, _inject, _same_process, _spawn_detached, _validate_duration
+from chaosdb.faults.lifecycle import PROXY_MARK, _inject, _spawn_detached, _validate_duration
 from chaosdb.faults.network_faults import _check_network, _new_chain
 from chaosdb.faults.records import (
     FaultRecord,
@@ -57,7 +58,7 @@ def _wait_port_file(path: Path, entry: dict[str, Any], timeout: float = 10.0) ->
     while time.monotonic() < deadline:
         if path.exists():
             return int(path.read_text())
-        if not _same_process(entry):
+        if not same_process(entry):
             break
         time.sleep(0.02)
     raise ChaosDBError("the latency proxy did not start (is the address in use?)")

@@ -11,11 +11,11 @@ from typing import Any
 from chaosdb.core.chaosd import leftovers as chaosd_leftovers
 from chaosdb.core.chaosd import remove_leftovers as remove_chaosd_leftovers
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.processes import cmdline
+from chaosdb.core.processes import cmdline, stop_process
 from chaosdb.core.processes import start_time as process_start_time
 from chaosdb.faults import cgroups, netfilter, traffic
 from chaosdb.faults.host import cgroup_host, require_tool
-from chaosdb.faults.lifecycle import _OUR_MODULES, _stop_process, revert, take_timer_results
+from chaosdb.faults.lifecycle import _OUR_MODULES, revert, take_timer_results
 from chaosdb.faults.records import load_records, same_cluster
 
 
@@ -86,7 +86,7 @@ def cleanup(cluster_dir: str = "") -> dict[str, Any]:
                                                                                  if r.id not in mine_ids)}
     swept: list[str] = []
     for proc in _our_processes():
-        if _stop_process(proc):
+        if stop_process(proc):
             swept.append(f"process {proc['pid']}: {proc['cmd']}")
     if os.geteuid() == 0 and _have("iptables"):
         swept += netfilter.remove_tagged()

@@ -7,21 +7,36 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
-from chaosdb.core.adapters import resolve_role_target, split_role
+from chaosdb.core.adapters import check_role_target, resolve_role_target, split_role
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.targets import Target
 from chaosdb.faults.classify import NodeIdentity
 from chaosdb.faults.engine import ProcessGroup
-from chaosdb.local.nodes import choose, open_cluster
+from chaosdb.local.nodes import check_target, choose, open_cluster
 from chaosdb.local.processes import cmdline, node_processes
 from chaosdb.local.state import ClusterLayout
 
-__all__ = ["COMPONENTS", "choose_nodes", "target_groups", "process_groups", "role_group", "matching_processes", "identities", "PORT_NAMES",
+__all__ = ["COMPONENTS", "check_fault_target", "check_components", "choose_nodes", "target_groups", "process_groups", "role_group", "matching_processes", "identities", "PORT_NAMES",
            "node_ports"]
 
 #: process kinds of an embedded node a CPU/memory fault can be restricted to
 COMPONENTS = {"etcd": {"etcd"}, "patroni": {"patroni"}, "postgres": {"postmaster", "postgres"}}
 PORT_NAMES = ("postgres", "patroni", "etcd", "etcd-peer")
+
+
+def check_fault_target(value: Any) -> None:
+    """Argument check of a host fault's ``target``: a database role target, else embedded-cluster roles or nodes."""
+    if isinstance(value, dict):
+        check_role_target(value)
+    else:
+        check_target(value)
+
+
+def check_components(value: Any) -> None:
+    """Argument check of ``components``: each one of :data:`COMPONENTS`."""
+    unknown = [c for c in (value or []) if c not in COMPONENTS]
+    if unknown:
+        raise ChaosDBError(f"unknown component(s) {', '.join(map(str, unknown))}: use {', '.join(COMPONENTS)}")
 
 
 def choose_nodes(target: str | Sequence[str], count: int | str, configuration: Any, cluster: str = "",

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 from chaosdb.core.chaosd import SERVER_FILE, Chaosd, remove_leftovers
 from chaosdb.core.detach import spawn_detached
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.processes import same_process, stop_process
 from chaosdb.core.processes import start_time as process_start_time
 
 __all__ = ["start_chaosd", "stop_chaosd", "chaosd_address", "HELPERS"]
@@ -54,17 +54,12 @@ def _state(cluster_dir: str) -> dict[str, Any]:
         return {}
 
 
-def _alive(state: dict[str, Any]) -> bool:
-    pid = int(state.get("pid") or 0)
-    return pid > 0 and process_start_time(pid) == state.get("start")
-
-
 def start_chaosd(cluster_dir: str, binary: str, address: str, port: int = 0, timeout_s: float = 30.0) -> dict[str, Any]:
     """Start (or find running) the cluster's chaosd from *binary*; its ``url``, ``pid`` and folder."""
     if os.geteuid() != 0:
         raise ChaosDBError("chaosd must run as root (ptrace, iptables, signals to the database's processes)")
     state = _state(cluster_dir)
-    if _alive(state):
+    if same_process(state):
         return state
     source = Path(binary)
     if not source.is_file() or not os.access(source, os.X_OK):
@@ -96,7 +91,7 @@ def start_chaosd(cluster_dir: str, binary: str, address: str, port: int = 0, tim
             Chaosd(url).health()
             return state
         except ChaosDBError:
-            if not _alive(state) or time.monotonic() > deadline:
+            if not same_process(state) or time.monotonic() > deadline:
                 tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
                 stop_chaosd(cluster_dir)
                 raise ChaosDBError(f"chaosd did not start at {url}; its log ends with:\n{tail}") from None
@@ -106,18 +101,6 @@ def start_chaosd(cluster_dir: str, binary: str, address: str, port: int = 0, tim
 def stop_chaosd(cluster_dir: str, timeout_s: float = 10.0) -> dict[str, Any]:
     """Stop the cluster's chaosd (if one runs) and remove what its network attacks left; what was stopped."""
     state = _state(cluster_dir)
-    stopped = False
-    if _alive(state):
-        pid = int(state["pid"])
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        deadline = time.monotonic() + timeout_s
-        while _alive(state) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if _alive(state):
-            os.kill(pid, signal.SIGKILL)
-        stopped = True
+    stopped = stop_process(state, timeout_s) if state else False
     removed = remove_leftovers() if state else []
     return {"stopped": stopped, "removed": removed}
