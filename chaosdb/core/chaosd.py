@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.http import HttpError, request_json
+from chaosdb.core.processes import same_process, start_time
 from chaosdb.core.tls import ClientTls
 
 __all__ = ["Chaosd", "attack_entry", "recover_entry", "ATTACK_KINDS", "SERVER_FILE", "cluster_chaosd", "undo_without_chaosd",
@@ -25,6 +27,11 @@ __all__ = ["Chaosd", "attack_entry", "recover_entry", "ATTACK_KINDS", "SERVER_FI
 
 #: the attack kinds of chaosd's HTTP API this pack uses
 ATTACK_KINDS = ("process", "stress", "network", "disk", "clock", "user_defined")
+
+#: chaosd's process attack lists every process of the machine and reads each one's name: a process that exits
+#: in between (a PostgreSQL backend under load) fails the whole attack with this; it is worth asking again
+_PROC_RACE = re.compile(r"open /proc/\d+/\w+: no such file or directory")
+_PROC_RACE_TRIES = 5
 
 #: chaosd's answers to DELETE for an attack that is already over
 _ALREADY_OVER = ("can not recover destroyed experiment", "record not found")
@@ -54,17 +61,21 @@ class Chaosd:
         """Start an attack; its uid. chaosd's refusal comes back as :class:`ChaosDBError` with its message."""
         if kind not in ATTACK_KINDS:
             raise ChaosDBError(f"unknown chaosd attack kind {kind!r}; one of {', '.join(ATTACK_KINDS)}")
-        try:
-            resp = request_json("POST", self._url(f"/api/attack/{kind}"), body, tls=self.tls, url_key="chaosd_url",
-                                timeout=self.timeout_s, ok=(200, 400, 404, 500))
-        except HttpError as exc:
-            raise ChaosDBError(f"chaosd at {self.url}: {exc}") from None
-        answer = _json(resp.body)
-        uid = answer.get("uid") if resp.status == 200 else None
-        if not uid:
-            raise ChaosDBError(f"chaosd at {self.url} refused the {kind} attack ({body.get('action', '?')}): "
-                               f"{_message(answer, resp.body)}")
-        return str(uid)
+        for attempt in range(_PROC_RACE_TRIES):
+            try:
+                resp = request_json("POST", self._url(f"/api/attack/{kind}"), body, tls=self.tls,
+                                    url_key="chaosd_url", timeout=self.timeout_s, ok=(200, 400, 404, 500))
+            except HttpError as exc:
+                raise ChaosDBError(f"chaosd at {self.url}: {exc}") from None
+            answer = _json(resp.body)
+            uid = answer.get("uid") if resp.status == 200 else None
+            if uid:
+                return str(uid)
+            message = _message(answer, resp.body)
+            if not (_PROC_RACE.search(message) and attempt + 1 < _PROC_RACE_TRIES):
+                raise ChaosDBError(f"chaosd at {self.url} refused the {kind} attack ({body.get('action', '?')}): "
+                                   f"{message}")
+        raise AssertionError("unreachable")
 
     def recover(self, uid: str) -> bool:
         """Recover attack *uid*: True when chaosd undid it now, False when it was already over."""
@@ -101,8 +112,10 @@ def attack_entry(server: Chaosd, uid: str, kind: str, body: dict[str, Any]) -> d
     """What a fault record keeps of an attack: enough to recover it from any process, and to undo a process stop
     or a partition without chaosd when it is gone (:func:`undo_without_chaosd`)."""
     tls = server.tls
+    pid = body.get("pid") or (int(body["process"]) if str(body.get("process") or "").isdigit() else 0)
     return {"url": server.url, "uid": uid, "kind": kind, "action": str(body.get("action")),
             "process": body.get("process"), "signal": body.get("signal"),
+            "target_process": {"pid": pid, "start": start_time(pid)} if pid else {},
             "tls": {"ca_file": tls.ca_file, "cert_file": tls.cert_file, "key_file": tls.key_file,
                     "verify": tls.verify} if tls and tls.given else {}}
 
@@ -127,9 +140,16 @@ def undo_without_chaosd(entry: dict[str, Any]) -> str:
 
 
 def recover_entry(entry: dict[str, Any]) -> bool:
-    """Recover the attack a record's entry names (see :func:`attack_entry`)."""
+    """Recover the attack a record's entry names (see :func:`attack_entry`). An attack on one process (a clock
+    skew, a stop) whose process has exited since is over: chaosd cannot recover it (it looks for the process),
+    and nothing is left to undo."""
     tls = ClientTls("chaosd", **entry["tls"]) if entry.get("tls") else None
-    return Chaosd(entry["url"], tls).recover(entry["uid"])
+    try:
+        return Chaosd(entry["url"], tls).recover(entry["uid"])
+    except ChaosDBError:
+        if entry.get("target_process") and not same_process(entry["target_process"]):
+            return False
+        raise
 
 
 #: where ``chaosdb cluster up --chaosd`` records the chaosd it started beside an embedded cluster

@@ -107,6 +107,16 @@ def _unknown_nodes(experiment: Any, configuration: dict[str, Any] | None, secret
     return f"{'; '.join(found)}, which the cluster does not have (its nodes: {', '.join(names)})"
 
 
+def _revert_run_faults(directory: Any, configuration: dict[str, Any] | None) -> None:
+    """This run's faults on the cluster, undone before the cluster goes down (the rollbacks did it unless the run
+    was interrupted; the faults control would do it after the cluster, and its chaosd, are gone)."""
+    try:
+        engine_action("local", "revert_faults")(cluster_dir=str(directory), configuration=configuration)
+    except ChaosDBError as exc:
+        logger.error("chaosdb: this run's faults on cluster %s could not be reverted (%s): run 'chaosdb local "
+                     "cleanup --dir %s'", directory.name, exc, directory)
+
+
 def _revert_orphan_faults(directory: Any, configuration: dict[str, Any] | None) -> None:
     """Faults an earlier run of this cluster left behind when it was killed: reverted now, and said (other clusters'
     faults are not touched)."""
@@ -135,6 +145,7 @@ def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | No
     directory = resolve_cluster_dir("", "", configuration)
     if not down_after or not (directory / STATE_FILE).exists():
         return  # nothing to stop: the run was refused before the cluster was created
+    _revert_run_faults(directory, configuration)  # before chaosd, which some of them need, goes down with it
     try:
         layout = load_layout(directory)
         cluster.down(layout, purge=bool(purge))

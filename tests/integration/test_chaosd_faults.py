@@ -232,3 +232,19 @@ def test_bad_input_is_refused_before_chaosd_is_asked(clean, config):
         actions.stop_processes(target="leader", chaosd_url="http://127.0.0.1:1", configuration=config)
     with pytest.raises(ChaosDBError, match="unknown target node9: selectors are"):
         actions.stop_processes(target="node9", configuration=config)
+
+
+def test_a_skewed_process_that_exits_needs_no_recovery(clean, config):
+    """Under load, backends come and go: a skew of one that has exited since is over (chaosd cannot recover it: it
+    looks for the process); the rollback recovers the others and succeeds."""
+    layout = clean
+    name = _replica(layout)
+    conn = psycopg.connect(layout.node_dsn(name), autocommit=True)
+    backend = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+    out = actions.skew_clock(target=name, offset_s=-600, components=["postgres"], configuration=config)
+    assert backend in out["params"]["pids"]
+    conn.close()
+    assert poll(lambda: _state(backend) == "gone", 30)
+    done = actions.revert_attacks(configuration=config)
+    assert [r["id"] for r in done["reverted"]] == [out["fault_id"]], done
+    assert probes.no_fault_residue()
