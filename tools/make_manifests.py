@@ -408,6 +408,85 @@ def litmus_engine_text(db: str, fault: str) -> str:
         f'              interval: "2s"\n              retry: 1\n')
 
 
+# ---- PhysicalMachineChaos: faults on databases on machines, carried out by chaosd (``chaosd server`` on the
+# ---- machine, run as root) when the Chaos Mesh controller asks it. Field names are the upstream CRD's.
+
+_PM_COMMON = [("NAME", "name", "{fault}", "name of the chaos object"),
+              ("NAMESPACE", "label", "chaos-testing", "namespace the chaos object is created in"),
+              ("ADDRESS", "url", "http://127.0.0.1:31767", "chaosd's URL as the controller reaches it (https:// "
+                                                            "with CHAOSD_SECURITY_MODE=true)")]
+_PM_DURATION = [("DURATION", "duration", "60s", "how long the fault lasts (Go duration)")]
+_PM_PID = [("PID", "integer", "1234", "the process (its PID on the machine)")]
+_PM_TARGET = [("IP_ADDRESS", "address", "127.0.0.11", "the database node's address"),
+              ("DEVICE", "labelvalue", "lo", "the interface that carries its traffic (lo for 127.x)")]
+
+# fault -> (summary, variables, action, the action's block (YAML lines, 4 spaces in), duration?)
+PHYSICAL_FAULTS = {
+    "process-stop": ("Stop a database process (SIGSTOP) until the object is deleted or DURATION ends (SIGCONT).",
+                     _PM_PID + _PM_DURATION, "process",
+                     '    process: "${PID}"\n    signal: 19\n', True),
+    "process-kill": ("Kill a database process (SIGKILL). One-shot: delete the object once it is injected (its "
+                     "no-op recoverCmd lets the controller recover it).", _PM_PID, "process",
+                     '    process: "${PID}"\n    signal: 9\n    recoverCmd: "true"\n', False),
+    "clock-skew": ("Skew the wall clock (CLOCK_REALTIME) of one process by TIME_OFFSET (chaosd: ptrace + vDSO); "
+                   "the machine's clock and other processes keep the true time.",
+                   _PM_PID + [("TIME_OFFSET", "signed-duration", "-5m", "offset, negative = behind (Go duration)")]
+                   + _PM_DURATION, "clock",
+                   '    pid: ${PID}\n    time-offset: "${TIME_OFFSET}"\n    clock-ids-slice: "CLOCK_REALTIME"\n',
+                   True),
+    "stress-cpu": ("Burn CPU on the machine (stress-ng: WORKERS workers at LOAD percent each).",
+                   [("WORKERS", "integer", "2", "stress-ng CPU workers"),
+                    ("LOAD", "integer", "90", "percent load per worker (1..100)")] + _PM_DURATION, "stress-cpu",
+                   "    workers: ${WORKERS}\n    load: ${LOAD}\n", True),
+    "stress-memory": ("Hold SIZE of memory on the machine (chaosd's memStress).",
+                      [("SIZE", "size", "256MB", "memory to hold")] + _PM_DURATION, "stress-mem",
+                      '    size: "${SIZE}"\n', True),
+    "network-partition": ("Drop the packets to (DIRECTION to) or from (from) a node's address on the machine "
+                          "(iptables + ipset; one object per direction).",
+                          _PM_TARGET + [("DIRECTION", "to|from", "to", "packets to the address or from it")] + _PM_DURATION,
+                          "network-partition",
+                          '    ip-address: "${IP_ADDRESS}"\n    device: "${DEVICE}"\n    direction: "${DIRECTION}"\n',
+                          True),
+    "network-loss": ("Drop PROBABILITY of the packets to a node's address with an iptables statistic rule "
+                     "(user_defined): loss without netem, for kernels that lack it.",
+                     [("IP_ADDRESS", "address", "127.0.0.11", "the database node's address"),
+                      ("PROBABILITY", "fraction", "0.3", "fraction of the packets dropped (0..1)")] + _PM_DURATION,
+                     "user_defined",
+                     '    attackCmd: "iptables -w -I INPUT -d ${IP_ADDRESS} -m statistic --mode random --probability '
+                     '${PROBABILITY} -m comment --comment chaosdb-pm-loss -j DROP"\n'
+                     '    recoverCmd: "iptables -w -D INPUT -d ${IP_ADDRESS} -m statistic --mode random --probability '
+                     '${PROBABILITY} -m comment --comment chaosdb-pm-loss -j DROP"\n', True),
+    "disk-fill": ("Fill the disk a database writes to: a file of SIZE at PATH (a new file), removed on recovery.",
+                  [("PATH", "path", "/var/lib/postgresql/chaosd-fill", "the file to create"),
+                   ("SIZE", "size", "1GB", "how much to fill")] + _PM_DURATION, "disk-fill",
+                  '    path: "${PATH}"\n    size: "${SIZE}"\n', True),
+}
+
+
+def physical_fault_text(fault: str) -> str:
+    summary, rows, action, block, timed = PHYSICAL_FAULTS[fault]
+    rows = [tuple(c.replace("{fault}", fault) for c in r) for r in _PM_COMMON + rows]
+    return _header(f"A machine's database (chaosd): {summary}", f"physical-machines/{fault}", rows,
+                   "Needs chaosd server on the machine and the Chaos Mesh controller (PhysicalMachineChaos).") + (
+        'apiVersion: chaos-mesh.org/v1alpha1\nkind: PhysicalMachineChaos\nmetadata:\n  name: "${NAME}"\n'
+        '  namespace: "${NAMESPACE}"\n  labels:\n    "app.kubernetes.io/part-of": "chaostoolkit-db"\n'
+        f'    "chaosdb/template": "physical-machines.{fault}"\nspec:\n  action: "{action}"\n  mode: "all"\n'
+        '  address:\n    - "${ADDRESS}"\n' + ('  duration: "${DURATION}"\n' if timed else "")
+        + f"  {action}:\n{block}")
+
+
+def physical_machine_text() -> str:
+    rows = [("NAME", "name", "db-machine-1", "name of the PhysicalMachine (selector.physicalMachines names it)"),
+            ("NAMESPACE", "label", "chaos-testing", "its namespace"),
+            ("ADDRESS", "url", "http://127.0.0.1:31767", "chaosd's URL as the controller reaches it"),
+            ("ROLE", "labelvalue", "database", "a label to select machines by (labelSelectors)")]
+    return _header("A machine running chaosd, for PhysicalMachineChaos selectors (selector.physicalMachines or "
+                   "labelSelectors) instead of addresses.", "physical-machines/physical-machine", rows) + (
+        'apiVersion: chaos-mesh.org/v1alpha1\nkind: PhysicalMachine\nmetadata:\n  name: "${NAME}"\n'
+        '  namespace: "${NAMESPACE}"\n  labels:\n    "app.kubernetes.io/part-of": "chaostoolkit-db"\n'
+        '    "chaosdb/role": "${ROLE}"\nspec:\n  address: "${ADDRESS}"\n')
+
+
 def _render_all_chaosmesh() -> dict[str, str]:
     return {f"{p.key}/{fault}.yaml": render_template_text(p, fault) for p in PROFILES.values() for fault in FAULTS}
 
@@ -419,6 +498,9 @@ def render_all() -> dict[str, str]:
         out[f"litmus/{fault}-setup.yaml"] = litmus_setup_text(fault)
         for db in LITMUS_DB:
             out[f"litmus/{db}-{fault}-engine.yaml"] = litmus_engine_text(db, fault)
+    for fault in PHYSICAL_FAULTS:
+        out[f"physical-machines/{fault}.yaml"] = physical_fault_text(fault)
+    out["physical-machines/physical-machine.yaml"] = physical_machine_text()
     return {rel: _stamp(mark_defaults(text)) for rel, text in out.items()}
 
 

@@ -28,6 +28,13 @@ chaosd is found at ``chaosd_url`` (argument, else configuration ``chaosd_url``),
 --chaosd`` started beside the embedded cluster. TLS to it: configuration ``chaosd_ca_file``, ``chaosd_cert_file``,
 ``chaosd_key_file`` (as for every service, :mod:`chaosdb.core.tls`).
 
+``via`` (argument, else configuration ``chaosd_via``) picks who asks chaosd: ``chaosd`` (default) this pack, over
+chaosd's HTTP API; ``chaos-mesh`` the Chaos Mesh controller, through one PhysicalMachineChaos object per attack
+(:mod:`chaosdb.chaosmesh.physical`; Kubernetes found by the ``k8s_*`` configuration keys, objects in
+``k8s_namespace``), sent to chaosd's URL as the controller reaches it, or to the PhysicalMachine
+``physical_machine`` (``namespace/name``, configuration ``chaosd_physical_machine``) names. Either way the targets
+are resolved here, so the pack runs on the database's machine (or the adapter names its processes' PIDs).
+
 Every fault but a kill is a fault record like the local engine's: written before chaosd is asked, holding each
 attack's uid, so ``revert_attacks``, ``chaosdb.faults.actions.revert_faults``, the faults control after an
 interrupted run and ``chaosdb local cleanup`` recover it from any process. ``duration_s`` > 0 makes it revert itself
@@ -39,11 +46,13 @@ from __future__ import annotations
 import logging
 import os
 import signal as signals
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Union
 from urllib.parse import urlsplit
 
 from chaoslib.types import Configuration, Secrets
 
+from chaosdb.chaosmesh import physical
 from chaosdb.core.arguments import MAX_SECONDS, check_arguments, choice, number
 from chaosdb.core.chaosd import Chaosd, attack_entry, cluster_chaosd
 from chaosdb.core.errors import ChaosDBError
@@ -54,6 +63,7 @@ from chaosdb.faults.actions import revert_faults
 from chaosdb.faults.lifecycle import ProcessGroup, checked_duration, inject
 from chaosdb.faults.records import FaultRecord, new_record
 from chaosdb.faults.targets import check_components, check_fault_target, target_groups
+from chaosdb.k8s import api
 
 __all__ = ["stop_processes", "kill_processes", "skew_clock", "stress_cpu", "stress_memory", "partition_node",
            "fill_disk", "revert_attacks"]
@@ -62,11 +72,11 @@ logger = logging.getLogger("chaostoolkit")
 
 #: our direction (seen from the target) -> chaosd's (seen from the address: packets *to* it, *from* it)
 _DIRECTIONS = {"inbound": "to", "outbound": "from", "both": "both"}
-KINDS = ("chaosd-stop", "chaosd-clock", "chaosd-stress-cpu", "chaosd-stress-memory", "chaosd-partition",
+KINDS = ("chaosd-kill", "chaosd-stop", "chaosd-clock", "chaosd-stress-cpu", "chaosd-stress-memory", "chaosd-partition",
          "chaosd-disk-fill")
 
 
-def _server(chaosd_url: str, configuration: Any, cluster_dir: str) -> Chaosd:
+def _server(chaosd_url: str, configuration: Any, cluster_dir: str, check: bool = True) -> Chaosd:
     cfg = configuration or {}
     url = chaosd_url or str(cfg.get("chaosd_url") or "") or cluster_chaosd(cluster_dir)
     if not url:
@@ -76,7 +86,8 @@ def _server(chaosd_url: str, configuration: Any, cluster_dir: str) -> Chaosd:
     if tls.given and not url.startswith("https://"):
         raise ChaosDBError(f"chaosd_url {url} is plain http:// but chaosd TLS settings are given: use https://")
     server = Chaosd(url, tls if tls.given else None)
-    server.health()
+    if check:  # through Chaos Mesh, the controller is the one that must reach it
+        server.health()
     return server
 
 
@@ -101,15 +112,64 @@ def _address(group: ProcessGroup, cluster_dir: str) -> str:
     return host.strip("[]")
 
 
-def _attack(kind: str, groups: list[ProcessGroup], cluster_dir: str, server: Chaosd, duration_s: float,
+@dataclass(frozen=True)
+class Route:
+    """How attacks reach chaosd: directly (``via`` ``chaosd``) or as PhysicalMachineChaos objects the Chaos Mesh
+    controller carries out (``chaos-mesh``: ``where`` is the objects' address or PhysicalMachine selector)."""
+
+    server: Chaosd
+    via: str = "chaosd"
+    where: dict[str, Any] = field(default_factory=dict)
+    namespace: str = ""
+    configuration: dict[str, Any] = field(default_factory=dict)
+    secrets: dict[str, Any] = field(default_factory=dict)
+
+    def k8s(self) -> dict[str, Any]:
+        return {k: self.configuration[k] for k in physical.K8S_KEYS if self.configuration.get(k) not in (None, "")}
+
+
+def _route(chaosd_url: str, via: str, physical_machine: str, configuration: Any, secrets: Any,
+           cluster_dir: str) -> Route:
+    cfg = dict(configuration or {})
+    via = via or str(cfg.get("chaosd_via") or "") or "chaosd"
+    server = _server(chaosd_url, cfg, cluster_dir, check=via == "chaosd")
+    if via == "chaosd":
+        return Route(server)
+    machine = physical_machine or str(cfg.get("chaosd_physical_machine") or "")
+    return Route(server, via, physical.machines(server.url, machine), api.namespace_of(cfg), cfg,
+                 dict(secrets or {}))
+
+
+def _object_entries(rec: FaultRecord, route: Route, bodies: list[tuple[str, dict[str, Any]]],
+                    duration_s: float, extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One PhysicalMachineChaos per attack, written into the record (uid and name) before any is created."""
+    objects = []
+    for i, (attack_kind, body) in enumerate(bodies):
+        body = {**body, **(extra or {})}
+        obj = physical.new_object(attack_kind, body, f"chaosdb-{rec.id}-{i}", route.namespace, route.where,
+                                  duration_s)
+        objects.append(obj)
+        rec.attacks.append({**attack_entry(route.server, obj["spec"]["uid"], attack_kind, body),
+                            "object": {"kind": physical.KIND, "name": obj["metadata"]["name"],
+                                       "namespace": route.namespace}, "k8s": route.k8s()})
+    rec.save()
+    return objects
+
+
+def _attack(kind: str, groups: list[ProcessGroup], cluster_dir: str, route: Route, duration_s: float,
             params: dict[str, Any], bodies: list[tuple[str, dict[str, Any]]]) -> FaultRecord:
     duration_s = checked_duration(duration_s)
-    rec = new_record(kind, targets=[g.target for g in groups], params=params, cluster_dir=cluster_dir)
+    rec = new_record(kind, targets=[g.target for g in groups], params={**params, "via": route.via},
+                     cluster_dir=cluster_dir)
 
     def steps(rec: FaultRecord) -> None:
+        if route.via == "chaos-mesh":
+            physical.create_objects(_object_entries(rec, route, bodies, duration_s), route.configuration,
+                                    route.secrets)
+            return
         for attack_kind, body in bodies:
-            uid = server.attack(attack_kind, body)
-            rec.attacks.append(attack_entry(server, uid, attack_kind, body))
+            uid = route.server.attack(attack_kind, body)
+            rec.attacks.append(attack_entry(route.server, uid, attack_kind, body))
             rec.save()
 
     return inject(rec, steps, duration_s)
@@ -131,43 +191,64 @@ def _result(rec: FaultRecord, **extra: Any) -> Dict[str, Any]:
 
 @action_result
 def stop_processes(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, components: List[str] = None,
-                   processes: str = "", duration_s: float = 0, chaosd_url: str = "", cluster: str = "",
+                   processes: str = "", duration_s: float = 0, chaosd_url: str = "", via: str = "",
+                   physical_machine: str = "", cluster: str = "",
                    cluster_dir: str = "", configuration: Configuration = None,
                    secrets: Secrets = None) -> Dict[str, Any]:
     """Freeze the target's processes (SIGSTOP through chaosd) until the fault is reverted (SIGCONT): the node
     holds its connections and its leases but answers nothing, as a hung machine. ``components`` restricts it to
     ``etcd``, ``patroni`` or ``postgres``. Rollback: ``revert_attacks``."""
     groups, cdir = target_groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
-    server = _server(chaosd_url, configuration, cdir)
+    route = _route(chaosd_url, via, physical_machine, configuration, secrets, cdir)
     found = _pids(groups)
     bodies = [("process", {"action": "stop", "process": str(pid), "signal": int(signals.SIGSTOP)})
               for _, pid in found]
-    rec = _attack("chaosd-stop", groups, cdir, server, duration_s, {"pids": [p for _, p in found]}, bodies)
+    rec = _attack("chaosd-stop", groups, cdir, route, duration_s, {"pids": [p for _, p in found]}, bodies)
     return _result(rec)
 
 
 @action_result
 def kill_processes(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, components: List[str] = None,
-                   processes: str = "", signal: int = 9, chaosd_url: str = "", cluster: str = "",
+                   processes: str = "", signal: int = 9, chaosd_url: str = "", via: str = "",
+                   physical_machine: str = "", cluster: str = "",
                    cluster_dir: str = "", configuration: Configuration = None,
                    secrets: Secrets = None) -> Dict[str, Any]:
     """Send ``signal`` (9, SIGKILL) to the target's processes through chaosd. Nothing to revert: bring the node
     back with ``chaosdb.local.actions.restart_nodes`` (embedded cluster) or the machine's own supervisor."""
     groups, cdir = target_groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
-    server = _server(chaosd_url, configuration, cdir)
+    route = _route(chaosd_url, via, physical_machine, configuration, secrets, cdir)
     found = _pids(groups)
-    uids = [server.attack("process", {"action": "kill", "process": str(pid), "signal": int(signal)})
-            for _, pid in found]
-    logger.info("chaosdb: signal %s to %s through chaosd", signal, ", ".join(str(p) for _, p in found))
+    bodies = [("process", {"action": "kill", "process": str(pid), "signal": int(signal)}) for _, pid in found]
+    if route.via == "chaos-mesh":
+        uids = _kill_through_chaos_mesh(route, bodies, cdir)
+    else:
+        uids = [route.server.attack(kind, body) for kind, body in bodies]
+    logger.info("chaosdb: signal %s to %s through %s", signal, ", ".join(str(p) for _, p in found), route.via)
     return {"targets": _targets([g.target for g in groups]),
             "kind": "chaosd-kill", "params": {"signal": int(signal), "pids": [p for _, p in found]},
             "attacks": [{"uid": u, "action": "kill"} for u in uids]}
 
 
+def _kill_through_chaos_mesh(route: Route, bodies: list[tuple[str, dict[str, Any]]], cluster_dir: str) -> list[str]:
+    """A kill is one-shot: one object per process, deleted once injected. chaosd recovers only a stop or an attack
+    with a ``recoverCmd``; without one the controller would retry the recovery of a kill for ever, so the objects
+    carry a no-op ``recoverCmd``."""
+    rec = new_record("chaosd-kill", params={"via": route.via}, cluster_dir=cluster_dir)
+    objects = _object_entries(rec, route, bodies, 0, extra={"recoverCmd": "true"})
+    try:
+        physical.create_objects(objects, route.configuration, route.secrets)
+    finally:
+        for entry in rec.attacks:
+            physical.recover_object(entry)
+        rec.delete()
+    return [str(o["spec"]["uid"]) for o in objects]
+
+
 @action_result
 def skew_clock(target: Union[str, Dict[str, Any]] = "leader", offset_s: float = -300.0, count: int = 1,
                components: List[str] = None, processes: str = "", duration_s: float = 0, chaosd_url: str = "",
-               cluster: str = "", cluster_dir: str = "", configuration: Configuration = None,
+               via: str = "", physical_machine: str = "", cluster: str = "", cluster_dir: str = "",
+               configuration: Configuration = None,
                secrets: Secrets = None) -> Dict[str, Any]:
     """Clock skew (the replication study's clock drift): the target's processes read a wall clock (CLOCK_REALTIME)
     ``offset_s`` seconds off, through chaosd's ptrace + vDSO patch; the machine's clock and every other process
@@ -177,50 +258,53 @@ def skew_clock(target: Union[str, Dict[str, Any]] = "leader", offset_s: float = 
     ``revert_attacks``."""
     _offset(offset_s)
     groups, cdir = target_groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
-    server = _server(chaosd_url, configuration, cdir)
+    route = _route(chaosd_url, via, physical_machine, configuration, secrets, cdir)
     found = _pids(groups)
     offset = f"{float(offset_s):g}s"
     bodies = [("clock", {"action": "clock", "pid": pid, "time-offset": offset, "clock-ids-slice": "CLOCK_REALTIME"})
               for _, pid in found]
-    rec = _attack("chaosd-clock", groups, cdir, server, duration_s,
+    rec = _attack("chaosd-clock", groups, cdir, route, duration_s,
                   {"offset_s": float(offset_s), "pids": [p for _, p in found]}, bodies)
     return _result(rec)
 
 
 @action_result
 def stress_cpu(target: Union[str, Dict[str, Any]] = "leader", workers: int = 1, load: int = 100,
-               duration_s: float = 0, chaosd_url: str = "", cluster: str = "", cluster_dir: str = "",
+               duration_s: float = 0, chaosd_url: str = "", via: str = "", physical_machine: str = "",
+                   cluster: str = "", cluster_dir: str = "",
                configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """CPU stress on the target's machine: ``workers`` stress-ng CPU workers each at ``load`` %, started by the
     chaosd serving the target. Every process of that machine competes with them (on the embedded cluster, where
     all nodes share one machine, every node does: compare ``chaosdb.faults.actions.limit_cpu``, which slows one
     node's processes only). Rollback: ``revert_attacks``."""
     groups, cdir = target_groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
-    server = _server(chaosd_url, configuration, cdir)
+    route = _route(chaosd_url, via, physical_machine, configuration, secrets, cdir)
     body = {"action": "cpu", "workers": int(workers), "load": int(load)}
-    rec = _attack("chaosd-stress-cpu", groups, cdir, server, duration_s, {"workers": int(workers),
+    rec = _attack("chaosd-stress-cpu", groups, cdir, route, duration_s, {"workers": int(workers),
                                                                            "load": int(load)}, [("stress", body)])
     return _result(rec)
 
 
 @action_result
 def stress_memory(target: Union[str, Dict[str, Any]] = "leader", size_mb: int = 256, duration_s: float = 0,
-                  chaosd_url: str = "", cluster: str = "", cluster_dir: str = "",
+                  chaosd_url: str = "", via: str = "", physical_machine: str = "",
+                   cluster: str = "", cluster_dir: str = "",
                   configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Memory stress on the target's machine: chaosd's memStress holds ``size_mb`` MiB until reverted (the page
     cache and every process of that machine feel it; compare ``limit_memory``, which caps one node).
     Rollback: ``revert_attacks``."""
     groups, cdir = target_groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
-    server = _server(chaosd_url, configuration, cdir)
+    route = _route(chaosd_url, via, physical_machine, configuration, secrets, cdir)
     body = {"action": "mem", "size": f"{int(size_mb)}MB"}
-    rec = _attack("chaosd-stress-memory", groups, cdir, server, duration_s, {"size_mb": int(size_mb)},
+    rec = _attack("chaosd-stress-memory", groups, cdir, route, duration_s, {"size_mb": int(size_mb)},
                   [("stress", body)])
     return _result(rec)
 
 
 @action_result
 def partition_node(target: Union[str, Dict[str, Any]] = "leader", direction: str = "both", device: str = "",
-                   duration_s: float = 0, chaosd_url: str = "", cluster: str = "", cluster_dir: str = "",
+                   duration_s: float = 0, chaosd_url: str = "", via: str = "", physical_machine: str = "",
+                   cluster: str = "", cluster_dir: str = "",
                    configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Network partition of the target's address through chaosd (iptables and an ipset on ``device``; the
     loopback device ``lo`` for a 127.x address, else give the interface the machine reaches its peers on):
@@ -228,30 +312,34 @@ def partition_node(target: Union[str, Dict[str, Any]] = "leader", direction: str
     (compare ``chaosdb.faults.actions.partition_node``, which can spare clients or peers). Rollback:
     ``revert_attacks``."""
     groups, cdir = target_groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
-    server = _server(chaosd_url, configuration, cdir)
+    route = _route(chaosd_url, via, physical_machine, configuration, secrets, cdir)
     address = _address(groups[0], cdir)
     dev = device or ("lo" if address.startswith("127.") else "")
     if not dev:
         raise ChaosDBError(f"device is required for {address}: the network interface of the machine that carries "
                            "its traffic (e.g. eth0)")
-    if urlsplit(server.url).hostname == address:
-        raise ChaosDBError(f"{address} is the address chaosd listens on ({server.url}): a partition of it would cut "
-                           "chaosd off from its own recovery; run chaosd on another address")
+    if urlsplit(route.server.url).hostname == address:
+        raise ChaosDBError(f"{address} is the address chaosd listens on ({route.server.url}): a partition of it "
+                           "would cut chaosd off from its own recovery; run chaosd on another address")
     body = {"action": "partition", "ip-address": address, "device": dev, "direction": _DIRECTIONS[direction]}
-    rec = _attack("chaosd-partition", groups, cdir, server, duration_s,
-                  {"address": address, "device": dev, "direction": direction}, [("network", body)])
+    bodies = [("network", body)]
+    if route.via == "chaos-mesh" and direction == "both":  # the webhook takes only "to" or "from"
+        bodies = [("network", {**body, "direction": way}) for way in ("to", "from")]
+    rec = _attack("chaosd-partition", groups, cdir, route, duration_s,
+                  {"address": address, "device": dev, "direction": direction}, bodies)
     return _result(rec)
 
 
 @action_result
 def fill_disk(target: Union[str, Dict[str, Any]] = "leader", path: str = "", size_mb: int = 1024,
-              duration_s: float = 0, chaosd_url: str = "", cluster: str = "", cluster_dir: str = "",
+              duration_s: float = 0, chaosd_url: str = "", via: str = "", physical_machine: str = "",
+                   cluster: str = "", cluster_dir: str = "",
               configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Fill the disk the target writes to: chaosd allocates a file of ``size_mb`` MiB at ``path`` (a file that does
     not exist yet, on the filesystem to fill; the embedded cluster's default: ``chaosd-fill`` in the target node's
     folder), removed on revert. Rollback: ``revert_attacks``."""
     groups, cdir = target_groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
-    server = _server(chaosd_url, configuration, cdir)
+    route = _route(chaosd_url, via, physical_machine, configuration, secrets, cdir)
     where = path
     if not where and cdir:
         where = os.path.join(cdir, str(groups[0].target["name"]), "chaosd-fill")
@@ -260,7 +348,7 @@ def fill_disk(target: Union[str, Dict[str, Any]] = "leader", path: str = "", siz
     if os.path.exists(where):
         raise ChaosDBError(f"path {where} exists: give a new file name (chaosd removes the file on revert)")
     body = {"action": "fill", "path": where, "size": f"{int(size_mb)}M", "fallocate": True}
-    rec = _attack("chaosd-disk-fill", groups, cdir, server, duration_s, {"path": where, "size_mb": int(size_mb)},
+    rec = _attack("chaosd-disk-fill", groups, cdir, route, duration_s, {"path": where, "size_mb": int(size_mb)},
                   [("disk", body)])
     return _result(rec)
 
@@ -288,7 +376,13 @@ def _offset(value: Any) -> None:
         raise ChaosDBError("offset_s must not be 0: a skew of 0 s changes nothing")
 
 
+def _physical_machine(value: Any) -> None:
+    if value and (str(value).count("/") != 1 or not all(str(value).split("/"))):
+        raise ChaosDBError(f"physical_machine must be namespace/name of a PhysicalMachine, got {value!r}")
+
+
 check_arguments(globals(), None, None, target=check_fault_target, components=check_components, chaosd_url=_chaosd_url,
+                via=choice("via", "chaosd", "chaos-mesh"), physical_machine=_physical_machine,
                 offset_s=_offset, direction=choice("direction", *_DIRECTIONS),
                 workers=number("workers", 1, maximum=1024, integer=True),
                 load=number("load", 1, maximum=100, integer=True, hint=" (percent of a CPU per worker)"),

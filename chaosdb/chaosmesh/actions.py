@@ -23,6 +23,7 @@ from chaosdb.chaosmesh.objects import (
     summarise,
     target_selector,
 )
+from chaosdb.chaosmesh.physical import refuse_netem_here
 from chaosdb.core.arguments import check_arguments, choice, is_unresolved
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import action_result
@@ -97,6 +98,7 @@ def create_chaos(kind: str = "", spec: Dict[str, Any] = None, template: str = ""
         spec["mode"] = "all"
         spec.pop("value", None)
     obj = build_object(kind, name, namespace, spec, labels)
+    refuse_netem_here(obj)
     custom = api.custom_objects(configuration, secrets)
     api.call_json(f"creating {kind} {namespace}/{name}", custom.create_namespaced_custom_object,
                   GROUP, VERSION, namespace, plural_of(kind), obj)

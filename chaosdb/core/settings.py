@@ -68,6 +68,11 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("pd_url", "CHAOSDB_PD_URL", "PD's HTTP API (TiKV)", old=("PD_URL",)),
     Setting("chaosd_url", "CHAOSDB_CHAOSD_URL", "chaosd's API on the database's machine (chaosdb.chaosd.actions; "
                                                 "default: the chaosd 'cluster up --chaosd' started)"),
+    Setting("chaosd_via", "CHAOSDB_CHAOSD_VIA", "who asks chaosd: chaosd (this pack, default) or chaos-mesh "
+                                                "(PhysicalMachineChaos objects the Chaos Mesh controller carries out)"),
+    Setting("chaosd_physical_machine", "CHAOSDB_CHAOSD_PHYSICAL_MACHINE",
+            "namespace/name of the PhysicalMachine the PhysicalMachineChaos objects select (default: chaosd_url as "
+            "their address)"),
     Setting("tikv_key", "CHAOSDB_TIKV_KEY", "the key whose region's leader or follower is the target",
             old=("TIKV_KEY", "CHAOSDB_KEY")),
     Setting("tikv_role", "CHAOSDB_TIKV_ROLE", "tikv-leader or tikv-follower", ),

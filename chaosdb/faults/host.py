@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.netem import netem_available
 
 __all__ = ["require_root", "CgroupHost", "cgroup_host", "require_tool", "netem_available", "CGROUP_ROOT"]
 
@@ -71,16 +70,3 @@ def require_tool(name: str, package: str) -> str:
     return path
 
 
-@functools.lru_cache(maxsize=1)
-def netem_available() -> bool:
-    """Whether the kernel has the netem qdisc: tried on ``lo`` of a throwaway network namespace,
-    so the host itself is never touched."""
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        return False
-    try:
-        tc = require_tool("tc", "iproute2")
-    except ChaosDBError:
-        return False
-    proc = subprocess.run(["unshare", "--net", tc, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
-                          capture_output=True, text=True)
-    return proc.returncode == 0

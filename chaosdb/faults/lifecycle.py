@@ -109,6 +109,16 @@ def fault_stats(rec: FaultRecord) -> dict[str, Any]:
     return stats
 
 
+def _recover_attack(attack: dict[str, Any]) -> bool:
+    """Recover a chaosd attack: by deleting its PhysicalMachineChaos when Chaos Mesh carried it out, else by
+    asking chaosd."""
+    if attack.get("object"):
+        from chaosdb.chaosmesh.physical import recover_object  # noqa: PLC0415 - needs the k8s extra
+
+        return recover_object(attack)
+    return recover_entry(attack)
+
+
 def revert(rec: FaultRecord) -> dict[str, Any]:
     """Undo everything *rec* lists (idempotent); delete the record; return what was undone."""
     out: dict[str, Any] = {"id": rec.id, "kind": rec.kind, "targets": [t.get("name") for t in rec.targets]}
@@ -121,7 +131,7 @@ def revert(rec: FaultRecord) -> dict[str, Any]:
         stop_process(entry)
     for attack in rec.attacks:
         try:
-            attack["recovered_now"] = recover_entry(attack)
+            attack["recovered_now"] = _recover_attack(attack)
             if attack.get("kind") == "network":
                 remove_leftovers(attack["uid"])
         except ChaosDBError as exc:

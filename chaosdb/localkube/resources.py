@@ -3,7 +3,8 @@ admission webhook configurations, and the fake nodes kwok runs pods on. Plain ob
 is :mod:`chaosdb.localkube.apply`'s job.
 
 CRDs: the upstream Chaos Mesh and Litmus CRDs this package bundles (``chaosdb/manifests/crds``, unchanged) for
-every kind our activities create. The Chaos Mesh controller also watches kinds we never create (AWSChaos,
+every kind our activities create, with their admission webhooks (PhysicalMachineChaos needs its mutating webhook:
+it gives ``spec.uid``, the id chaosd knows the attack by; without it a deleted object leaves its fault in place). The Chaos Mesh controller also watches kinds we never create (AWSChaos,
 PodNetworkChaos, ...); it cannot start without their CRDs, so those are installed with an open schema
 (``x-kubernetes-preserve-unknown-fields``), the same group, names, scope and status subresource as upstream.
 """
@@ -35,7 +36,8 @@ __all__ = [
 #: names as in the webhook paths ``/mutate-chaos-mesh-org-v1alpha1-<kind>``)
 WEBHOOK_KINDS = {"podchaos": "podchaos", "iochaos": "iochaos", "timechaos": "timechaos",
                  "networkchaos": "networkchaos", "stresschaos": "stresschaos", "schedule": "schedules",
-                 "workflow": "workflows", "statuscheck": "statuschecks"}
+                 "workflow": "workflows", "statuscheck": "statuschecks",
+                 "physicalmachinechaos": "physicalmachinechaos", "physicalmachine": "physicalmachines"}
 
 #: kinds the Chaos Mesh controller watches but this package never creates: (kind, plural, cluster scoped,
 #: status subresource), as in Chaos Mesh's manifests/crd.yaml at the bundled commit
@@ -44,8 +46,7 @@ OPEN_CRD_KINDS = (
     ("BlockChaos", "blockchaos", False, False), ("DNSChaos", "dnschaos", False, False),
     ("GCPChaos", "gcpchaos", False, False), ("HTTPChaos", "httpchaos", False, False),
     ("JVMChaos", "jvmchaos", False, False), ("KernelChaos", "kernelchaos", False, False),
-    ("PhysicalMachineChaos", "physicalmachinechaos", False, False),
-    ("PhysicalMachine", "physicalmachines", False, False), ("PodHttpChaos", "podhttpchaos", False, True),
+    ("PodHttpChaos", "podhttpchaos", False, True),
     ("PodIOChaos", "podiochaos", False, True), ("PodNetworkChaos", "podnetworkchaos", False, True),
     ("RemoteCluster", "remoteclusters", True, True), ("WorkflowNode", "workflownodes", False, True),
 )

@@ -22,7 +22,7 @@ from typing import Any
 
 from chaosdb.core.timeutil import parse_go_duration
 
-__all__ = ["CHAOS_KINDS", "admission_errors", "advice", "metadata_errors"]
+__all__ = ["CHAOS_KINDS", "NETEM_ACTIONS", "admission_errors", "advice", "metadata_errors"]
 
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -39,7 +39,10 @@ _CRON_DESCRIPTORS = {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@
 
 #: Chaos kinds (spec under the lower-camel key in Schedules and Workflows).
 CHAOS_KINDS = {"PodChaos": "podChaos", "StressChaos": "stressChaos", "NetworkChaos": "networkChaos",
-               "IOChaos": "ioChaos", "TimeChaos": "timeChaos"}
+               "IOChaos": "ioChaos", "TimeChaos": "timeChaos", "PhysicalMachineChaos": "physicalmachineChaos"}
+
+#: PhysicalMachineChaos actions carried out with netem (chaosd's tc qdiscs), refused where the kernel lacks it
+NETEM_ACTIONS = ("network-delay", "network-loss", "network-corrupt", "network-duplicate")
 
 
 def _label_key_ok(key: str) -> bool:
@@ -212,9 +215,68 @@ def _time_chaos(spec: dict[str, Any], path: str) -> list[str]:
     return _duration_error(f"{path}timeOffset", spec.get("timeOffset"), allow_negative=True)
 
 
+def _percent(path: str, value: Any, allow_zero: bool) -> list[str]:
+    """``CheckPercent``: a number in a string within 0..100 (0 only where allowed; empty = 0)."""
+    text = str(value or "")
+    try:
+        number = float(text) if text else 0.0
+    except ValueError:
+        return [f"{path}: {value!r} must be a percentage in a string (e.g. \"25\")"]
+    if not 0 <= number <= 100 or (number == 0 and not allow_zero):
+        return [f"{path}: {value!r} must be within {'0' if allow_zero else 'above 0'}..100"]
+    return []
+
+
+def _physical_machine_chaos(spec: dict[str, Any], path: str) -> list[str]:
+    """``PhysicalMachineChaosSpec.Validate``: the action's own block is given and holds what chaosd needs; the
+    machines are named by ``address`` or by ``selector.physicalMachines``."""
+    action = str(spec.get("action") or "")
+    errors = []
+    selector = spec.get("selector") or {}
+    if not spec.get("address") and not (isinstance(selector, dict) and selector.get("physicalMachines")):
+        errors.append(f"{path}address: name the machines: address (chaosd's URLs) or selector.physicalMachines")
+    if any(not a for a in spec.get("address") or []):
+        errors.append(f"{path}address: an address is empty")
+    block = spec.get(action)
+    if not isinstance(block, dict):
+        return errors + [f"{path}{action}: action {action!r} needs its {action!r} settings"]
+    where = f"{path}{action}."
+    if action == "stress-cpu":
+        errors += [f"{where}{k}: must not be 0" for k in ("load", "workers") if not block.get(k)]
+    elif action in ("stress-mem", "disk-fill") and not block.get("size"):
+        errors.append(f"{where}size: required (e.g. \"256MB\")")
+    elif action.startswith("network-") and action not in ("network-dns", "network-down", "network-flood",
+                                                          "network-bandwidth"):
+        if not block.get("device"):
+            errors.append(f"{where}device: required (the interface that carries the traffic, lo for 127.x)")
+        if not block.get("ip-address") and not block.get("hostname"):
+            errors.append(f"{where}ip-address: one of ip-address and hostname is required")
+        if action == "network-partition":
+            if block.get("direction") not in ("to", "from"):
+                errors.append(f"{where}direction: must be 'to' or 'from' (two objects for both)")
+            if block.get("accept-tcp-flags") and block.get("ip-protocol") != "tcp":
+                errors.append(f"{where}ip-protocol: must be 'tcp' when accept-tcp-flags is set")
+        else:
+            errors += _percent(f"{where}correlation", block.get("correlation"), True)
+            if action != "network-delay":
+                errors += _percent(f"{where}percent", block.get("percent"), False)
+    elif action == "process":
+        errors += [f"{where}{k}: required" for k in ("process", "signal") if not block.get(k)]
+    elif action == "clock":
+        if not isinstance(block.get("pid"), int) or block["pid"] <= 0:
+            errors.append(f"{where}pid: required (the process whose clock to skew)")
+        if not block.get("time-offset"):
+            errors.append(f"{where}time-offset: required (e.g. \"-5m\")")
+        else:
+            errors += _duration_error(f"{where}time-offset", block["time-offset"], allow_negative=True)
+    elif action == "user_defined":
+        errors += [f"{where}{k}: required" for k in ("attackCmd", "recoverCmd") if not block.get(k)]
+    return errors
+
+
 _SPEC_RULES: dict[str, Callable[[dict[str, Any], str], list[str]]] = {
     "PodChaos": _pod_chaos, "StressChaos": _stress_chaos, "NetworkChaos": _network_chaos,
-    "IOChaos": _io_chaos, "TimeChaos": _time_chaos,
+    "IOChaos": _io_chaos, "TimeChaos": _time_chaos, "PhysicalMachineChaos": _physical_machine_chaos,
 }
 
 
@@ -327,9 +389,13 @@ def advice(obj: dict[str, Any]) -> list[str]:
     if kind == "PodChaos" and spec.get("action") == "pod-failure" and not spec.get("duration"):
         out.append("spec.duration: a pod-failure without a duration keeps the pods failed until the object is "
                    "deleted")
-    if kind in ("StressChaos", "NetworkChaos", "IOChaos", "TimeChaos") and not spec.get("duration"):
+    one_shot = kind == "PhysicalMachineChaos" and spec.get("action") == "process" \
+        and (spec.get("process") or {}).get("signal") != 19
+    if kind in ("StressChaos", "NetworkChaos", "IOChaos", "TimeChaos", "PhysicalMachineChaos") \
+            and not spec.get("duration") and not one_shot:
         out.append(f"spec.duration: without a duration the {kind} stays injected until it is paused or deleted")
-    if kind in CHAOS_KINDS and spec.get("mode") == "all" and not (spec.get("selector") or {}).get("pods"):
+    if kind in CHAOS_KINDS and kind != "PhysicalMachineChaos" and spec.get("mode") == "all" \
+            and not (spec.get("selector") or {}).get("pods"):
         out.append("spec.mode: 'all' hits every selected pod at once: a replicated database loses its quorum")
     if kind == "ChaosEngine" and not spec.get("chaosServiceAccount"):
         out.append("spec.chaosServiceAccount: without it the runner uses the namespace's default account, which "

@@ -15,11 +15,15 @@ import pytest
 
 from chaosdb.chaosd import actions
 from chaosdb.faults import probes
-from chaosdb.local import cluster as lc
-from chaosdb.local.chaosd import HELPERS, chaosd_address, start_chaosd, stop_chaosd
-from chaosdb.local.processes import node_processes
+from tests.integration.chaosd_support import (
+    answers,
+    date_header,
+    postmaster,
+    replica,
+    server_epoch,
+    state,
+)
 from tests.polling import poll
-from tests.realservers import real_binaries
 
 pytestmark = [
     pytest.mark.integration,
@@ -29,92 +33,27 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def chaosd(tmp_path_factory, pg_cluster):
-    """A real chaosd beside the session cluster, started as `cluster up --chaosd` does."""
-    found = Path(real_binaries(tmp_path_factory, ["chaosd", "FileTool", "PortOccupyTool", "memStress"]))
-    release = tmp_path_factory.mktemp("chaosd-release")  # laid out like a chaosd release: tools/ beside it
-    shutil.copy2(found / "chaosd", release / "chaosd")
-    (release / "tools").mkdir()
-    for helper in HELPERS[:3]:
-        os.symlink(found / helper, release / "tools" / helper)
-    state = start_chaosd(pg_cluster.dir, str(release / "chaosd"), chaosd_address(pg_cluster))
-    try:
-        yield state["url"]
-    finally:
-        stop_chaosd(pg_cluster.dir)
-        assert not os.path.exists(f"/proc/{state['pid']}"), "chaosd survived down"
-
-
-@pytest.fixture
-def clean(chaosd, healthy):
-    assert probes.no_fault_residue(), probes.fault_residue()
-    yield healthy
-    actions.revert_attacks(all_clusters=True)
-    left = probes.fault_residue()
-    assert left["clean"], f"residue after the test: {left}"
-
-
-def _replica(layout) -> str:
-    return next(n.name for n in layout.nodes if n.name != lc.status(layout)["leader"])
-
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
-
-
-def _postmaster(layout, name: str) -> int:
-    node = layout.node(name)
-    return next(p.pid for p in node_processes(node.path, node.data_dir) if p.kind == "postmaster")
-
-
-def _answers(layout, name: str) -> bool:
-    try:
-        with psycopg.connect(layout.node_dsn(name), connect_timeout=2, autocommit=True) as conn:
-            conn.execute("SELECT 1")
-        return True
-    except psycopg.Error:
-        return False
-
-
-def _server_epoch(layout, name: str) -> float:
-    with psycopg.connect(layout.node_dsn(name), connect_timeout=5, autocommit=True) as conn:
-        return float(conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])
-
-
 def test_stop_freezes_the_node_until_the_rollback(clean, config):
     layout = clean
-    name = _replica(layout)
+    name = replica(layout)
     out = actions.stop_processes(target=name, components=["postgres"], configuration=config)
-    postmaster = _postmaster(layout, name)
-    assert _state(postmaster) == "T" and out["kind"] == "chaosd-stop" and out["attacks"], out
-    assert not _answers(layout, name), "a stopped postmaster must not answer"
-    assert all(_answers(layout, n.name) for n in layout.nodes if n.name != name)
+    pm = postmaster(layout, name)
+    assert state(pm) == "T" and out["kind"] == "chaosd-stop" and out["attacks"], out
+    assert not answers(layout, name), "a stopped postmaster must not answer"
+    assert all(answers(layout, n.name) for n in layout.nodes if n.name != name)
     done = actions.revert_attacks(configuration=config)
     assert [r["id"] for r in done["reverted"]] == [out["fault_id"]], done
-    assert _state(postmaster) in ("S", "R") and poll(lambda: _answers(layout, name), 30)
+    assert state(pm) in ("S", "R") and poll(lambda: answers(layout, name), 30)
 
 
 def test_a_timed_stop_reverts_itself(clean, config):
     layout = clean
-    name = _replica(layout)
+    name = replica(layout)
     actions.stop_processes(target=name, components=["postgres"], duration_s=3, configuration=config)
-    postmaster = _postmaster(layout, name)
-    assert _state(postmaster) == "T"
-    assert poll(lambda: _state(postmaster) != "T", 60), "the timer did not recover the stop"
+    pm = postmaster(layout, name)
+    assert state(pm) == "T"
+    assert poll(lambda: state(pm) != "T", 60), "the timer did not recover the stop"
     assert poll(lambda: not actions.revert_attacks(configuration=config)["reverted"] or True, 5)
-
-
-def _date_header(url: str) -> float:
-    """The time a server says it answered at (its HTTP Date header, written from its own wall clock)."""
-    import urllib.request
-    from email.utils import parsedate_to_datetime
-
-    with urllib.request.urlopen(url, timeout=5) as resp:
-        return parsedate_to_datetime(resp.headers["Date"]).timestamp()
 
 
 def test_clock_skew_shows_in_the_target_only(clean, config):
@@ -122,25 +61,25 @@ def test_clock_skew_shows_in_the_target_only(clean, config):
     machine's clocks stay true. PostgreSQL backends forked after the injection read the true time (measured: the
     patch is on the processes running at injection, and a backend is a new process)."""
     layout = clean
-    name = _replica(layout)
+    name = replica(layout)
     node, other = layout.node(name), next(n for n in layout.nodes if n.name != name)
     out = actions.skew_clock(target=name, offset_s=-3600, configuration=config)
     assert out["params"]["offset_s"] == -3600 and len(out["attacks"]) >= 3, out
     now = time.time()
     for url in (f"http://{node.host}:{node.etcd_client_port}/version", f"http://{node.host}:{node.api_port}/health"):
-        assert abs(now - _date_header(url) - 3600) < 60, url
+        assert abs(now - date_header(url) - 3600) < 60, url
     for url in (f"http://{other.host}:{other.etcd_client_port}/version",
                 f"http://{other.host}:{other.api_port}/health"):
-        assert abs(now - _date_header(url)) < 60, url
-    assert abs(_server_epoch(layout, name) - time.time()) < 60, "a new backend inherited the skew"
+        assert abs(now - date_header(url)) < 60, url
+    assert abs(server_epoch(layout, name) - time.time()) < 60, "a new backend inherited the skew"
     actions.revert_attacks(configuration=config)
-    assert abs(time.time() - _date_header(f"http://{node.host}:{node.etcd_client_port}/version")) < 60, \
+    assert abs(time.time() - date_header(f"http://{node.host}:{node.etcd_client_port}/version")) < 60, \
         "the clock was not restored"
 
 
 def test_partition_cuts_exactly_that_node(clean, config):
     layout = clean
-    name = _replica(layout)
+    name = replica(layout)
     node = layout.node(name)
     out = actions.partition_node(target=name, configuration=config)
     assert out["params"] == {"address": node.host, "device": "lo", "direction": "both"}, out
@@ -197,7 +136,7 @@ def test_memory_stress_holds_memory_until_the_rollback(clean, config):
 
 def test_disk_fill_allocates_the_file_until_the_rollback(clean, config):
     layout = clean
-    name = _replica(layout)
+    name = replica(layout)
     out = actions.fill_disk(target=name, size_mb=16, configuration=config)
     path = Path(out["params"]["path"])
     assert path.parent == layout.node(name).path
@@ -208,12 +147,12 @@ def test_disk_fill_allocates_the_file_until_the_rollback(clean, config):
 
 def test_kill_ends_the_process_and_patroni_brings_postgres_back(clean, config):
     layout = clean
-    name = _replica(layout)
-    postmaster = _postmaster(layout, name)
+    name = replica(layout)
+    pm = postmaster(layout, name)
     out = actions.kill_processes(target=name, components=["postgres"], configuration=config)
-    assert postmaster in out["params"]["pids"]
-    assert poll(lambda: _state(postmaster) in ("gone", "Z"), 30)
-    assert poll(lambda: _answers(layout, name), 120), "Patroni did not restart the killed PostgreSQL"
+    assert pm in out["params"]["pids"]
+    assert poll(lambda: state(pm) in ("gone", "Z"), 30)
+    assert poll(lambda: answers(layout, name), 120), "Patroni did not restart the killed PostgreSQL"
 
 
 def test_bad_input_is_refused_before_chaosd_is_asked(clean, config):
@@ -238,13 +177,13 @@ def test_a_skewed_process_that_exits_needs_no_recovery(clean, config):
     """Under load, backends come and go: a skew of one that has exited since is over (chaosd cannot recover it: it
     looks for the process); the rollback recovers the others and succeeds."""
     layout = clean
-    name = _replica(layout)
+    name = replica(layout)
     conn = psycopg.connect(layout.node_dsn(name), autocommit=True)
     backend = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
     out = actions.skew_clock(target=name, offset_s=-600, components=["postgres"], configuration=config)
     assert backend in out["params"]["pids"]
     conn.close()
-    assert poll(lambda: _state(backend) == "gone", 30)
+    assert poll(lambda: state(backend) == "gone", 30)
     done = actions.revert_attacks(configuration=config)
     assert [r["id"] for r in done["reverted"]] == [out["fault_id"]], done
     assert probes.no_fault_residue()

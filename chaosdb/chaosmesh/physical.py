@@ -1,0 +1,165 @@
+"""PhysicalMachineChaos: a chaosd attack carried out by the Chaos Mesh controller instead of by this pack.
+
+The chaosd engine (:mod:`chaosdb.chaosd.actions`) builds each attack as chaosd's API body (``kind`` + body, field
+names from chaosd's ``pkg/core``); :func:`spec_of` turns it into a PhysicalMachineChaos spec the way the controller
+turns it back (``spec.action`` is ``<kind>-<body action>``, or the kind alone for ``process``, ``clock`` and
+``user_defined``; the action's block holds the other fields). Two names differ between the CRD and chaosd:
+``disk-fill.fill-by-fallocate`` (chaosd reads ``fallocate``, so through the controller a fill is written, not
+allocated) and the partition's ``direction``, which the webhook allows only as ``to`` or ``from``.
+
+``spec.uid`` is the id chaosd keeps the attack under. We choose it (a UUID) and write it into the fault record
+before the object is created, so a run that dies between the two still knows what to recover; the mutating webhook
+only fills it in when it is empty. :func:`recover_object` deletes the object and waits until the controller has
+recovered the attack and removed its finalizer.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+from urllib.parse import urlsplit
+
+from chaosdb.chaosmesh.objects import GROUP, VERSION, build_object, plural_of, summarise
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.netem import NO_NETEM, netem_available
+from chaosdb.core.processes import same_process
+from chaosdb.k8s import api
+from chaosdb.manifests.admission import NETEM_ACTIONS
+
+__all__ = ["KIND", "K8S_KEYS", "refuse_netem_here", "spec_of", "machines", "new_object", "create_objects", "recover_object"]
+
+KIND = "PhysicalMachineChaos"
+#: the configuration keys a fault record keeps to find the Kubernetes API again from another process (no secrets)
+K8S_KEYS = ("k8s_kubeconfig", "k8s_context", "k8s_in_cluster")
+_SINGLE = ("process", "clock", "user_defined")
+#: chaosd API field -> the CRD's name for it, where they differ
+_RENAMED = {"fallocate": "fill-by-fallocate"}
+
+
+def _local(address: str) -> bool:
+    host = urlsplit(address if "://" in address else f"http://{address}").hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def refuse_netem_here(obj: dict[str, Any]) -> None:
+    """Refuse a PhysicalMachineChaos that needs netem (delay, loss, corruption, duplication) on this machine when
+    its kernel lacks netem: chaosd would fail and the controller retry it again and again. Loss without netem:
+    the ``physical-machines/network-loss`` template (an iptables ``statistic`` rule)."""
+    spec = obj.get("spec") or {}
+    if obj.get("kind") != KIND or spec.get("action") not in NETEM_ACTIONS:
+        return
+    if any(_local(str(a)) for a in spec.get("address") or []) and not netem_available():
+        raise ChaosDBError(f"{KIND} {obj['metadata'].get('name')} ({spec['action']}) refused before it was created: "
+                           f"{NO_NETEM}. For packet loss use the physical-machines/network-loss template (iptables "
+                           "statistic match); delay needs a kernel with sch_netem")
+
+
+def machines(chaosd_url: str, physical_machine: str) -> dict[str, Any]:
+    """Where the controller sends the attack: the PhysicalMachine ``namespace/name`` (selector), else chaosd's
+    URL as the controller reaches it (``address``)."""
+    if physical_machine:
+        namespace, _, name = physical_machine.rpartition("/")
+        if not namespace or not name:
+            raise ChaosDBError(f"physical_machine must be namespace/name, got {physical_machine!r}")
+        return {"selector": {"physicalMachines": {namespace: [name]}}}
+    return {"address": [chaosd_url]}
+
+
+def spec_of(kind: str, body: dict[str, Any], where: dict[str, Any], duration_s: float = 0) -> dict[str, Any]:
+    """The PhysicalMachineChaos spec that makes the controller send *body* to chaosd's ``/api/attack/<kind>``."""
+    sub = str(body.get("action") or "")
+    action = kind if kind in _SINGLE else f"{kind}-{sub}"
+    block = {_RENAMED.get(k, k): v for k, v in body.items() if k != "action"}
+    spec: dict[str, Any] = {"action": action, "mode": "all", action: block, **where}
+    if duration_s:
+        spec["duration"] = f"{float(duration_s):g}s"
+    return spec
+
+
+def new_object(kind: str, body: dict[str, Any], name: str, namespace: str, where: dict[str, Any],
+               duration_s: float = 0) -> dict[str, Any]:
+    """A validated PhysicalMachineChaos with a fresh ``spec.uid``."""
+    spec = {**spec_of(kind, body, where, duration_s), "uid": str(uuid.uuid4())}
+    return build_object(KIND, name, namespace, spec)
+
+
+def _k8s(entry: dict[str, Any]) -> dict[str, Any]:
+    return dict(entry.get("k8s") or {})
+
+
+def _get(entry: dict[str, Any]) -> dict[str, Any] | None:
+    ref = entry["object"]
+    try:
+        return api.call_json(f"reading {KIND} {ref['namespace']}/{ref['name']}",
+                             api.custom_objects(_k8s(entry)).get_namespaced_custom_object, GROUP, VERSION,
+                             ref["namespace"], plural_of(KIND), ref["name"])
+    except api.K8sApiError as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def create_objects(objects: list[dict[str, Any]], configuration: dict[str, Any] | None,
+                   secrets: dict[str, Any] | None, timeout_s: float = 60.0) -> list[dict[str, Any]]:
+    """Create the objects, then wait until the controller reports each one injected (``AllInjected``); its
+    failure message when chaosd refused. The records (see :func:`summarise`) in the objects' order."""
+    custom = api.custom_objects(configuration, secrets)
+    for obj in objects:
+        meta = obj["metadata"]
+        api.call_json(f"creating {KIND} {meta['namespace']}/{meta['name']}", custom.create_namespaced_custom_object,
+                      GROUP, VERSION, meta["namespace"], plural_of(KIND), obj)
+    deadline = time.monotonic() + timeout_s
+    states = []
+    for obj in objects:
+        meta = obj["metadata"]
+        while True:
+            state = summarise(api.call_json(f"reading {KIND} {meta['namespace']}/{meta['name']}",
+                                            custom.get_namespaced_custom_object, GROUP, VERSION,
+                                            meta["namespace"], plural_of(KIND), meta["name"]))
+            if state["injected"]:
+                break
+            if state["failures"]:
+                raise ChaosDBError(f"Chaos Mesh could not inject {KIND} {meta['namespace']}/{meta['name']}: "
+                                   + "; ".join(f"{f['target']}: {f['message']}" for f in state["failures"]))
+            if time.monotonic() > deadline:
+                raise ChaosDBError(f"{KIND} {meta['namespace']}/{meta['name']} not injected after {timeout_s:g} s "
+                                   f"(phase {state['phase']}): is the Chaos Mesh controller running, and can it "
+                                   f"reach chaosd at {obj['spec'].get('address') or obj['spec'].get('selector')}?")
+            time.sleep(0.1)
+        states.append(state)
+    return states
+
+
+def recover_object(entry: dict[str, Any], timeout_s: float = 60.0) -> bool:
+    """Delete the object a fault record's entry names and wait until it is gone (the controller recovered the
+    attack through chaosd and removed its finalizer): True, or False when it was gone already. When the attacked
+    process has exited since (a PostgreSQL backend), chaosd cannot recover it and the controller would retry for
+    ever: the object's finalizers are removed instead (nothing is left to undo)."""
+    ref = entry["object"]
+    custom = api.custom_objects(_k8s(entry))
+    what = f"{KIND} {ref['namespace']}/{ref['name']}"
+    if _get(entry) is None:
+        return False
+    try:
+        api.call_json(f"deleting {what}", custom.delete_namespaced_custom_object, GROUP, VERSION, ref["namespace"],
+                      plural_of(KIND), ref["name"])
+    except api.K8sApiError as exc:
+        if exc.status == 404:
+            return False
+        raise
+    process_gone = bool(entry.get("target_process")) and not same_process(entry["target_process"])
+    deadline = time.monotonic() + timeout_s
+    while True:
+        obj = _get(entry)
+        if obj is None:
+            return True
+        if process_gone and obj["metadata"].get("finalizers"):
+            api.call_json(f"removing the finalizers of {what}", custom.patch_namespaced_custom_object, GROUP,
+                          VERSION, ref["namespace"], plural_of(KIND), ref["name"], {"metadata": {"finalizers": []}})
+        if time.monotonic() > deadline:
+            failures = summarise(obj)["failures"]
+            raise ChaosDBError(f"{what} still there {timeout_s:g} s after it was deleted: the controller could not "
+                               "recover the attack" + (": " + "; ".join(f["message"] for f in failures)
+                                                       if failures else ""))
+        time.sleep(0.1)

@@ -1,0 +1,43 @@
+"""Fixtures of the integration tests that several modules share."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.realservers import real_binaries
+
+
+@pytest.fixture(scope="module")
+def chaosd(tmp_path_factory, pg_cluster):
+    """A real chaosd beside the session cluster, started as `cluster up --chaosd` does (one per module)."""
+    from chaosdb.local.chaosd import HELPERS, chaosd_address, start_chaosd, stop_chaosd
+
+    found = Path(real_binaries(tmp_path_factory, ["chaosd", "FileTool", "PortOccupyTool", "memStress"]))
+    release = tmp_path_factory.mktemp("chaosd-release")  # laid out like a chaosd release: tools/ beside it
+    shutil.copy2(found / "chaosd", release / "chaosd")
+    (release / "tools").mkdir()
+    for helper in HELPERS[:3]:
+        os.symlink(found / helper, release / "tools" / helper)
+    state = start_chaosd(pg_cluster.dir, str(release / "chaosd"), chaosd_address(pg_cluster))
+    try:
+        yield state["url"]
+    finally:
+        stop_chaosd(pg_cluster.dir)
+        assert not os.path.exists(f"/proc/{state['pid']}"), "chaosd survived down"
+
+
+@pytest.fixture
+def clean(chaosd, healthy):
+    """The session cluster, healthy, with no fault or chaosd leftover before and after the test."""
+    from chaosdb.chaosd import actions
+    from chaosdb.faults import probes
+
+    assert probes.no_fault_residue(), probes.fault_residue()
+    yield healthy
+    actions.revert_attacks(all_clusters=True)
+    left = probes.fault_residue()
+    assert left["clean"], f"residue after the test: {left}"

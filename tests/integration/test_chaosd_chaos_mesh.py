@@ -1,0 +1,203 @@
+"""The chaosd engine through Chaos Mesh: the real Chaos Mesh controller (with the upstream PhysicalMachineChaos
+CRDs and their webhooks, in the local Kubernetes) carries out the attacks on a real chaosd beside the session's
+embedded cluster. Effects are observed on the node's processes; deleting the object recovers the fault; a run
+that dies mid-fault leaves an object and a stopped process that the cleanup removes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from chaosdb.chaosd import actions
+from chaosdb.chaosmesh import actions as mesh
+from chaosdb.chaosmesh.physical import KIND
+from chaosdb.faults import probes
+from chaosdb.k8s import api
+from tests.conftest import KUBERNETES_SERVERS
+from tests.integration.chaosd_support import answers, date_header, postmaster, replica, state
+from tests.polling import poll
+from tests.realservers import real_binaries
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(os.geteuid() != 0, reason="chaosd runs as root"),
+    pytest.mark.skipif(not shutil.which("iptables") or not shutil.which("ipset"),
+                       reason="chaosd's network attacks need iptables and ipset (apt-get install iptables ipset)"),
+]
+
+KUBE_ADDRESS = os.environ.get("CHAOSDB_TEST_CHAOSD_KUBE_ADDRESS", "127.0.53.1")
+
+
+@pytest.fixture(scope="module")
+def chaos_mesh(tmp_path_factory):
+    """A local Kubernetes with the Chaos Mesh controller, no workloads (the targets are the embedded cluster's
+    processes)."""
+    from chaosdb.local.processes import node_processes
+    from chaosdb.localkube import cluster as kube
+
+    bin_dir = real_binaries(tmp_path_factory, KUBERNETES_SERVERS)
+    directory = tmp_path_factory.mktemp("chaosd-kubernetes")
+    res = kube.up(directory, "pytest-chaosd-kube", address=KUBE_ADDRESS, nodes=1, workload_names=[],
+                  bin_dir=bin_dir, timeout=300)
+    try:
+        yield res
+    finally:
+        kube.down(directory, purge=True)
+        api.reset_clients()
+        assert not node_processes(directory), "Kubernetes processes left behind"
+
+
+@pytest.fixture
+def through_mesh(clean, config, chaos_mesh):
+    """The configuration of a run whose chaosd attacks go through Chaos Mesh; no PhysicalMachineChaos left after."""
+    cfg = {**config, **chaos_mesh["configuration"], "chaosd_via": "chaos-mesh"}
+    yield clean, cfg
+    actions.revert_attacks(all_clusters=True, configuration=cfg)
+    assert _objects(cfg) == [], "PhysicalMachineChaos objects left behind"
+
+
+def _objects(cfg) -> list[dict]:
+    listing = api.call_json("listing", api.custom_objects(cfg).list_namespaced_custom_object, "chaos-mesh.org",
+                            "v1alpha1", "default", "physicalmachinechaos")
+    return listing.get("items") or []
+
+
+def _experiments(chaosd_url: str) -> dict[str, str]:
+    """chaosd's own list of attacks: uid -> status."""
+    with urllib.request.urlopen(f"{chaosd_url}/api/experiments/", timeout=5) as resp:
+        return {e["uid"]: e["status"] for e in json.load(resp)}
+
+
+def test_stop_through_chaos_mesh_until_the_rollback(through_mesh, chaosd):
+    layout, cfg = through_mesh
+    name = replica(layout)
+    pm = postmaster(layout, name)
+    out = actions.stop_processes(target=name, components=["postgres"], configuration=cfg)
+    assert out["params"]["via"] == "chaos-mesh" and state(pm) == "T", out
+    assert not answers(layout, name) and all(answers(layout, n.name) for n in layout.nodes if n.name != name)
+    objects = _objects(cfg)
+    uids = {o["spec"]["uid"] for o in objects}
+    # the controller, not this pack, asked chaosd: chaosd knows the attacks under the objects' uids
+    assert uids == {a["uid"] for a in out["attacks"]} and uids <= set(_experiments(chaosd)), (uids, out)
+    assert all(mesh_state["injected"] for mesh_state in (mesh.summarise(o) for o in objects))
+    done = actions.revert_attacks(configuration=cfg)
+    assert [r["id"] for r in done["reverted"]] == [out["fault_id"]], done
+    assert _objects(cfg) == [] and state(pm) in ("S", "R")
+    assert poll(lambda: answers(layout, name), 30)
+
+
+def test_deleting_the_object_recovers_the_fault(through_mesh):
+    """What a user's kubectl delete does: the controller recovers the attack through chaosd (the webhooks are
+    installed, so the object has its uid); the rollback afterwards finds nothing left to do."""
+    layout, cfg = through_mesh
+    name = replica(layout)
+    pm = postmaster(layout, name)
+    actions.stop_processes(target=name, components=["postgres"], configuration=cfg)
+    assert state(pm) == "T"
+    for obj in _objects(cfg):
+        mesh.delete_chaos(KIND, obj["metadata"]["name"], "default", wait=True, configuration=cfg)
+    assert poll(lambda: state(pm) != "T", 30), "deleting the object did not end the stop"
+    done = actions.revert_attacks(configuration=cfg)
+    recovered = [a["recovered_now"] for r in done["reverted"] for a in r["attacks"]]
+    assert recovered and not any(recovered), done
+
+
+def test_the_webhook_gives_a_template_object_its_uid(through_mesh, chaosd):
+    """A PhysicalMachineChaos from the shipped template, created without a uid: the mutating webhook gives it one,
+    so deleting it recovers the fault (with the open-schema CRD it stayed empty and the fault outlived the object)."""
+    layout, cfg = through_mesh
+    name = replica(layout)
+    pm = postmaster(layout, name)
+    out = mesh.create_chaos(template="physical-machines/process-stop",
+                            variables={"NAME": "stop-by-template", "PID": pm, "ADDRESS": chaosd},
+                            namespace="default", configuration=cfg)
+    assert out["injected"] and state(pm) == "T", out
+    obj = api.call_json("reading", api.custom_objects(cfg).get_namespaced_custom_object, "chaos-mesh.org",
+                        "v1alpha1", "default", "physicalmachinechaos", "stop-by-template")
+    assert obj["spec"]["uid"] in _experiments(chaosd)
+    mesh.delete_chaos(KIND, "stop-by-template", "default", wait=True, configuration=cfg)
+    assert poll(lambda: state(pm) != "T", 30)
+
+
+def test_clock_skew_through_chaos_mesh_shows_in_the_target_only(through_mesh):
+    layout, cfg = through_mesh
+    name = replica(layout)
+    node, other = layout.node(name), next(n for n in layout.nodes if n.name != name)
+    out = actions.skew_clock(target=name, offset_s=-3600, components=["etcd"], configuration=cfg)
+    assert len(_objects(cfg)) == len(out["attacks"]) >= 1
+    now = time.time()
+    assert abs(now - date_header(f"http://{node.host}:{node.etcd_client_port}/version") - 3600) < 60
+    assert abs(now - date_header(f"http://{other.host}:{other.etcd_client_port}/version")) < 60
+    actions.revert_attacks(configuration=cfg)
+    assert abs(time.time() - date_header(f"http://{node.host}:{node.etcd_client_port}/version")) < 60
+
+
+def _reachable(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1.5):
+            return True
+    except OSError:
+        return False
+
+
+def test_partition_through_chaos_mesh_cuts_exactly_that_node(through_mesh):
+    """Both directions are two objects (the webhook takes only "to" or "from"); nothing of chaosd's is left."""
+    layout, cfg = through_mesh
+    name = replica(layout)
+    node = layout.node(name)
+    actions.partition_node(target=name, configuration=cfg)
+    assert sorted(o["spec"]["network-partition"]["direction"] for o in _objects(cfg)) == ["from", "to"]
+    assert not _reachable(node.host, node.pg_port)
+    assert all(_reachable(n.host, n.pg_port) for n in layout.nodes if n.name != name)
+    actions.revert_attacks(configuration=cfg)
+    assert _reachable(node.host, node.pg_port)
+    assert probes.fault_residue()["chaosd"] == []
+
+
+def test_timed_cpu_stress_ends_in_the_controller(through_mesh):
+    """``duration_s`` becomes the object's ``duration``: the controller recovers it (AllRecovered) by itself."""
+    _, cfg = through_mesh
+    actions.stress_cpu(target="leader", workers=1, load=30, duration_s=4, configuration=cfg)
+    assert poll(lambda: all(mesh.summarise(o)["recovered"] for o in _objects(cfg)) and _objects(cfg), 90), \
+        [mesh.summarise(o)["phase"] for o in _objects(cfg)]
+    assert poll(lambda: not subprocess.run(["pgrep", "-x", "stress-ng"], capture_output=True).stdout, 30)
+
+
+def test_kill_through_chaos_mesh_leaves_no_object(through_mesh):
+    layout, cfg = through_mesh
+    name = replica(layout)
+    pm = postmaster(layout, name)
+    out = actions.kill_processes(target=name, components=["postgres"], configuration=cfg)
+    assert pm in out["params"]["pids"] and _objects(cfg) == []
+    assert poll(lambda: state(pm) in ("gone", "Z"), 30)
+    assert poll(lambda: answers(layout, name), 120), "Patroni did not restart the killed PostgreSQL"
+
+
+def test_a_run_killed_mid_fault_is_cleaned_up(through_mesh, tmp_path):
+    """The process that created the fault dies without its rollback (SIGKILL): the object and the stopped process
+    stay until `chaosdb local cleanup` for the cluster, which deletes the object, and the controller resumes it."""
+    layout, cfg = through_mesh
+    name = replica(layout)
+    pm = postmaster(layout, name)
+    script = tmp_path / "inject.py"
+    script.write_text("import json, os, signal, sys\nfrom chaosdb.chaosd import actions\n"
+                      "cfg = json.loads(sys.argv[1])\n"
+                      f"actions.stop_processes(target={name!r}, components=['postgres'], configuration=cfg)\n"
+                      "print('injected', flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    run = subprocess.run([sys.executable, str(script), json.dumps(cfg)], capture_output=True, text=True,
+                         timeout=120, cwd=os.getcwd())
+    assert run.returncode == -signal.SIGKILL and "injected" in run.stdout, run.stderr
+    assert state(pm) == "T" and _objects(cfg)
+    cleaned = subprocess.run([sys.executable, "-m", "chaosdb.cli", "local", "cleanup", "--dir", str(layout.dir)],
+                             capture_output=True, text=True, timeout=180)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert _objects(cfg) == [] and poll(lambda: state(pm) != "T", 30), cleaned.stdout
