@@ -15,6 +15,8 @@ action                  what happens                                        chao
 ``stress_memory``       ``size_mb`` MiB held on the target's **machine**    ``stress`` mem (memStress)
 ``partition_node``      the target's address is cut off (``inbound``,       ``network`` partition
                         ``outbound`` or ``both``) on ``device``             (iptables + ipset)
+``drop_packets``        ``probability`` of the packets to/from the target's  ``user_defined``: an
+                        address dropped at random (no netem needed)         iptables statistic rule
 ``fill_disk``           a file of ``size_mb`` MiB at ``path`` (fallocate)   ``disk`` fill
 ``revert_attacks``      rollback: recover this run's chaosd faults
 ======================  ==================================================  ==========================
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets as secrets_module
 import signal as signals
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Union
@@ -66,13 +69,13 @@ from chaosdb.faults.targets import check_components, check_fault_target, target_
 from chaosdb.k8s import api
 
 __all__ = ["stop_processes", "kill_processes", "skew_clock", "stress_cpu", "stress_memory", "partition_node",
-           "fill_disk", "revert_attacks"]
+           "drop_packets", "fill_disk", "revert_attacks"]
 
 logger = logging.getLogger("chaostoolkit")
 
 #: our direction (seen from the target) -> chaosd's (seen from the address: packets *to* it, *from* it)
 _DIRECTIONS = {"inbound": "to", "outbound": "from", "both": "both"}
-KINDS = ("chaosd-kill", "chaosd-stop", "chaosd-clock", "chaosd-stress-cpu", "chaosd-stress-memory", "chaosd-partition",
+KINDS = ("chaosd-kill", "chaosd-stop", "chaosd-loss", "chaosd-clock", "chaosd-stress-cpu", "chaosd-stress-memory", "chaosd-partition",
          "chaosd-disk-fill")
 
 
@@ -330,6 +333,43 @@ def partition_node(target: Union[str, Dict[str, Any]] = "leader", direction: str
     return _result(rec)
 
 
+def _loss_rule(way: str, address: str, probability: float, tag: str) -> list[str]:
+    """The iptables rule (without the command and its -I/-D) that drops *probability* of the packets to
+    (``inbound``: INPUT, destination) or from (``outbound``: OUTPUT, source) *address*."""
+    chain, match = ("INPUT", "-d") if way == "inbound" else ("OUTPUT", "-s")
+    return [chain, match, address, "-m", "statistic", "--mode", "random", "--probability", f"{probability:g}",
+            "-m", "comment", "--comment", f"chaosdb:{tag}", "-j", "DROP"]
+
+
+@action_result
+def drop_packets(target: Union[str, Dict[str, Any]] = "leader", probability: float = 0.3,
+                 direction: str = "inbound", duration_s: float = 0, chaosd_url: str = "", via: str = "",
+                 physical_machine: str = "", cluster: str = "", cluster_dir: str = "",
+                 configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Packet loss without netem: chaosd (a ``user_defined`` attack) inserts an iptables rule that drops
+    ``probability`` (0..1) of the packets to the target's address (``inbound``), from it (``outbound``) or both,
+    chosen at random per packet (iptables ``statistic`` match; no bursts); recovering deletes the rule. For kernels
+    without netem, where chaosd's own loss attack fails (compare ``chaosdb.faults.actions.add_packet_loss``, which
+    can also make bursts and spare clients). The rule carries the comment ``chaosdb:<tag>``, so ``chaosdb local
+    residue`` lists it and ``chaosdb local cleanup --all-clusters`` removes it. Rollback: ``revert_attacks``."""
+    groups, cdir = target_groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
+    route = _route(chaosd_url, via, physical_machine, configuration, secrets, cdir)
+    address = _address(groups[0], cdir)
+    if urlsplit(route.server.url).hostname == address:
+        raise ChaosDBError(f"{address} is the address chaosd listens on ({route.server.url}): dropping its packets "
+                           "would stop chaosd from recovering; run chaosd on another address")
+    tag = f"chaosd-loss-{secrets_module.token_hex(4)}"
+    bodies = []
+    for way in (("inbound", "outbound") if direction == "both" else (direction,)):
+        rule = " ".join(_loss_rule(way, address, float(probability), tag))
+        bodies.append(("user_defined", {"attackCmd": f"iptables -w -I {rule}",
+                                        "recoverCmd": f"iptables -w -D {rule}"}))
+    rec = _attack("chaosd-loss", groups, cdir, route, duration_s,
+                  {"address": address, "probability": float(probability), "direction": direction, "tag": tag},
+                  bodies)
+    return _result(rec)
+
+
 @action_result
 def fill_disk(target: Union[str, Dict[str, Any]] = "leader", path: str = "", size_mb: int = 1024,
               duration_s: float = 0, chaosd_url: str = "", via: str = "", physical_machine: str = "",
@@ -384,6 +424,7 @@ def _physical_machine(value: Any) -> None:
 check_arguments(globals(), None, None, target=check_fault_target, components=check_components, chaosd_url=_chaosd_url,
                 via=choice("via", "chaosd", "chaos-mesh"), physical_machine=_physical_machine,
                 offset_s=_offset, direction=choice("direction", *_DIRECTIONS),
+                probability=number("probability", above=0, maximum=1, hint=" (the fraction of packets dropped)"),
                 workers=number("workers", 1, maximum=1024, integer=True),
                 load=number("load", 1, maximum=100, integer=True, hint=" (percent of a CPU per worker)"),
                 size_mb=number("size_mb", 1, maximum=1 << 24, integer=True, hint=" (MiB)"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -115,6 +116,7 @@ def attack_entry(server: Chaosd, uid: str, kind: str, body: dict[str, Any]) -> d
     pid = body.get("pid") or (int(body["process"]) if str(body.get("process") or "").isdigit() else 0)
     return {"url": server.url, "uid": uid, "kind": kind, "action": str(body.get("action")),
             "process": body.get("process"), "signal": body.get("signal"),
+            "recover_cmd": body.get("recoverCmd") if kind == "user_defined" else None,
             "target_process": {"pid": pid, "start": start_time(pid)} if pid else {},
             "tls": {"ca_file": tls.ca_file, "cert_file": tls.cert_file, "key_file": tls.key_file,
                     "verify": tls.verify} if tls and tls.given else {}}
@@ -133,6 +135,11 @@ def undo_without_chaosd(entry: dict[str, Any]) -> str:
         except ProcessLookupError:
             pass
         return f"sent SIGCONT to process {entry['process']}"
+    recover_cmd = str(entry.get("recover_cmd") or "")
+    if entry.get("kind") == "user_defined" and recover_cmd.startswith("iptables "):
+        argv = shlex.split(recover_cmd)
+        done = _run(*argv)
+        return f"ran {recover_cmd!r}" + ("" if done.returncode == 0 else " (the rule was gone already)")
     if entry.get("kind") == "network" and entry.get("uid"):
         removed = remove_leftovers(str(entry["uid"]), force=True)
         return "removed " + (", ".join(removed) or "nothing (already gone)")

@@ -9,7 +9,7 @@ import psycopg
 from chaosdb.local import cluster as lc
 from chaosdb.local.processes import node_processes
 
-__all__ = ["replica", "state", "postmaster", "answers", "date_header", "server_epoch"]
+__all__ = ["slow_connects", "replica", "state", "postmaster", "answers", "date_header", "server_epoch"]
 
 
 def replica(layout) -> str:
@@ -49,3 +49,23 @@ def date_header(url: str) -> float:
 
     with urllib.request.urlopen(url, timeout=5) as resp:
         return parsedate_to_datetime(resp.headers["Date"]).timestamp()
+
+
+def slow_connects(host: str, port: int, tries: int = 20) -> int:
+    """How many of *tries* TCP connections to host:port took over 0.5 s: a dropped SYN or ACK is sent again
+    after about a second, so with random loss on the path some do, and without it none (on loopback)."""
+    import socket
+    import time
+
+    slow = 0
+    for _ in range(tries):
+        t0 = time.monotonic()
+        try:
+            with socket.create_connection((host, port), timeout=5) as sock:
+                sock.sendall(b"\x00\x00\x00\x08\x04\xd2\x16\x2f")  # SSLRequest: PostgreSQL answers one byte
+                sock.recv(1)
+        except OSError:
+            slow += 1
+            continue
+        slow += time.monotonic() - t0 > 0.5
+    return slow

@@ -20,10 +20,12 @@ import pytest
 from chaosdb.chaosd import actions
 from chaosdb.chaosmesh import actions as mesh
 from chaosdb.chaosmesh.physical import KIND
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.netem import netem_available
 from chaosdb.faults import probes
 from chaosdb.k8s import api
 from tests.conftest import KUBERNETES_SERVERS
-from tests.integration.chaosd_support import answers, date_header, postmaster, replica, state
+from tests.integration.chaosd_support import answers, date_header, postmaster, replica, slow_connects, state
 from tests.polling import poll
 from tests.realservers import real_binaries
 
@@ -161,6 +163,28 @@ def test_partition_through_chaos_mesh_cuts_exactly_that_node(through_mesh):
     actions.revert_attacks(configuration=cfg)
     assert _reachable(node.host, node.pg_port)
     assert probes.fault_residue()["chaosd"] == []
+
+
+def test_random_loss_through_chaos_mesh(through_mesh):
+    """Loss without netem through the controller (a user_defined PhysicalMachineChaos); netem-based loss is refused
+    before any object exists."""
+    layout, cfg = through_mesh
+    node = layout.node(replica(layout))
+    actions.drop_packets(target=node.name, probability=0.5, configuration=cfg)
+    assert [o["spec"]["action"] for o in _objects(cfg)] == ["user_defined"]
+    assert slow_connects(node.host, node.pg_port) >= 3
+    actions.revert_attacks(configuration=cfg)
+    assert probes.fault_residue()["iptables"] == [] and slow_connects(node.host, node.pg_port) == 0
+
+
+@pytest.mark.skipif(netem_available(), reason="this kernel has netem: nothing to refuse")
+def test_netem_faults_are_refused_where_the_kernel_lacks_netem(through_mesh, chaosd):
+    _, cfg = through_mesh
+    spec = {"action": "network-delay", "mode": "all", "address": [chaosd],
+            "network-delay": {"device": "lo", "ip-address": "127.0.0.9", "latency": "50ms"}}
+    with pytest.raises(ChaosDBError, match="no netem qdisc.*network-loss template"):
+        mesh.create_chaos(kind=KIND, name="delay-here", spec=spec, namespace="default", configuration=cfg)
+    assert _objects(cfg) == []
 
 
 def test_timed_cpu_stress_ends_in_the_controller(through_mesh):

@@ -21,6 +21,7 @@ from tests.integration.chaosd_support import (
     postmaster,
     replica,
     server_epoch,
+    slow_connects,
     state,
 )
 from tests.polling import poll
@@ -98,6 +99,19 @@ def test_partition_cuts_exactly_that_node(clean, config):
     actions.revert_attacks(configuration=config)
     assert reachable(node.host, node.pg_port)
     assert probes.fault_residue()["chaosd"] == [], "chaosd's chains and ipset must go with the fault"
+
+
+def test_random_loss_without_netem_until_the_rollback(clean, config):
+    """chaosd's user_defined attack with an iptables statistic rule: some connections to the node need a
+    retransmission (none before, none after); the rule is tagged so the residue probe would see it."""
+    layout = clean
+    node = layout.node(replica(layout))
+    assert slow_connects(node.host, node.pg_port) == 0
+    out = actions.drop_packets(target=node.name, probability=0.5, direction="both", configuration=config)
+    assert len(out["attacks"]) == 2 and any(out["params"]["tag"] in r for r in probes.fault_residue()["iptables"])
+    assert slow_connects(node.host, node.pg_port) >= 3
+    actions.revert_attacks(configuration=config)
+    assert probes.fault_residue()["iptables"] == [] and slow_connects(node.host, node.pg_port) == 0
 
 
 def _stress_processes(name: str) -> list[int]:
