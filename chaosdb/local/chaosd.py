@@ -54,8 +54,11 @@ def _state(cluster_dir: str) -> dict[str, Any]:
         return {}
 
 
-def start_chaosd(cluster_dir: str, binary: str, address: str, port: int = 0, timeout_s: float = 30.0) -> dict[str, Any]:
-    """Start (or find running) the cluster's chaosd from *binary*; its ``url``, ``pid`` and folder."""
+def start_chaosd(cluster_dir: str, binary: str, address: str, port: int = 0, timeout_s: float = 30.0,
+                 tls: dict[str, str] | None = None) -> dict[str, Any]:
+    """Start (or find running) the cluster's chaosd from *binary*; its ``url``, ``pid`` and folder. With *tls*
+    (``cert_file``, ``key_file``, ``ca_file``) chaosd serves its attacks over mutual TLS only (``url`` is https;
+    its plain port answers health checks alone)."""
     if os.geteuid() != 0:
         raise ChaosDBError("chaosd must run as root (ptrace, iptables, signals to the database's processes)")
     state = _state(cluster_dir)
@@ -78,17 +81,23 @@ def start_chaosd(cluster_dir: str, binary: str, address: str, port: int = 0, tim
         else:
             missing.append(helper)
     port = port or _free_port(address)
-    url = f"http://{address}:{port}"
+    health_url = url = f"http://{address}:{port}"
+    https = ""
+    if tls:
+        https_port = _free_port(address)
+        url = f"https://{address}:{https_port}"
+        https = (f' --https-port {https_port} --cert "{tls["cert_file"]}" --key "{tls["key_file"]}"'
+                 f' --CA "{tls["ca_file"]}"')
     log = folder / "chaosd.log"
-    pid = spawn_detached(["/bin/sh", "-c", f'cd "{folder}" && exec ./chaosd server -a {address} -p {port} '
+    pid = spawn_detached(["/bin/sh", "-c", f'cd "{folder}" && exec ./chaosd server -a {address} -p {port}{https} '
                                            f'>> "{log}" 2>&1'])
-    state = {"url": url, "pid": pid, "start": process_start_time(pid), "folder": str(folder),
+    state = {"url": url, "health_url": health_url, "pid": pid, "start": process_start_time(pid), "folder": str(folder),
              "missing_helpers": missing}
     (folder / "server.json").write_text(json.dumps(state, indent=2) + "\n")
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            Chaosd(url).health()
+            Chaosd(health_url).health()
             return state
         except ChaosDBError:
             if not same_process(state) or time.monotonic() > deadline:

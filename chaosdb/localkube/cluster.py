@@ -40,9 +40,9 @@ from chaosdb.core.processes import pids_under, signal_pids, wait_gone
 from chaosdb.core.servers import spawn_server, wait_ready
 from chaosdb.k8s import api
 from chaosdb.localkube import apply, resources, workloads
-from chaosdb.localkube.pki import Pki, make_pki
+from chaosdb.localkube.pki import Pki, make_chaosd_pki, make_pki
 
-__all__ = ["PORTS", "SERVERS", "STATE_FILE", "command_lines", "configuration_of", "down", "etcd_binary", "plan",
+__all__ = ["PORTS", "SERVERS", "STATE_FILE", "chaosd_tls_files", "command_lines", "configuration_of", "down", "etcd_binary", "plan",
            "status", "up"]
 
 STATE_FILE = "kubernetes.json"
@@ -54,7 +54,8 @@ PORTS = {"etcd": 2379, "etcd-peer": 2380, "apiserver": 6443, "controller-manager
 
 
 def plan(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1", nodes: int = 3,
-         workload_names: list[str] | None = None, replicas: int = 3, chaos_mesh: bool = True) -> dict[str, Any]:
+         workload_names: list[str] | None = None, replicas: int = 3, chaos_mesh: bool = True,
+         chaosd_tls: bool = False) -> dict[str, Any]:
     octets = address.split(".")
     if len(octets) != 4 or octets[0] != "127" or not all(o.isdigit() and int(o) < 256 for o in octets):
         raise ChaosDBError(f"--address-base must be a 127.x.y.z address, got {address!r}")
@@ -69,7 +70,7 @@ def plan(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1",
         raise ChaosDBError(f"--replicas must be between 1 and 9, got {replicas}")
     return {"kind": "kubernetes", "cluster": name, "dir": str(directory), "address": address,
             "nodes": [f"kwok-node-{i}" for i in range(nodes)], "workloads": names, "replicas": replicas,
-            "chaos_mesh": chaos_mesh, "server": f"https://{address}:{PORTS['apiserver']}",
+            "chaos_mesh": chaos_mesh, "chaosd_tls": chaosd_tls, "server": f"https://{address}:{PORTS['apiserver']}",
             "kubeconfig": str(Path(directory) / "kubeconfig")}
 
 
@@ -135,6 +136,27 @@ def _binaries(bin_dir: str | None, chaos_mesh: bool) -> dict[str, str]:
     return found
 
 
+def _chaosd_security(layout: dict[str, Any], pki: Pki) -> dict[str, str]:
+    """The controller's environment for talking to chaosd: plain HTTP, or mutual TLS with the cluster's
+    certificates (``chaosd_tls``; chaosd then needs ``--cert``/``--key``/``--CA`` from :func:`chaosd_tls_files`)."""
+    if not layout.get("chaosd_tls"):
+        return {"CHAOSD_SECURITY_MODE": "false"}
+    files = make_chaosd_pki(pki, [layout["address"]])
+    return {"CHAOSD_SECURITY_MODE": "true", "CHAOSD_CA_CERT": files["ca"], "CHAOSD_CLIENT_CERT": files["client_cert"],
+            "CHAOSD_CLIENT_KEY": files["client_key"]}
+
+
+def chaosd_tls_files(directory: Path) -> dict[str, str]:
+    """For a cluster started with ``chaosd_tls``: the certificate, key and CA a chaosd must be started with
+    (``chaosd server --https-port P --cert server_cert --key server_key --CA ca``) so that the controller talks
+    to it; chaosd's certificate names chaosd.chaos-mesh.org, the name the controller checks."""
+    layout = _layout(Path(directory))
+    if not layout.get("chaosd_tls"):
+        raise ChaosDBError(f"the Kubernetes cluster at {directory} was not started with chaosd TLS")
+    files = make_chaosd_pki(Pki(Path(directory) / "pki"), [layout["address"]])
+    return {"cert_file": files["server_cert"], "key_file": files["server_key"], "ca_file": files["ca"]}
+
+
 def command_lines(layout: dict[str, Any], bins: dict[str, str], pki: Pki) -> dict[str, tuple[list[str], dict]]:
     """Each server's argv and extra environment (the flags that work with etcd 3.5 and kwok's fake nodes)."""
     d, a = Path(layout["dir"]), layout["address"]
@@ -182,7 +204,8 @@ def command_lines(layout: dict[str, Any], bins: dict[str, str], pki: Pki) -> dic
             "KUBECONFIG": kc, "CERTS_DIR": str(pki.webhook_dir), "WEBHOOK_HOST": a,
             "WEBHOOK_PORT": str(PORTS["webhook"]), "METRICS_HOST": a, "METRICS_PORT": str(PORTS["chaos-metrics"]),
             "ENABLE_LEADER_ELECTION": "false", "NAMESPACE": "chaos-mesh", "SECURITY_MODE": "false",
-            "CHAOSD_SECURITY_MODE": "false", "CLUSTER_SCOPED": "true", "PPROF_ADDR": "0"}),
+            **(_chaosd_security(layout, pki) if "chaos-controller-manager" in bins else {}),
+            "CLUSTER_SCOPED": "true", "PPROF_ADDR": "0"}),
     }
 
 
@@ -241,11 +264,13 @@ def _nodes_ready(layout: dict[str, Any]) -> tuple[bool, str]:
 
 def up(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1", nodes: int = 3,
        workload_names: list[str] | None = None, replicas: int = 3, chaos_mesh: bool = True,
-       bin_dir: str | None = None, timeout: float = 180.0) -> dict[str, Any]:
-    """Start (or create) the cluster and return once the nodes, Chaos Mesh and the workloads are ready."""
+       bin_dir: str | None = None, timeout: float = 180.0, chaosd_tls: bool = False) -> dict[str, Any]:
+    """Start (or create) the cluster and return once the nodes, Chaos Mesh and the workloads are ready.
+    ``chaosd_tls``: the Chaos Mesh controller talks to chaosd with mutual TLS (``CHAOSD_SECURITY_MODE=true``;
+    start chaosd with :func:`chaosd_tls_files`)."""
     directory = Path(directory)
     created = not (directory / STATE_FILE).exists()
-    layout = (plan(directory, name, address, nodes, workload_names, replicas, chaos_mesh) if created
+    layout = (plan(directory, name, address, nodes, workload_names, replicas, chaos_mesh, chaosd_tls) if created
               else _layout(directory))
     bins = _binaries(bin_dir, layout["chaos_mesh"])
     if pids_under(directory):
@@ -315,7 +340,8 @@ def _default_service_account(cfg: dict[str, Any]) -> tuple[bool, str]:
 def _summary(layout: dict[str, Any]) -> dict[str, Any]:
     return {"cluster": layout["cluster"], "kind": "kubernetes", "dir": layout["dir"], "server": layout["server"],
             "kubeconfig": layout["kubeconfig"], "nodes": layout["nodes"], "workloads": layout["workloads"],
-            "chaos_mesh": layout["chaos_mesh"], "configuration": configuration_of(layout)}
+            "chaos_mesh": layout["chaos_mesh"], "chaosd_tls": bool(layout.get("chaosd_tls")),
+            "configuration": configuration_of(layout)}
 
 
 def status(directory: Path) -> dict[str, Any]:

@@ -13,7 +13,10 @@ from pathlib import Path
 
 from chaosdb.core.pki import issue, make_ca, make_key, openssl
 
-__all__ = ["Pki", "make_pki"]
+__all__ = ["Pki", "make_pki", "CHAOSD_SERVER_NAME", "make_chaosd_pki"]
+
+#: the name the Chaos Mesh controller expects in chaosd's certificate when CHAOSD_SECURITY_MODE=true (it pins it)
+CHAOSD_SERVER_NAME = "chaosd.chaos-mesh.org"
 
 
 class Pki:
@@ -25,6 +28,7 @@ class Pki:
         self.apiserver_key, self.apiserver_crt = self.dir / "apiserver.key", self.dir / "apiserver.crt"
         self.sa_key, self.sa_pub = self.dir / "sa.key", self.dir / "sa.pub"
         self.webhook_dir = self.dir / "webhook"  # tls.crt / tls.key, as Chaos Mesh's CERTS_DIR wants them
+        self.chaosd_dir = self.dir / "chaosd"  # server.* for chaosd --cert/--key, client.* for the controller
 
     def complete(self) -> bool:
         return all(p.exists() for p in (self.ca_key, self.ca_crt, self.apiserver_key, self.apiserver_crt,
@@ -50,3 +54,20 @@ def make_pki(directory: Path, addresses: list[str]) -> Pki:
     make_key(pki.sa_key)
     openssl("pkey", "-in", str(pki.sa_key), "-pubout", "-out", str(pki.sa_pub), cwd=pki.dir)
     return pki
+
+
+def make_chaosd_pki(pki: Pki, addresses: list[str]) -> dict[str, str]:
+    """Certificates for mutual TLS between the Chaos Mesh controller and chaosd (once), signed by the cluster's CA:
+    chaosd's server certificate names ``chaosd.chaos-mesh.org`` (the name the controller checks) and *addresses*,
+    the controller's client certificate is for client authentication only. The files, by use."""
+    d = pki.chaosd_dir
+    files = {"server_cert": d / "server.crt", "server_key": d / "server.key", "client_cert": d / "client.crt",
+             "client_key": d / "client.key", "ca": pki.ca_crt}
+    if not all(p.exists() for p in files.values()):
+        d.mkdir(parents=True, exist_ok=True)
+        os.chmod(d, 0o700)
+        issue(pki.ca_key, pki.ca_crt, files["server_key"], files["server_cert"], "chaosd",
+              sorted({"127.0.0.1", *addresses}), [CHAOSD_SERVER_NAME, "localhost"], usage="serverAuth")
+        issue(pki.ca_key, pki.ca_crt, files["client_key"], files["client_cert"], "chaos-controller-manager",
+              usage="clientAuth")
+    return {k: str(v) for k, v in files.items()}

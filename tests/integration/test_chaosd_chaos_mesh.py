@@ -37,6 +37,7 @@ pytestmark = [
 ]
 
 KUBE_ADDRESS = os.environ.get("CHAOSDB_TEST_CHAOSD_KUBE_ADDRESS", "127.0.53.1")
+TLS_KUBE_ADDRESS = "127.0.53.2"
 
 
 @pytest.fixture(scope="module")
@@ -225,3 +226,49 @@ def test_a_run_killed_mid_fault_is_cleaned_up(through_mesh, tmp_path):
                              capture_output=True, text=True, timeout=180)
     assert cleaned.returncode == 0, cleaned.stderr
     assert _objects(cfg) == [] and poll(lambda: state(pm) != "T", 30), cleaned.stdout
+
+
+def test_mutual_tls_between_the_controller_and_chaosd(clean, config, tmp_path_factory):
+    """A controller in CHAOSD_SECURITY_MODE talks to a chaosd serving attacks over mutual TLS only (its
+    certificate names chaosd.chaos-mesh.org, the name the controller checks); without a client certificate, or over
+    chaosd's plain port, nobody can start an attack. (Such a controller refuses plain http:// addresses.)"""
+    import ssl
+    import urllib.error
+
+    from chaosdb.local.chaosd import start_chaosd, stop_chaosd
+    from chaosdb.local.processes import node_processes
+    from chaosdb.localkube import cluster as kube
+
+    layout = clean
+    directory = tmp_path_factory.mktemp("chaosd-tls-kubernetes")
+    folder = tmp_path_factory.mktemp("chaosd-tls")
+    res = kube.up(directory, "pytest-chaosd-tls", address=TLS_KUBE_ADDRESS, nodes=1, workload_names=[],
+                  bin_dir=real_binaries(tmp_path_factory, KUBERNETES_SERVERS), timeout=300, chaosd_tls=True)
+    cfg = {**config, **res["configuration"], "chaosd_via": "chaos-mesh"}
+    tls = kube.chaosd_tls_files(directory)
+    server = start_chaosd(str(folder), os.path.join(layout.dir, "chaosd", "chaosd"), "127.0.0.254", tls=tls)
+    try:
+        assert server["url"].startswith("https://127.0.0.254:")
+        name = replica(layout)
+        pm = postmaster(layout, name)
+        out = actions.stop_processes(target=name, components=["postgres"], chaosd_url=server["url"],
+                                     configuration=cfg)
+        assert state(pm) == "T" and out["params"]["via"] == "chaos-mesh"
+        actions.revert_attacks(configuration=cfg)
+        assert poll(lambda: state(pm) != "T", 30)
+        body = json.dumps({"action": "stop", "process": str(pm), "signal": 19}).encode()
+        plain = urllib.request.Request(f"{server['health_url']}/api/attack/process", body, method="POST")
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(plain, timeout=5)
+        no_cert = ssl.create_default_context(cafile=tls["ca_file"])
+        no_cert.check_hostname = False
+        anonymous = urllib.request.Request(f"{server['url']}/api/attack/process", body, method="POST")
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(anonymous, timeout=5, context=no_cert)
+        assert state(pm) != "T"
+    finally:
+        actions.revert_attacks(configuration=cfg)
+        stop_chaosd(str(folder))
+        kube.down(directory, purge=True)
+        api.reset_clients()
+        assert not node_processes(directory)
