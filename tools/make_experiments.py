@@ -336,8 +336,11 @@ EXPERIMENTS.update({
     },
 })
 
+#: where chaosd is, and (chaosd_via=chaos-mesh) the Kubernetes whose Chaos Mesh controller asks it
 CHAOSD_CONFIGURATION = {key: env_entry(key) for key in ("chaosd_url", "chaosd_ca_file", "chaosd_cert_file",
-                                                         "chaosd_key_file", "chaosd_tls_verify")}
+                                                         "chaosd_key_file", "chaosd_tls_verify", "chaosd_via",
+                                                         "chaosd_physical_machine", "k8s_kubeconfig",
+                                                         "k8s_namespace")}
 CHAOSD_REVERT = {"type": "action", "name": "revert-every-chaosd-fault",
                  "provider": {"type": "python", "module": "chaosdb.chaosd.actions", "func": "revert_attacks"}}
 

@@ -19,6 +19,7 @@ from chaosdb.chaosmesh.objects import (
     PAUSE_ANNOTATION,
     VERSION,
     build_object,
+    list_objects,
     plural_of,
     summarise,
     target_selector,
@@ -244,9 +245,7 @@ def delete_all_chaos(namespace: str = "", kinds: List[str] = None, timeout_s: fl
     selector = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
     out = []
     for kind in kinds or list(KINDS):
-        listing = api.call_json(f"listing {kind} in {namespace}", custom.list_namespaced_custom_object,
-                           GROUP, VERSION, namespace, plural_of(kind), label_selector=selector)
-        for item in listing.get("items") or []:
+        for item in list_objects(custom, kind, namespace, selector):
             out.append(delete_chaos(kind, item["metadata"]["name"], namespace, True, timeout_s, configuration,
                                     secrets))
     return {"targets": [t for d in out for t in d["targets"]], "namespace": namespace, "deleted": out}

@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.k8s import api
 from chaosdb.manifests.admission import CHAOS_KINDS
 from chaosdb.manifests.schema import kind_of
 from chaosdb.manifests.validate import require_valid
 
-__all__ = ["GROUP", "VERSION", "KINDS", "PAUSE_ANNOTATION", "MANAGED_BY", "plural_of", "build_object",
+__all__ = ["list_objects", "GROUP", "VERSION", "KINDS", "PAUSE_ANNOTATION", "MANAGED_BY", "plural_of", "build_object",
            "summarise", "target_selector"]
 
 GROUP, VERSION = "chaos-mesh.org", "v1alpha1"
@@ -28,6 +29,19 @@ def plural_of(kind: str) -> str:
     if kind not in KINDS:
         raise ChaosDBError(f"unknown Chaos Mesh kind {kind!r}; one of {', '.join(KINDS)}")
     return kind_of(f"{GROUP}/{VERSION}", kind).plural
+
+
+def list_objects(custom: Any, kind: str, namespace: str, label_selector: str = "") -> list[dict[str, Any]]:
+    """The objects of *kind* in *namespace*; none when the cluster lacks the kind's CRD (a Chaos Mesh installed
+    without PhysicalMachineChaos, say: nothing of that kind can exist there)."""
+    try:
+        listing = api.call_json(f"listing {kind} in {namespace}", custom.list_namespaced_custom_object, GROUP,
+                                VERSION, namespace, plural_of(kind), label_selector=label_selector)
+    except api.K8sApiError as exc:
+        if exc.status == 404:
+            return []
+        raise
+    return list(listing.get("items") or [])
 
 
 def target_selector(namespace: str, pods: list[str]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from chaosdb.chaosmesh.objects import (
     KINDS,
     MANAGED_BY,
     VERSION,
+    list_objects,
     plural_of,
     summarise,
 )
@@ -55,9 +56,7 @@ def chaos_objects(namespace: str = "", managed_only: bool = True, configuration:
     selector = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items()) if managed_only else ""
     out: list[dict[str, Any]] = []
     for kind in KINDS:
-        listing = api.call_json(f"listing {kind} in {namespace}", custom.list_namespaced_custom_object,
-                           GROUP, VERSION, namespace, plural_of(kind), label_selector=selector)
-        out += [summarise(item) for item in listing.get("items") or []]
+        out += [summarise(item) for item in list_objects(custom, kind, namespace, selector)]
     return out
 
 
