@@ -9,7 +9,7 @@ import psycopg
 from chaosdb.local import cluster as lc
 from chaosdb.local.processes import node_processes
 
-__all__ = ["slow_connects", "replica", "state", "postmaster", "answers", "date_header", "server_epoch"]
+__all__ = ["reachable", "slow_connects", "replica", "state", "postmaster", "answers", "date_header", "server_epoch"]
 
 
 def replica(layout) -> str:
@@ -69,3 +69,14 @@ def slow_connects(host: str, port: int, tries: int = 20) -> int:
             continue
         slow += time.monotonic() - t0 > 0.5
     return slow
+
+
+def reachable(host: str, port: int) -> bool:
+    """Whether a TCP connection to host:port opens within 1.5 s."""
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=1.5):
+            return True
+    except OSError:
+        return False

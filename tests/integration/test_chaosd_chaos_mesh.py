@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,7 +24,15 @@ from chaosdb.core.netem import netem_available
 from chaosdb.faults import probes
 from chaosdb.k8s import api
 from tests.conftest import KUBERNETES_SERVERS
-from tests.integration.chaosd_support import answers, date_header, postmaster, replica, slow_connects, state
+from tests.integration.chaosd_support import (
+    answers,
+    date_header,
+    postmaster,
+    reachable,
+    replica,
+    slow_connects,
+    state,
+)
 from tests.polling import poll
 from tests.realservers import real_binaries
 
@@ -144,14 +151,6 @@ def test_clock_skew_through_chaos_mesh_shows_in_the_target_only(through_mesh):
     assert abs(time.time() - date_header(f"http://{node.host}:{node.etcd_client_port}/version")) < 60
 
 
-def _reachable(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=1.5):
-            return True
-    except OSError:
-        return False
-
-
 def test_partition_through_chaos_mesh_cuts_exactly_that_node(through_mesh):
     """Both directions are two objects (the webhook takes only "to" or "from"); nothing of chaosd's is left."""
     layout, cfg = through_mesh
@@ -159,10 +158,10 @@ def test_partition_through_chaos_mesh_cuts_exactly_that_node(through_mesh):
     node = layout.node(name)
     actions.partition_node(target=name, configuration=cfg)
     assert sorted(o["spec"]["network-partition"]["direction"] for o in _objects(cfg)) == ["from", "to"]
-    assert not _reachable(node.host, node.pg_port)
-    assert all(_reachable(n.host, n.pg_port) for n in layout.nodes if n.name != name)
+    assert not reachable(node.host, node.pg_port)
+    assert all(reachable(n.host, n.pg_port) for n in layout.nodes if n.name != name)
     actions.revert_attacks(configuration=cfg)
-    assert _reachable(node.host, node.pg_port)
+    assert reachable(node.host, node.pg_port)
     assert probes.fault_residue()["chaosd"] == []
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import time
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from tests.integration.chaosd_support import (
     answers,
     date_header,
     postmaster,
+    reachable,
     replica,
     server_epoch,
     slow_connects,
@@ -84,13 +84,6 @@ def test_partition_cuts_exactly_that_node(clean, config):
     node = layout.node(name)
     out = actions.partition_node(target=name, configuration=config)
     assert out["params"] == {"address": node.host, "device": "lo", "direction": "both"}, out
-
-    def reachable(host: str, port: int) -> bool:
-        try:
-            with socket.create_connection((host, port), timeout=1.5):
-                return True
-        except OSError:
-            return False
 
     assert not reachable(node.host, node.pg_port)
     others = [n for n in layout.nodes if n.name != name]
