@@ -43,8 +43,8 @@ pytestmark = [
                        reason="chaosd's network attacks need iptables and ipset (apt-get install iptables ipset)"),
 ]
 
-KUBE_ADDRESS = os.environ.get("CHAOSDB_TEST_CHAOSD_KUBE_ADDRESS", "127.0.53.1")
-TLS_KUBE_ADDRESS = "127.0.53.2"
+KUBE_ADDRESS = os.environ.get("CHAOSDB_TEST_CHAOSD_KUBE_ADDRESS", "127.0.58.1")
+TLS_KUBE_ADDRESS = "127.0.58.2"
 
 
 @pytest.fixture(scope="module")

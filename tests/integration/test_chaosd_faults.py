@@ -83,7 +83,7 @@ def test_partition_cuts_exactly_that_node(clean, config):
     name = replica(layout)
     node = layout.node(name)
     out = actions.partition_node(target=name, configuration=config)
-    assert out["params"] == {"address": node.host, "device": "lo", "direction": "both"}, out
+    assert out["params"] == {"address": node.host, "device": "lo", "direction": "both", "via": "chaosd"}, out
 
     assert not reachable(node.host, node.pg_port)
     others = [n for n in layout.nodes if n.name != name]
