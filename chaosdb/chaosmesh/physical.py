@@ -84,16 +84,11 @@ def new_object(kind: str, body: dict[str, Any], name: str, namespace: str, where
     return build_object(KIND, name, namespace, spec)
 
 
-def _k8s(entry: dict[str, Any]) -> dict[str, Any]:
-    return dict(entry.get("k8s") or {})
-
-
-def _get(entry: dict[str, Any]) -> dict[str, Any] | None:
-    ref = entry["object"]
+def _read(custom: Any, namespace: str, name: str) -> dict[str, Any] | None:
+    """The object, or None once it is gone."""
     try:
-        return api.call_json(f"reading {KIND} {ref['namespace']}/{ref['name']}",
-                             api.custom_objects(_k8s(entry)).get_namespaced_custom_object, GROUP, VERSION,
-                             ref["namespace"], plural_of(KIND), ref["name"])
+        return api.call_json(f"reading {KIND} {namespace}/{name}", custom.get_namespaced_custom_object, GROUP,
+                             VERSION, namespace, plural_of(KIND), name)
     except api.K8sApiError as exc:
         if exc.status == 404:
             return None
@@ -114,9 +109,7 @@ def create_objects(objects: list[dict[str, Any]], configuration: dict[str, Any] 
     for obj in objects:
         meta = obj["metadata"]
         while True:
-            state = summarise(api.call_json(f"reading {KIND} {meta['namespace']}/{meta['name']}",
-                                            custom.get_namespaced_custom_object, GROUP, VERSION,
-                                            meta["namespace"], plural_of(KIND), meta["name"]))
+            state = summarise(_read(custom, meta["namespace"], meta["name"]) or {})
             if state["injected"]:
                 break
             if state["failures"]:
@@ -137,10 +130,8 @@ def recover_object(entry: dict[str, Any], timeout_s: float = 60.0) -> bool:
     process has exited since (a PostgreSQL backend), chaosd cannot recover it and the controller would retry for
     ever: the object's finalizers are removed instead (nothing is left to undo)."""
     ref = entry["object"]
-    custom = api.custom_objects(_k8s(entry))
+    custom = api.custom_objects(dict(entry.get("k8s") or {}))
     what = f"{KIND} {ref['namespace']}/{ref['name']}"
-    if _get(entry) is None:
-        return False
     try:
         api.call_json(f"deleting {what}", custom.delete_namespaced_custom_object, GROUP, VERSION, ref["namespace"],
                       plural_of(KIND), ref["name"])
@@ -151,7 +142,7 @@ def recover_object(entry: dict[str, Any], timeout_s: float = 60.0) -> bool:
     process_gone = bool(entry.get("target_process")) and not same_process(entry["target_process"])
     deadline = time.monotonic() + timeout_s
     while True:
-        obj = _get(entry)
+        obj = _read(custom, ref["namespace"], ref["name"])
         if obj is None:
             return True
         if process_gone and obj["metadata"].get("finalizers"):
