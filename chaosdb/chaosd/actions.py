@@ -43,8 +43,6 @@ interrupted run and ``chaosdb local cleanup`` recover it from any process. ``dur
 (a detached timer, also when ``chaos run`` dies).
 """
 
-from __future__ import annotations
-
 import logging
 import os
 import secrets as secrets_module
