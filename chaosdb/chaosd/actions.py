@@ -181,9 +181,9 @@ def _targets(targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _result(rec: FaultRecord, **extra: Any) -> Dict[str, Any]:
-    logger.info("chaosdb: %s fault %s on %s through chaosd (%s)", rec.kind, rec.id,
-                ", ".join(str(t.get("name")) for t in rec.targets),
-                ", ".join(f"{k}={v}" for k, v in rec.params.items()))
+    logger.info("chaosdb: %s fault %s on %s through %s (%s)", rec.kind, rec.id,
+                ", ".join(str(t.get("name")) for t in rec.targets), rec.params.get("via", "chaosd"),
+                ", ".join(f"{k}={v}" for k, v in rec.params.items() if k != "via"))
     return {"targets": _targets(rec.targets),
             "fault_id": rec.id, "kind": rec.kind, "params": rec.params, "injected_at": round(rec.created, 3),
             "reverts_at": round(rec.deadline, 3) if rec.deadline else None,
