@@ -55,7 +55,7 @@ from chaoslib.types import Configuration, Secrets
 
 from chaosdb.chaosmesh import physical
 from chaosdb.core.arguments import MAX_SECONDS, check_arguments, choice, number
-from chaosdb.core.chaosd import Chaosd, attack_entry, cluster_chaosd
+from chaosdb.core.chaosd import Chaosd, ProcessEnded, attack_entry, cluster_chaosd
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import action_result
 from chaosdb.core.results import target as target_entry
@@ -157,21 +157,41 @@ def _object_entries(rec: FaultRecord, route: Route, bodies: list[tuple[str, dict
     return objects
 
 
+def _all_ended(ended: list[str], count: int) -> None:
+    if count and len(ended) == count:
+        raise ChaosDBError(f"every process of the target ended before chaosd reached it (pids {', '.join(ended)}): "
+                           "is the node restarting? Check it is running, then inject again")
+
+
 def _attack(kind: str, groups: list[ProcessGroup], cluster_dir: str, route: Route, duration_s: float,
             params: dict[str, Any], bodies: list[tuple[str, dict[str, Any]]]) -> FaultRecord:
+    """A fault record whose attacks are *bodies*. A process attack on a process that ended since it was listed (a
+    backend that closed) is left out and named in ``params['ended']``; all of them ended is an error."""
     duration_s = checked_duration(duration_s)
     rec = new_record(kind, targets=[g.target for g in groups], params={**params, "via": route.via},
                      cluster_dir=cluster_dir)
+    processes_only = all(attack_kind == "process" for attack_kind, _ in bodies)
 
     def steps(rec: FaultRecord) -> None:
+        ended: list[str] = []
         if route.via == "chaos-mesh":
-            physical.create_objects(_object_entries(rec, route, bodies, duration_s), route.configuration,
-                                    route.secrets)
-            return
-        for attack_kind, body in bodies:
-            uid = route.server.attack(attack_kind, body)
-            rec.attacks.append(attack_entry(route.server, uid, attack_kind, body))
+            states = physical.create_objects(_object_entries(rec, route, bodies, duration_s), route.configuration,
+                                             route.secrets, skip_ended=processes_only)
+            ended = [str(st["ended"]) for st in states if "ended" in st]
+            rec.attacks[:] = [entry for entry, st in zip(rec.attacks, states, strict=True) if "ended" not in st]
+        else:
+            for attack_kind, body in bodies:
+                try:
+                    uid = route.server.attack(attack_kind, body)
+                except ProcessEnded as exc:
+                    ended.append(exc.process)
+                    continue
+                rec.attacks.append(attack_entry(route.server, uid, attack_kind, body))
+                rec.save()
+        if ended:
+            rec.params["ended"] = ended
             rec.save()
+        _all_ended(ended, len(bodies))
 
     return inject(rec, steps, duration_s)
 
@@ -221,28 +241,38 @@ def kill_processes(target: Union[str, Dict[str, Any]] = "leader", count: int = 1
     found = _pids(groups)
     bodies = [("process", {"action": "kill", "process": str(pid), "signal": int(signal)}) for _, pid in found]
     if route.via == "chaos-mesh":
-        uids = _kill_through_chaos_mesh(route, bodies, cdir)
+        uids, ended = _kill_through_chaos_mesh(route, bodies, cdir)
     else:
-        uids = [route.server.attack(kind, body) for kind, body in bodies]
+        uids, ended = [], []
+        for kind, body in bodies:
+            try:
+                uids.append(route.server.attack(kind, body))
+            except ProcessEnded as exc:
+                ended.append(exc.process)
+    _all_ended(ended, len(bodies))
     logger.info("chaosdb: signal %s to %s through %s", signal, ", ".join(str(p) for _, p in found), route.via)
-    return {"targets": _targets([g.target for g in groups]),
-            "kind": "chaosd-kill", "params": {"signal": int(signal), "pids": [p for _, p in found]},
+    params: dict[str, Any] = {"signal": int(signal), "pids": [p for _, p in found]}
+    if ended:
+        params["ended"] = ended
+    return {"targets": _targets([g.target for g in groups]), "kind": "chaosd-kill", "params": params,
             "attacks": [{"uid": u, "action": "kill"} for u in uids]}
 
 
-def _kill_through_chaos_mesh(route: Route, bodies: list[tuple[str, dict[str, Any]]], cluster_dir: str) -> list[str]:
+def _kill_through_chaos_mesh(route: Route, bodies: list[tuple[str, dict[str, Any]]],
+                             cluster_dir: str) -> tuple[list[str], list[str]]:
     """A kill is one-shot: one object per process, deleted once injected. chaosd recovers only a stop or an attack
     with a ``recoverCmd``; without one the controller would retry the recovery of a kill for ever, so the objects
-    carry a no-op ``recoverCmd``."""
+    carry a no-op ``recoverCmd``. The uids of the attacks made and the pids that had ended already."""
     rec = new_record("chaosd-kill", params={"via": route.via}, cluster_dir=cluster_dir)
     objects = _object_entries(rec, route, bodies, 0, extra={"recoverCmd": "true"})
     try:
-        physical.create_objects(objects, route.configuration, route.secrets)
+        states = physical.create_objects(objects, route.configuration, route.secrets, skip_ended=True)
     finally:
         for entry in rec.attacks:
             physical.recover_object(entry)
         rec.delete()
-    return [str(o["spec"]["uid"]) for o in objects]
+    return ([str(o["spec"]["uid"]) for o, st in zip(objects, states, strict=True) if "ended" not in st],
+            [str(st["ended"]) for st in states if "ended" in st])
 
 
 @action_result

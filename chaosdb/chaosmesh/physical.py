@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from chaosdb.chaosmesh.objects import GROUP, VERSION, build_object, plural_of, summarise
+from chaosdb.core.chaosd import ended_process, transient_refusal
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.netem import NO_NETEM, netem_available
 from chaosdb.core.processes import same_process
@@ -96,9 +97,13 @@ def _read(custom: Any, namespace: str, name: str) -> dict[str, Any] | None:
 
 
 def create_objects(objects: list[dict[str, Any]], configuration: dict[str, Any] | None,
-                   secrets: dict[str, Any] | None, timeout_s: float = 60.0) -> list[dict[str, Any]]:
+                   secrets: dict[str, Any] | None, timeout_s: float = 60.0,
+                   skip_ended: bool = False) -> list[dict[str, Any]]:
     """Create the objects, then wait until the controller reports each one injected (``AllInjected``); its
-    failure message when chaosd refused. The records (see :func:`summarise`) in the objects' order."""
+    failure message when chaosd refused. A refusal because some other process exited while chaosd listed them
+    all is waited out (the controller asks again). With *skip_ended*, an object whose process attack found no
+    such process (it ended since it was listed) is deleted and its state says ``ended`` (the pid) instead of
+    failing. The states (see :func:`summarise`) in the objects' order."""
     custom = api.custom_objects(configuration, secrets)
     for obj in objects:
         meta = obj["metadata"]
@@ -108,20 +113,38 @@ def create_objects(objects: list[dict[str, Any]], configuration: dict[str, Any] 
     states = []
     for obj in objects:
         meta = obj["metadata"]
+        what = f"{KIND} {meta['namespace']}/{meta['name']}"
         while True:
             state = summarise(_read(custom, meta["namespace"], meta["name"]) or {})
             if state["injected"]:
                 break
-            if state["failures"]:
-                raise ChaosDBError(f"Chaos Mesh could not inject {KIND} {meta['namespace']}/{meta['name']}: "
+            messages = [str(f["message"]) for f in state["failures"]]
+            ended = [p for p in map(ended_process, messages) if p is not None]
+            if ended and skip_ended:
+                _delete_and_wait(custom, meta["namespace"], meta["name"], max(deadline - time.monotonic(), 10.0))
+                state = {**state, "ended": ended[0]}
+                break
+            if messages and not all(map(transient_refusal, messages)):
+                raise ChaosDBError(f"Chaos Mesh could not inject {what}: "
                                    + "; ".join(f"{f['target']}: {f['message']}" for f in state["failures"]))
             if time.monotonic() > deadline:
-                raise ChaosDBError(f"{KIND} {meta['namespace']}/{meta['name']} not injected after {timeout_s:g} s "
-                                   f"(phase {state['phase']}): is the Chaos Mesh controller running, and can it "
-                                   f"reach chaosd at {obj['spec'].get('address') or obj['spec'].get('selector')}?")
+                raise ChaosDBError(f"{what} not injected after {timeout_s:g} s (phase {state['phase']}"
+                                   + (f", last refusal: {messages[-1]}" if messages else "")
+                                   + "): is the Chaos Mesh controller running, and can it reach chaosd at "
+                                   f"{obj['spec'].get('address') or obj['spec'].get('selector')}?")
             time.sleep(0.1)
         states.append(state)
     return states
+
+
+def _delete_and_wait(custom: Any, namespace: str, name: str, timeout_s: float) -> None:
+    api.call_json(f"deleting {KIND} {namespace}/{name}", custom.delete_namespaced_custom_object, GROUP, VERSION,
+                  namespace, plural_of(KIND), name)
+    deadline = time.monotonic() + timeout_s
+    while _read(custom, namespace, name) is not None:
+        if time.monotonic() > deadline:
+            raise ChaosDBError(f"{KIND} {namespace}/{name} still there {timeout_s:g} s after it was deleted")
+        time.sleep(0.1)
 
 
 def recover_object(entry: dict[str, Any], timeout_s: float = 60.0) -> bool:

@@ -23,8 +23,9 @@ from chaosdb.core.http import HttpError, request_json
 from chaosdb.core.processes import same_process, start_time
 from chaosdb.core.tls import ClientTls
 
-__all__ = ["Chaosd", "attack_entry", "recover_entry", "ATTACK_KINDS", "SERVER_FILE", "cluster_chaosd", "undo_without_chaosd",
-           "attack_ipset", "leftovers", "remove_leftovers"]
+__all__ = ["Chaosd", "ProcessEnded", "transient_refusal", "ended_process", "attack_entry", "recover_entry",
+           "ATTACK_KINDS", "SERVER_FILE", "cluster_chaosd", "undo_without_chaosd", "attack_ipset", "leftovers",
+           "remove_leftovers"]
 
 #: the attack kinds of chaosd's HTTP API this pack uses
 ATTACK_KINDS = ("process", "stress", "network", "disk", "clock", "user_defined")
@@ -33,9 +34,32 @@ ATTACK_KINDS = ("process", "stress", "network", "disk", "clock", "user_defined")
 #: in between (a PostgreSQL backend under load) fails the whole attack with this; it is worth asking again
 _PROC_RACE = re.compile(r"open /proc/\d+/\w+: no such file or directory")
 _PROC_RACE_TRIES = 5
+#: chaosd's answer to a process attack on a pid no process has (any more)
+_NOT_FOUND = re.compile(r"process (\S+) not found")
 
 #: chaosd's answers to DELETE for an attack that is already over
 _ALREADY_OVER = ("can not recover destroyed experiment", "record not found")
+
+
+class ProcessEnded(ChaosDBError):
+    """chaosd found no process with the pid (or name) it was given: the process ended between the moment the
+    pack listed the target's processes and the attack (a PostgreSQL backend, a postmaster Patroni restarts)."""
+
+    def __init__(self, message: str, process: str) -> None:
+        super().__init__(message)
+        self.process = process
+
+
+def transient_refusal(message: str) -> bool:
+    """chaosd failed a process attack because *some* process of the machine exited while it listed them all:
+    asking again is the cure (the Chaos Mesh controller asks again by itself)."""
+    return bool(_PROC_RACE.search(message))
+
+
+def ended_process(message: str) -> str | None:
+    """The pid (or name) of a process attack chaosd refused because no such process runs; else None."""
+    match = _NOT_FOUND.search(message)
+    return match.group(1) if match else None
 
 
 @dataclass(frozen=True)
@@ -73,7 +97,11 @@ class Chaosd:
             if uid:
                 return str(uid)
             message = _message(answer, resp.body)
-            if not (_PROC_RACE.search(message) and attempt + 1 < _PROC_RACE_TRIES):
+            ended = ended_process(message) if kind == "process" else None
+            if ended is not None:
+                raise ProcessEnded(f"chaosd at {self.url}: process {ended} has ended (no such process to "
+                                   f"{body.get('action', 'attack')})", ended)
+            if not (transient_refusal(message) and attempt + 1 < _PROC_RACE_TRIES):
                 raise ChaosDBError(f"chaosd at {self.url} refused the {kind} attack ({body.get('action', '?')}): "
                                    f"{message}")
         raise AssertionError("unreachable")

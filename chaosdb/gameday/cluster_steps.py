@@ -5,6 +5,7 @@ it took; the runner records that in the manifest."""
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -154,6 +155,31 @@ def restore_replication(directory: Path, replication: str = "sync") -> dict[str,
     return set_synchronous_standbys(directory, 1 if replication == "sync" else 0)
 
 
+#: Patroni's refusals of a switchover that pass: the candidate's health check timed out on a busy machine
+#: (412 no good candidates), the leader had not yet read the configuration without synchronous mode (412 sync
+#: standby), the outcome was not known when it answered (503)
+_PASSING_REFUSAL = re.compile(r"HTTP (412 (switchover is not possible|candidate name does not match)|503)")
+
+
+def _switch_over(client: Any, node: str, timeout: float) -> None:
+    """Ask for a switchover to *node*, again while Patroni refuses it for a passing reason, until *node* leads."""
+    deadline = time.monotonic() + timeout
+    while True:
+        leader = client.leader()
+        if leader is not None and leader.name == node:
+            return
+        if leader is not None:
+            try:
+                client.switchover(leader.name, candidate=node)
+                return
+            except ChaosDBError as exc:
+                if not _PASSING_REFUSAL.search(str(exc)) or time.monotonic() > deadline:
+                    raise
+        elif time.monotonic() > deadline:
+            raise ChaosDBError(f"no leader to switch over from to {node} within {timeout:.0f}s")
+        time.sleep(2.0)
+
+
 def move_leader(directory: Path, node: str, timeout: float = 90.0) -> dict[str, Any]:
     """Make *node* the primary (a switchover) unless it already is; then wait until healthy."""
 
@@ -179,7 +205,7 @@ def move_leader(directory: Path, node: str, timeout: float = 90.0) -> dict[str, 
             _patch_config(directory, {"synchronous_mode": False})
             _wait_sync_count(client, 0, timeout)
         try:
-            client.switchover(leader.name, candidate=node)
+            _switch_over(client, node, timeout)
             deadline = time.monotonic() + timeout
             while True:
                 current = client.leader()

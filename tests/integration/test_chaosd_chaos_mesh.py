@@ -271,3 +271,24 @@ def test_mutual_tls_between_the_controller_and_chaosd(clean, config, tmp_path_fa
         kube.down(directory, purge=True)
         api.reset_clients()
         assert not node_processes(directory)
+
+
+def test_an_object_for_a_process_that_ended(through_mesh, chaosd):
+    """The controller retries a refused attack for ever: an object whose process ended before chaosd reached it is
+    an error named by chaosd's refusal, or, for the actions that list a target's processes, deleted and left out."""
+    from chaosdb.chaosmesh import physical
+
+    _, cfg = through_mesh
+    proc = subprocess.Popen(["sleep", "30"])
+    proc.kill()
+    proc.wait()
+    body = {"action": "stop", "process": str(proc.pid), "signal": 19}
+    where = physical.machines(chaosd, "")
+    obj = physical.new_object("process", body, "chaosdb-test-ended-0", "default", where)
+    with pytest.raises(ChaosDBError, match=f"could not inject .*process {proc.pid} not found"):
+        physical.create_objects([obj], cfg, {})
+    mesh.delete_all_chaos(kinds=[KIND], configuration=cfg)
+    assert poll(lambda: _objects(cfg) == [], 60)
+    obj = physical.new_object("process", body, "chaosdb-test-ended-1", "default", where)
+    [st] = physical.create_objects([obj], cfg, {}, skip_ended=True)
+    assert st["ended"] == str(proc.pid) and _objects(cfg) == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -194,3 +195,39 @@ def test_a_skewed_process_that_exits_needs_no_recovery(clean, config):
     done = actions.revert_attacks(configuration=config)
     assert [r["id"] for r in done["reverted"]] == [out["fault_id"]], done
     assert probes.no_fault_residue()
+
+
+def _ended_pid() -> int:
+    proc = subprocess.Popen(["sleep", "30"])
+    proc.kill()
+    proc.wait()
+    return proc.pid
+
+
+def test_an_attack_on_a_process_that_ended_says_so(chaosd):
+    """chaosd answers a process attack on a pid no process has with 'process N not found': the client says which
+    process ended (the actions leave it out: a backend closing, children of a killed postmaster exiting)."""
+    from chaosdb.core.chaosd import Chaosd, ProcessEnded
+
+    pid = _ended_pid()
+    with pytest.raises(ProcessEnded, match=f"process {pid} has ended") as caught:
+        Chaosd(chaosd).attack("process", {"action": "kill", "process": str(pid), "signal": 9})
+    assert caught.value.process == str(pid)
+
+
+def test_kill_of_every_postgres_process_leaves_out_those_that_ended_with_the_postmaster(clean, config):
+    """Killing the postmaster ends its backends: attacks on them that come after are left out, named in 'ended'."""
+    layout = clean
+    name = replica(layout)
+    conns = [psycopg.connect(layout.node_dsn(name), autocommit=True) for _ in range(3)]
+    try:
+        backends = {int(c.execute("SELECT pg_backend_pid()").fetchone()[0]) for c in conns}
+        out = actions.kill_processes(target=name, components=["postgres"], configuration=config)
+    finally:
+        for c in conns:
+            c.close()
+    assert backends <= set(out["params"]["pids"])
+    ended = {int(p) for p in out["params"].get("ended", [])}
+    assert ended <= set(out["params"]["pids"]) and len(out["attacks"]) + len(ended) == len(out["params"]["pids"])
+    assert poll(lambda: all(state(p) in ("gone", "Z") for p in backends), 30)
+    assert poll(lambda: answers(layout, name), 120), "Patroni did not restart the killed PostgreSQL"
