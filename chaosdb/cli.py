@@ -262,8 +262,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "certificate are written to the cluster's tls/ folder (only when the cluster is created)")
     p.add_argument("--chaosd", default=None, metavar="BINARY",
                    help="postgres-ha: also start chaosd (Chaos Mesh's agent for machines) from this binary, as root, "
-                        "on the cluster's first address, for chaosdb.chaosd.actions and PhysicalMachineChaos; its "
+                        "on a loopback address no node uses, for chaosdb.chaosd.actions and PhysicalMachineChaos; its "
                         "helpers are taken from tools/ beside the binary, else from PATH ('down' stops it)")
+    p.add_argument("--physical-machines", action="store_true",
+                   help="with --chaosd: register one Chaos Mesh PhysicalMachine per node (<name>-<node>, address: "
+                        "that chaosd) in the Kubernetes of --kubeconfig; attacks with via chaos-mesh then select the "
+                        "target node's machine ('down' deletes them)")
+    p.add_argument("--kubeconfig", default=None, metavar="FILE",
+                   help="--physical-machines: the kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster)")
+    p.add_argument("--k8s-namespace", default="default", metavar="NAMESPACE",
+                   help="--physical-machines: their namespace (default: default)")
     p.add_argument("--run-as", default=None, help="unprivileged user for the processes when run as root "
                                                   "(default: chaosdb, created if missing)")
     p.add_argument("--postgres-bin", default=None, help="use this PostgreSQL bin directory instead of the wheel")

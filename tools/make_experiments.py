@@ -309,9 +309,9 @@ EXPERIMENTS.update({
 
 
 CLOCK_STORY = ("Clock drift of the fault-injection study of replicated databases, through chaosd (Chaos Mesh's agent "
-               "for machines; start the cluster with 'chaosdb cluster up --name experiments --chaosd <chaosd binary>' "
-               "first, or set CHAOSDB_CHAOSD_URL): every process of the node (etcd, Patroni, PostgreSQL) reads a wall "
-               "clock 5 minutes behind for 60 s; the machine's clock and the other nodes keep the true time. "
+               "for machines; set CHAOSDB_CHAOSD_BINARY to a chaosd binary and the run starts chaosd beside the "
+               "embedded cluster, or CHAOSDB_CHAOSD_URL to your own): every process of the node (etcd, Patroni, "
+               "PostgreSQL) reads a wall clock 5 minutes behind for 60 s; the machine's clock and the other nodes keep the true time. "
                "PostgreSQL backends forked during the skew read the true clock. ")
 
 EXPERIMENTS.update({
@@ -336,8 +336,75 @@ EXPERIMENTS.update({
     },
 })
 
+MATRIX_STORY = ("One cell of the fault matrix of the TiKV leader/follower study and of the fault-injection study of "
+                "replicated databases, carried out by chaosd (Chaos Mesh's agent for machines): directly "
+                "(CHAOSDB_CHAOSD_VIA unset) or through the Chaos Mesh controller as PhysicalMachineChaos objects "
+                "(CHAOSDB_CHAOSD_VIA=chaos-mesh, CHAOSDB_KUBECONFIG). chaosd is the user's (CHAOSDB_CHAOSD_URL) or "
+                "the one the run starts beside the embedded cluster (CHAOSDB_CHAOSD_BINARY). The same fault from the "
+                "local engine: {local}. ")
+_ROLE = {"leader": ("leader", "the leader", "the primary's"), "follower": ("replica", "a follower", "a follower's")}
+
+
+def _matrix() -> dict[str, dict[str, Any]]:
+    """The chaosd cells of the seeds' fault matrix, for the leader and for a follower; timings as the local
+    engine's experiment for the same fault, so the two compare run for run."""
+    out: dict[str, dict[str, Any]] = {}
+    for role, (target, who, whose) in _ROLE.items():
+        out[f"chaosd-kill-{role}"] = {
+            "title": f"Process kill of {who} through chaosd: SIGKILL to its PostgreSQL processes",
+            "local": f"thesis-1-process-kill{'' if role == 'leader' else ' with target replica'} (kill_postgres_process)",
+            "story": f"SIGKILL to every PostgreSQL process of {who}'s node (postmaster and backends) through "
+                     "chaosd's process attack; Patroni restarts PostgreSQL in place. Expected: as the local "
+                     "engine's kill of the postmaster, a few seconds of errors for the leader, none for a follower.",
+            "tags": ["process-failure", "chaosd"],
+            "method": [action(f"kill-{role}-postgres-through-chaosd", "kill_processes",
+                              {"target": target, "components": ["postgres"]}, after=40,
+                              module="chaosdb.chaosd.actions")],
+        }
+        out[f"chaosd-cpu-stress-{role}"] = {
+            "title": f"CPU stress on {whose} machine through chaosd: 2 stress-ng workers at 100 % for 30 s",
+            "local": f"cpu-limit-{role} (a cgroup CPU quota of 5 % for that node's processes only)",
+            "story": f"chaosd starts 2 stress-ng CPU workers at 100 % load on {whose} machine for 30 s. They "
+                     "compete with every process of that machine: where nodes share a machine (the embedded "
+                     "cluster) all of them are slowed alike, so leader and follower differ only on separate machines.",
+            "tags": ["cpu", "chaosd"],
+            "method": [action(f"stress-the-{role}-machine-cpu", "stress_cpu",
+                              {"target": target, "workers": 2, "load": 100, "duration_s": 30}, after=50,
+                              module="chaosdb.chaosd.actions"), WAIT_HEALTHY],
+        }
+        out[f"chaosd-memory-stress-{role}"] = {
+            "title": f"Memory stress on {whose} machine through chaosd: 1 GiB held for 30 s",
+            "local": f"memory-limit-{role} (a cgroup memory limit: that node may use 32 MiB more)",
+            "story": f"chaosd's memStress holds 1 GiB on {whose} machine for 30 s. It takes memory from the "
+                     "machine, not from the node: it hurts only where the machine runs short, which a cgroup limit "
+                     "on the node's processes forces at once.",
+            "tags": ["memory", "chaosd"],
+            "method": [action(f"stress-the-{role}-machine-memory", "stress_memory",
+                              {"target": target, "size_mb": 1024, "duration_s": 30}, after=50,
+                              module="chaosdb.chaosd.actions"), WAIT_HEALTHY],
+        }
+        out[f"chaosd-partition-{role}"] = {
+            "title": f"Network partition of {who} through chaosd for 40 s",
+            "local": f"partition-leader{'' if role == 'leader' else ' with target replica'} (iptables rules of "
+                     "the local engine)",
+            "story": f"chaosd's network partition (iptables + an ipset holding {whose} address, both directions) "
+                     "for 40 s: peers and clients cannot reach the node. Expected: the leader loses its lease and "
+                     "the cluster elects another; a follower's loss is not seen by clients.",
+            "tags": ["partition", "chaosd"],
+            "method": [action(f"partition-the-{role}-through-chaosd", "partition_node",
+                              {"target": target, "direction": "both", "duration_s": 40}, after=60,
+                              module="chaosdb.chaosd.actions"), WAIT_HEALTHY],
+        }
+    for spec in out.values():
+        spec.update({"cluster": "experiments", "faults": True, "chaosd": True,
+                     "story": MATRIX_STORY.format(local=spec.pop("local")) + spec["story"]})
+    return out
+
+
+EXPERIMENTS.update(_matrix())
+
 #: where chaosd is, and (chaosd_via=chaos-mesh) the Kubernetes whose Chaos Mesh controller asks it
-CHAOSD_CONFIGURATION = {key: env_entry(key) for key in ("chaosd_url", "chaosd_ca_file", "chaosd_cert_file",
+CHAOSD_CONFIGURATION = {key: env_entry(key) for key in ("chaosd_binary", "chaosd_url", "chaosd_ca_file", "chaosd_cert_file",
                                                          "chaosd_key_file", "chaosd_tls_verify", "chaosd_via",
                                                          "chaosd_physical_machine", "k8s_kubeconfig",
                                                          "k8s_namespace")}
@@ -371,6 +438,7 @@ def build(name: str) -> dict[str, Any]:
         rollbacks = [REVERT_FAULTS, *rollbacks]
     if spec.get("chaosd"):
         rollbacks = [CHAOSD_REVERT, *rollbacks]
+        controls[1]["provider"]["arguments"]["chaosd"] = "${chaosd_binary}"
     return {
         "version": "1.0.0",
         "title": spec["title"],

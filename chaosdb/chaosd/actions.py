@@ -124,6 +124,13 @@ class Route:
     namespace: str = ""
     configuration: dict[str, Any] = field(default_factory=dict)
     secrets: dict[str, Any] = field(default_factory=dict)
+    #: node name -> the selector of its PhysicalMachine (registered by ``cluster up --physical-machines``)
+    machines: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def where_for(self, node: str) -> dict[str, Any]:
+        """Where the object for an attack on *node* sends it: its PhysicalMachine when the cluster registered
+        one, else the route's address or given machine."""
+        return self.machines.get(node) or self.where
 
     def k8s(self) -> dict[str, Any]:
         return {k: self.configuration[k] for k in physical.K8S_KEYS if self.configuration.get(k) not in (None, "")}
@@ -137,17 +144,19 @@ def _route(chaosd_url: str, via: str, physical_machine: str, configuration: Any,
     if via == "chaosd":
         return Route(server)
     machine = physical_machine or str(cfg.get("chaosd_physical_machine") or "")
+    registered = {} if machine or not cluster_dir else physical.registered_machines(cluster_dir)
     return Route(server, via, physical.machines(server.url, machine), api.namespace_of(cfg), cfg,
-                 dict(secrets or {}))
+                 dict(secrets or {}), {node: physical.machines("", ref) for node, ref in registered.items()})
 
 
-def _object_entries(rec: FaultRecord, route: Route, bodies: list[tuple[str, dict[str, Any]]],
+def _object_entries(rec: FaultRecord, route: Route, bodies: list[tuple[str, dict[str, Any]]], nodes: list[str],
                     duration_s: float, extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """One PhysicalMachineChaos per attack, written into the record (uid and name) before any is created."""
+    """One PhysicalMachineChaos per attack (sent to the machine of the node in *nodes* at the same place), written
+    into the record (uid and name) before any is created."""
     objects = []
-    for i, (attack_kind, body) in enumerate(bodies):
+    for i, ((attack_kind, body), node) in enumerate(zip(bodies, nodes, strict=True)):
         body = {**body, **(extra or {})}
-        obj = physical.new_object(attack_kind, body, f"chaosdb-{rec.id}-{i}", route.namespace, route.where,
+        obj = physical.new_object(attack_kind, body, f"chaosdb-{rec.id}-{i}", route.namespace, route.where_for(node),
                                   duration_s)
         objects.append(obj)
         rec.attacks.append({**attack_entry(route.server, obj["spec"]["uid"], attack_kind, body),
@@ -163,20 +172,27 @@ def _all_ended(ended: list[str], count: int) -> None:
                            "is the node restarting? Check it is running, then inject again")
 
 
+def _nodes(found: list[tuple[ProcessGroup, int]]) -> list[str]:
+    return [str(g.target.get("name")) for g, _ in found]
+
+
 def _attack(kind: str, groups: list[ProcessGroup], cluster_dir: str, route: Route, duration_s: float,
-            params: dict[str, Any], bodies: list[tuple[str, dict[str, Any]]]) -> FaultRecord:
-    """A fault record whose attacks are *bodies*. A process attack on a process that ended since it was listed (a
+            params: dict[str, Any], bodies: list[tuple[str, dict[str, Any]]],
+            nodes: list[str] | None = None) -> FaultRecord:
+    """A fault record whose attacks are *bodies*, each on the node at the same place in *nodes* (default: the first
+    target's). A process attack on a process that ended since it was listed (a
     backend that closed) is left out and named in ``params['ended']``; all of them ended is an error."""
     duration_s = checked_duration(duration_s)
     rec = new_record(kind, targets=[g.target for g in groups], params={**params, "via": route.via},
                      cluster_dir=cluster_dir)
     processes_only = all(attack_kind == "process" for attack_kind, _ in bodies)
+    on = nodes or [str(groups[0].target.get("name"))] * len(bodies)
 
     def steps(rec: FaultRecord) -> None:
         ended: list[str] = []
         if route.via == "chaos-mesh":
-            states = physical.create_objects(_object_entries(rec, route, bodies, duration_s), route.configuration,
-                                             route.secrets, skip_ended=processes_only)
+            states = physical.create_objects(_object_entries(rec, route, bodies, on, duration_s),
+                                             route.configuration, route.secrets, skip_ended=processes_only)
             ended = [str(st["ended"]) for st in states if "ended" in st]
             rec.attacks[:] = [entry for entry, st in zip(rec.attacks, states, strict=True) if "ended" not in st]
         else:
@@ -224,7 +240,8 @@ def stop_processes(target: Union[str, Dict[str, Any]] = "leader", count: int = 1
     found = _pids(groups)
     bodies = [("process", {"action": "stop", "process": str(pid), "signal": int(signals.SIGSTOP)})
               for _, pid in found]
-    rec = _attack("chaosd-stop", groups, cdir, route, duration_s, {"pids": [p for _, p in found]}, bodies)
+    rec = _attack("chaosd-stop", groups, cdir, route, duration_s, {"pids": [p for _, p in found]}, bodies,
+                  _nodes(found))
     return _result(rec)
 
 
@@ -241,7 +258,7 @@ def kill_processes(target: Union[str, Dict[str, Any]] = "leader", count: int = 1
     found = _pids(groups)
     bodies = [("process", {"action": "kill", "process": str(pid), "signal": int(signal)}) for _, pid in found]
     if route.via == "chaos-mesh":
-        uids, ended = _kill_through_chaos_mesh(route, bodies, cdir)
+        uids, ended = _kill_through_chaos_mesh(route, bodies, _nodes(found), cdir)
     else:
         uids, ended = [], []
         for kind, body in bodies:
@@ -258,13 +275,13 @@ def kill_processes(target: Union[str, Dict[str, Any]] = "leader", count: int = 1
             "attacks": [{"uid": u, "action": "kill"} for u in uids]}
 
 
-def _kill_through_chaos_mesh(route: Route, bodies: list[tuple[str, dict[str, Any]]],
+def _kill_through_chaos_mesh(route: Route, bodies: list[tuple[str, dict[str, Any]]], nodes: list[str],
                              cluster_dir: str) -> tuple[list[str], list[str]]:
     """A kill is one-shot: one object per process, deleted once injected. chaosd recovers only a stop or an attack
     with a ``recoverCmd``; without one the controller would retry the recovery of a kill for ever, so the objects
     carry a no-op ``recoverCmd``. The uids of the attacks made and the pids that had ended already."""
     rec = new_record("chaosd-kill", params={"via": route.via}, cluster_dir=cluster_dir)
-    objects = _object_entries(rec, route, bodies, 0, extra={"recoverCmd": "true"})
+    objects = _object_entries(rec, route, bodies, nodes, 0, extra={"recoverCmd": "true"})
     try:
         states = physical.create_objects(objects, route.configuration, route.secrets, skip_ended=True)
     finally:
@@ -295,7 +312,7 @@ def skew_clock(target: Union[str, Dict[str, Any]] = "leader", offset_s: float = 
     bodies = [("clock", {"action": "clock", "pid": pid, "time-offset": offset, "clock-ids-slice": "CLOCK_REALTIME"})
               for _, pid in found]
     rec = _attack("chaosd-clock", groups, cdir, route, duration_s,
-                  {"offset_s": float(offset_s), "pids": [p for _, p in found]}, bodies)
+                  {"offset_s": float(offset_s), "pids": [p for _, p in found]}, bodies, _nodes(found))
     return _result(rec)
 
 

@@ -21,13 +21,15 @@ __all__ = ["list_objects", "GROUP", "VERSION", "KINDS", "PAUSE_ANNOTATION", "MAN
 
 GROUP, VERSION = "chaos-mesh.org", "v1alpha1"
 KINDS = tuple(CHAOS_KINDS) + ("Schedule", "Workflow")
+#: kinds this pack creates that are not faults (not listed, paused or deleted with the chaos objects)
+OTHER_KINDS = ("PhysicalMachine",)
 PAUSE_ANNOTATION = "experiment.chaos-mesh.org/pause"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "chaostoolkit-db"}
 
 
 def plural_of(kind: str) -> str:
-    if kind not in KINDS:
-        raise ChaosDBError(f"unknown Chaos Mesh kind {kind!r}; one of {', '.join(KINDS)}")
+    if kind not in KINDS + OTHER_KINDS:
+        raise ChaosDBError(f"unknown Chaos Mesh kind {kind!r}; one of {', '.join(KINDS + OTHER_KINDS)}")
     return kind_of(f"{GROUP}/{VERSION}", kind).plural
 
 

@@ -15,8 +15,11 @@ recovered the attack and removed its finalizer.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,9 +31,13 @@ from chaosdb.core.processes import same_process
 from chaosdb.k8s import api
 from chaosdb.manifests.admission import NETEM_ACTIONS
 
-__all__ = ["KIND", "K8S_KEYS", "refuse_netem_here", "spec_of", "machines", "new_object", "create_objects", "recover_object"]
+__all__ = ["KIND", "MACHINE_KIND", "K8S_KEYS", "refuse_netem_here", "spec_of", "machines", "new_object",
+           "create_objects", "recover_object", "register_machines", "registered_machines", "unregister_machines"]
 
 KIND = "PhysicalMachineChaos"
+MACHINE_KIND = "PhysicalMachine"
+#: where a cluster folder keeps the PhysicalMachines registered for its nodes
+MACHINES_FILE = Path("chaosd") / "machines.json"
 #: the configuration keys a fault record keeps to find the Kubernetes API again from another process (no secrets)
 K8S_KEYS = ("k8s_kubeconfig", "k8s_context", "k8s_in_cluster")
 _SINGLE = ("process", "clock", "user_defined")
@@ -177,3 +184,70 @@ def recover_object(entry: dict[str, Any], timeout_s: float = 60.0) -> bool:
                                "recover the attack" + (": " + "; ".join(f["message"] for f in failures)
                                                        if failures else ""))
         time.sleep(0.1)
+
+
+def _machine_name(cluster: str, node: str) -> str:
+    name = re.sub(r"[^a-z0-9-]+", "-", f"{cluster}-{node}".lower()).strip("-")
+    return name[:63].rstrip("-")
+
+
+def register_machines(cluster_dir: str, cluster: str, nodes: list[str], chaosd_url: str,
+                      configuration: dict[str, Any] | None, secrets: dict[str, Any] | None = None) -> dict[str, str]:
+    """One PhysicalMachine per node (``<cluster>-<node>`` in ``k8s_namespace``, its address *chaosd_url*: the
+    chaosd serving that node's machine), created or updated, and remembered in the cluster folder so that
+    ``via: chaos-mesh`` attacks select the target node's machine and :func:`unregister_machines` removes them.
+    Node -> ``namespace/name``."""
+    cfg = dict(configuration or {})
+    namespace = api.namespace_of(cfg)
+    custom = api.custom_objects(cfg, secrets)
+    plural = plural_of(MACHINE_KIND)
+    out = {}
+    for node in nodes:
+        name = _machine_name(cluster, node)
+        obj = build_object(MACHINE_KIND, name, namespace, {"address": chaosd_url},
+                           labels={"chaosdb/cluster": _machine_name(cluster, ""), "chaosdb/node": node})
+        try:
+            api.call_json(f"creating {MACHINE_KIND} {namespace}/{name}", custom.create_namespaced_custom_object,
+                          GROUP, VERSION, namespace, plural, obj)
+        except api.K8sApiError as exc:
+            if exc.status != 409:
+                raise
+            api.call_json(f"updating {MACHINE_KIND} {namespace}/{name}", custom.patch_namespaced_custom_object,
+                          GROUP, VERSION, namespace, plural, name, {"spec": {"address": chaosd_url}})
+        out[node] = f"{namespace}/{name}"
+    record = {"machines": out, "k8s": {k: cfg[k] for k in K8S_KEYS if cfg.get(k) not in (None, "")}}
+    path = Path(cluster_dir) / MACHINES_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    return out
+
+
+def registered_machines(cluster_dir: str) -> dict[str, str]:
+    """Node -> ``namespace/name`` of the PhysicalMachines registered for the cluster in *cluster_dir* ({} when
+    none are)."""
+    try:
+        return dict(json.loads((Path(cluster_dir) / MACHINES_FILE).read_text()).get("machines") or {})
+    except (OSError, ValueError):
+        return {}
+
+
+def unregister_machines(cluster_dir: str) -> list[str]:
+    """Delete the PhysicalMachines :func:`register_machines` created for the cluster; the ones deleted."""
+    path = Path(cluster_dir) / MACHINES_FILE
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    custom = api.custom_objects(dict(record.get("k8s") or {}))
+    deleted = []
+    for ref in (record.get("machines") or {}).values():
+        namespace, _, name = str(ref).partition("/")
+        try:
+            api.call_json(f"deleting {MACHINE_KIND} {ref}", custom.delete_namespaced_custom_object, GROUP, VERSION,
+                          namespace, plural_of(MACHINE_KIND), name)
+            deleted.append(str(ref))
+        except api.K8sApiError as exc:
+            if exc.status != 404:
+                raise
+    path.unlink()
+    return deleted

@@ -68,6 +68,8 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("pd_url", "CHAOSDB_PD_URL", "PD's HTTP API (TiKV)", old=("PD_URL",)),
     Setting("chaosd_url", "CHAOSDB_CHAOSD_URL", "chaosd's API on the database's machine (chaosdb.chaosd.actions; "
                                                 "default: the chaosd 'cluster up --chaosd' started)"),
+    Setting("chaosd_binary", "CHAOSDB_CHAOSD_BINARY", "a chaosd binary the embedded-cluster control starts beside "
+                                                      "the cluster (unless chaosd_url names one)"),
     Setting("chaosd_via", "CHAOSDB_CHAOSD_VIA", "who asks chaosd: chaosd (this pack, default) or chaos-mesh "
                                                 "(PhysicalMachineChaos objects the Chaos Mesh controller carries out)"),
     Setting("chaosd_physical_machine", "CHAOSDB_CHAOSD_PHYSICAL_MACHINE",

@@ -6,12 +6,14 @@ chaosd keeps its state (``chaosd.dat``, sqlite) beside its binary and finds its 
 and its tools in ``<cluster>/chaosd/``, so two clusters' chaosd never share state. It runs as root (ptrace for the
 clock skew, iptables, signals to the node users' processes) and listens on a loopback address no node uses
 (:func:`chaosd_address`).
-``down`` stops it and removes the chains and ipsets chaosd's network attacks leave after their recovery.
+``down`` stops it and removes the chains and ipsets chaosd's network attacks leave after their recovery, and the
+PhysicalMachines registered for the cluster's nodes (:func:`chaosdb.chaosmesh.physical.register_machines`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import socket
@@ -26,6 +28,8 @@ from chaosdb.core.processes import same_process, stop_process
 from chaosdb.core.processes import start_time as process_start_time
 
 __all__ = ["start_chaosd", "stop_chaosd", "chaosd_address", "HELPERS"]
+
+logger = logging.getLogger("chaostoolkit")
 
 #: chaosd's helper programs, looked up in ``tools/`` beside its binary
 HELPERS = ("FileTool", "PortOccupyTool", "memStress", "stress-ng")
@@ -112,4 +116,13 @@ def stop_chaosd(cluster_dir: str, timeout_s: float = 10.0) -> dict[str, Any]:
     state = _state(cluster_dir)
     stopped = stop_process(state, timeout_s) if state else False
     removed = remove_leftovers() if state else []
-    return {"stopped": stopped, "removed": removed}
+    out: dict[str, Any] = {"stopped": stopped, "removed": removed}
+    if (Path(cluster_dir) / "chaosd" / "machines.json").exists():
+        from chaosdb.chaosmesh.physical import unregister_machines  # noqa: PLC0415 - needs the k8s extra
+
+        try:
+            out["unregistered"] = unregister_machines(cluster_dir)
+        except ChaosDBError as exc:  # Kubernetes gone first: the PhysicalMachines outlive the cluster, say so
+            out["left_physical_machines"] = str(exc)
+            logger.warning("chaosdb: the cluster's PhysicalMachines could not be deleted: %s", exc)
+    return out

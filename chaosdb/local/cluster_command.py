@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.console import fmt, print_json
+from chaosdb.core.errors import ChaosDBError
 from chaosdb.local import cluster
 from chaosdb.local.chaosd import chaosd_address, start_chaosd
 from chaosdb.local.state import STATE_FILE, load_layout
@@ -44,6 +45,8 @@ def _print_status(st: dict[str, Any]) -> None:
 
 
 def _up(args: argparse.Namespace, directory: Path, name: str) -> int:
+    if getattr(args, "physical_machines", False) and not getattr(args, "chaosd", None):
+        raise ChaosDBError("--physical-machines needs --chaosd: a PhysicalMachine names the chaosd of its machine")
     result = cluster.up(
         directory, name, nodes=args.nodes, run_as=args.run_as, postgres_bin=args.postgres_bin,
         etcd_bin=args.etcd_bin, timeout=args.timeout, kind="postgres-ha", address_base=args.address_base or DEFAULT_ADDRESS,
@@ -52,7 +55,14 @@ def _up(args: argparse.Namespace, directory: Path, name: str) -> int:
         secure=bool(getattr(args, "secure", False)),
     )
     if getattr(args, "chaosd", None):
-        result["chaosd"] = start_chaosd(str(directory), args.chaosd, chaosd_address(load_layout(directory)))["url"]
+        layout = load_layout(directory)
+        result["chaosd"] = start_chaosd(str(directory), args.chaosd, chaosd_address(layout))["url"]
+        if getattr(args, "physical_machines", False):
+            from chaosdb.chaosmesh.physical import register_machines  # noqa: PLC0415 - needs the k8s extra
+
+            k8s = {"k8s_kubeconfig": args.kubeconfig or "", "k8s_namespace": args.k8s_namespace}
+            result["physical_machines"] = register_machines(str(directory), layout.name,
+                                                            [n.name for n in layout.nodes], result["chaosd"], k8s)
     if args.json:
         print_json(result)
         return 0
@@ -71,6 +81,8 @@ def _up(args: argparse.Namespace, directory: Path, name: str) -> int:
         print("  every port speaks TLS and asks for a client certificate of this CA (PostgreSQL: a password)")
     if result.get("chaosd"):
         print(f"  chaosd:      {result['chaosd']} (chaosdb.chaosd.actions finds it through the cluster's name)")
+    for node, machine in (result.get("physical_machines") or {}).items():
+        print(f"  {node}:       PhysicalMachine {machine}")
     print("  passwords are in the pgpass file the DSNs name; 'chaosdb cluster status' shows the members")
     return 0
 

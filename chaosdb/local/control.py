@@ -8,7 +8,10 @@ Declare it first among the controls::
 * before the experiment: ``cluster up`` (the cluster named by configuration
   ``chaosdb_cluster`` / ``chaosdb_cluster_dir``; created on first use, a no-op when it
   runs), then loads TPC-C data (``tpcc_warehouses`` > 0), YCSB records into PostgreSQL
-  (``ycsb_records`` > 0) and/or into the cluster's etcd (``etcd_ycsb_records`` > 0) when missing. A failure interrupts the run before anything else.
+  (``ycsb_records`` > 0) and/or into the cluster's etcd (``etcd_ycsb_records`` > 0) when missing; with ``chaosd``
+  (a chaosd binary; else configuration ``chaosd_binary``, ``CHAOSDB_CHAOSD_BINARY``) it starts chaosd beside the
+  cluster as ``chaosdb cluster up --chaosd`` does, unless ``chaosd_url`` names one of the user's. A failure
+  interrupts the run before anything else.
 * after the experiment (also when it failed or was interrupted): stops the load first
   (idempotent), then, with ``down_after``, stops every process of the cluster
   (``purge`` also deletes its data).
@@ -17,6 +20,7 @@ Declare it first among the controls::
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 from chaoslib import substitute
@@ -30,6 +34,7 @@ from chaosdb.experiment.checks import activities_of, refuse_bad_arguments
 from chaosdb.experiment.refusals import refused
 from chaosdb.load.control import stop_load
 from chaosdb.local import cluster
+from chaosdb.local.chaosd import chaosd_address, start_chaosd
 from chaosdb.local.layout import parse_ipv4
 from chaosdb.local.nodes import is_node_name
 from chaosdb.local.state import STATE_FILE, load_layout, resolve_cluster_dir
@@ -49,7 +54,7 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
                               nodes: int = 3, tpcc_warehouses: int = 0, tpcc_scale_down: int = 10,
                               ycsb_records: int = 0, etcd_ycsb_records: int = 0, timeout_s: float = 180.0,
                               address_base: str = "127.0.0.11", secure: bool | str | None = None,
-                              secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
+                              chaosd: str = "", secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
     """Start (or create) the embedded cluster and load the data the experiment needs. A new cluster is created
     secure when *secure*, else the configuration's ``secure`` (``CHAOSDB_SECURE``), says so."""
     refuse_bad_arguments(context, configuration, secrets)  # nothing starts on bad input
@@ -64,7 +69,13 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
                             address_base=str(address_base), secure=as_bool(wanted, default=False))
         logger.info("chaosdb: cluster %s %s in %.1fs, leader %s", result["cluster"],
                     "created" if result["created"] else "up", result["seconds"], result["leader"])
-        dsn = load_layout(directory).dsn()
+        layout = load_layout(directory)
+        chaosd_binary = str(chaosd or (configuration or {}).get("chaosd_binary") or "")
+        if chaosd_binary and not (configuration or {}).get("chaosd_url"):
+            started = start_chaosd(str(directory), chaosd_binary, chaosd_address(layout))
+            logger.info("chaosdb: chaosd beside cluster %s at %s", result["cluster"], started["url"])
+            _register_machines(directory, layout, started["url"], configuration, secrets)
+        dsn = layout.dsn()
         if int(tpcc_warehouses) > 0:
             loaded = loader.load(dsn, Scale.reduced(int(tpcc_warehouses), int(tpcc_scale_down)))
             logger.info("chaosdb: TPC-C data: %d warehouse(s), %d part(s) loaded in %.1fs", loaded["warehouses"],
@@ -72,11 +83,24 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
         if int(ycsb_records) > 0:
             ycsb.load(dsn, int(ycsb_records))
         if int(etcd_ycsb_records) > 0:
-            layout = load_layout(directory)
             loaded = kv.load_etcd(",".join(layout.etcd_urls), int(etcd_ycsb_records), tls=layout.client_tls("etcd"))
             logger.info("chaosdb: YCSB records in etcd: %d (%d inserted)", loaded["records"], loaded["inserted"])
     except (ChaosDBError, OSError, ValueError) as exc:
         raise refused(f"chaosdb embedded cluster: {exc}") from None
+
+
+def _register_machines(directory: Any, layout: Any, chaosd_url: str, configuration: dict[str, Any] | None,
+                       secrets: dict[str, Any] | None) -> None:
+    """Attacks through Chaos Mesh (``chaosd_via: chaos-mesh``) without a given PhysicalMachine: one registered per
+    node, so each object selects its target node's machine as on a real deployment."""
+    cfg = configuration or {}
+    if cfg.get("chaosd_via") != "chaos-mesh" or cfg.get("chaosd_physical_machine"):
+        return
+    from chaosdb.chaosmesh.physical import register_machines  # noqa: PLC0415 - needs the k8s extra
+
+    machines = register_machines(str(directory), layout.name, [n.name for n in layout.nodes], chaosd_url, cfg,
+                                 secrets)
+    logger.info("chaosdb: PhysicalMachines for chaosd: %s", ", ".join(f"{k} {v}" for k, v in machines.items()))
 
 
 def _unknown_nodes(experiment: Any, configuration: dict[str, Any] | None, secrets: dict[str, Any] | None,
@@ -159,6 +183,12 @@ def check_address_base(value: Any) -> None:
     parse_ipv4(str(value))
 
 
+def check_chaosd_binary(value: Any) -> None:
+    """Empty (no chaosd) or an executable file."""
+    if value and not (os.path.isfile(str(value)) and os.access(str(value), os.X_OK)):
+        raise ChaosDBError(f"chaosd {value!r} is not an executable file (the chaosd binary of a chaosd release)")
+
+
 #: the control's arguments, checked with the configuration substituted before any control starts anything
 #: (:func:`chaosdb.experiment.checks.experiment_problems`)
 CONTROL_ARGUMENTS = checked_signature(
@@ -170,5 +200,6 @@ CONTROL_ARGUMENTS = checked_signature(
     etcd_ycsb_records=number("etcd_ycsb_records", 0, maximum=10_000_000, integer=True),
     address_base=check_address_base,
     secure=boolean("secure"),
+    chaosd=check_chaosd_binary,
 )
 

@@ -292,3 +292,32 @@ def test_an_object_for_a_process_that_ended(through_mesh, chaosd):
     obj = physical.new_object("process", body, "chaosdb-test-ended-1", "default", where)
     [st] = physical.create_objects([obj], cfg, {}, skip_ended=True)
     assert st["ended"] == str(proc.pid) and _objects(cfg) == []
+
+
+def test_one_physical_machine_per_node_is_what_the_objects_select(through_mesh, chaosd):
+    """`cluster up --physical-machines`: a PhysicalMachine per node, address its chaosd; an attack through Chaos
+    Mesh then selects the target node's machine (not an address), and unregistering deletes them."""
+    from chaosdb.chaosmesh import physical
+
+    layout, cfg = through_mesh
+    nodes = [n.name for n in layout.nodes]
+    machines = physical.register_machines(str(layout.dir), layout.name, nodes, chaosd, cfg)
+    try:
+        assert sorted(machines) == sorted(nodes)
+        listing = api.call_json("listing", api.custom_objects(cfg).list_namespaced_custom_object, "chaos-mesh.org",
+                                "v1alpha1", "default", "physicalmachines")
+        assert {o["metadata"]["name"]: o["spec"]["address"] for o in listing["items"]} == \
+            {ref.split("/")[1]: chaosd for ref in machines.values()}
+        name = replica(layout)
+        pm = postmaster(layout, name)
+        actions.stop_processes(target=name, components=["postgres"], configuration=cfg)
+        selectors = [o["spec"].get("selector") for o in _objects(cfg)]
+        assert selectors and all(s == {"physicalMachines": {"default": [machines[name].split("/")[1]]}}
+                                 for s in selectors), selectors
+        assert poll(lambda: state(pm) == "T", 30)
+        actions.revert_attacks(configuration=cfg)
+        assert poll(lambda: state(pm) != "T", 30)
+    finally:
+        deleted = physical.unregister_machines(str(layout.dir))
+    assert sorted(deleted) == sorted(machines.values())
+    assert physical.registered_machines(str(layout.dir)) == {}

@@ -29,8 +29,12 @@ def test_each_experiment_states_its_hypothesis_and_restores_the_cluster(name):
         assert controls == {"verdict", "embedded-cluster", "local-faults", "tpcc-load", "report"}
         assert rollbacks == ["revert_attacks", "revert_faults", "resume_nodes", "restart_nodes"]
         assert all(a["provider"]["arguments"]["duration_s"] > 0 for a in exp["method"]
-                   if a["provider"]["module"] == "chaosdb.chaosd.actions")
+                   if a["provider"]["module"] == "chaosdb.chaosd.actions"
+                   and a["provider"]["func"] != "kill_processes")  # a kill is one-shot: nothing to revert
         assert "chaosd_url" in exp["configuration"]
+        # the run starts chaosd beside the cluster when CHAOSDB_CHAOSD_BINARY names one
+        cluster_control = next(c for c in exp["controls"] if c["name"] == "embedded-cluster")
+        assert cluster_control["provider"]["arguments"]["chaosd"] == "${chaosd_binary}"
     elif "chaosdb.faults.actions" in modules:
         # local faults: timed, reverted by rollback and by the control whatever happens
         assert controls == {"verdict", "embedded-cluster", "local-faults", "tpcc-load", "report"}
