@@ -247,6 +247,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--kind kubernetes: database-shaped StatefulSets of fake pods (cockroachdb, tikv, postgres, or none)")
     p.add_argument("--replicas", type=int, default=3, help="--kind kubernetes: pods per database StatefulSet")
     p.add_argument("--no-chaos-mesh", action="store_true", help="--kind kubernetes: without the Chaos Mesh controller")
+    p.add_argument("--chaosd-tls", action="store_true",
+                   help="--kind kubernetes: the Chaos Mesh controller talks to chaosd over mutual TLS only "
+                        "(CHAOSD_SECURITY_MODE); start chaosd with --chaosd-tls-from this cluster's folder")
+    p.add_argument("--chaosd-tls-from", default=None, metavar="KUBERNETES_DIR",
+                   help="with --chaosd: serve attacks over mutual TLS with the certificates of the local Kubernetes "
+                        "started with --chaosd-tls in this folder (its controller's CA; the name it checks)")
     p.add_argument("--address-base", default=None,
                    help="loopback address of the first node (node i gets +i-1); each kind has its own default")
     p.add_argument("--single-address", action="store_true",

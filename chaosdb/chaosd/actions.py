@@ -268,7 +268,7 @@ def kill_processes(target: Union[str, Dict[str, Any]] = "leader", count: int = 1
                 ended.append(exc.process)
     _all_ended(ended, len(bodies))
     logger.info("chaosdb: signal %s to %s through %s", signal, ", ".join(str(p) for _, p in found), route.via)
-    params: dict[str, Any] = {"signal": int(signal), "pids": [p for _, p in found]}
+    params: dict[str, Any] = {"signal": int(signal), "pids": [p for _, p in found], "via": route.via}
     if ended:
         params["ended"] = ended
     return {"targets": _targets([g.target for g in groups]), "kind": "chaosd-kill", "params": params,

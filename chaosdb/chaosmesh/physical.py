@@ -176,8 +176,14 @@ def recover_object(entry: dict[str, Any], timeout_s: float = 60.0) -> bool:
         if obj is None:
             return True
         if process_gone and obj["metadata"].get("finalizers"):
-            api.call_json(f"removing the finalizers of {what}", custom.patch_namespaced_custom_object, GROUP,
-                          VERSION, ref["namespace"], plural_of(KIND), ref["name"], {"metadata": {"finalizers": []}})
+            try:
+                api.call_json(f"removing the finalizers of {what}", custom.patch_namespaced_custom_object, GROUP,
+                              VERSION, ref["namespace"], plural_of(KIND), ref["name"],
+                              {"metadata": {"finalizers": []}})
+            except api.K8sApiError as exc:
+                if exc.status == 404:  # the controller removed it in between
+                    return True
+                raise
         if time.monotonic() > deadline:
             failures = summarise(obj)["failures"]
             raise ChaosDBError(f"{what} still there {timeout_s:g} s after it was deleted: the controller could not "

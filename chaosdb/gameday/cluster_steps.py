@@ -67,7 +67,10 @@ def restore(directory: Path, control: dict[str, Any], address_base: str, timeout
         local_control.before_experiment_control({}, configuration={"chaosdb_cluster_dir": str(directory)},
                                                 address_base=address_base, timeout_s=timeout, **args)
     except ChaosException as exc:
-        raise ChaosDBError(f"could not start the cluster at {directory}: {exc}") from None
+        reinitialized = _reinitialize_stuck_replicas(directory, timeout)
+        if not reinitialized:
+            raise ChaosDBError(f"could not start the cluster at {directory}: {exc}") from None
+        out["reinitialized"] = reinitialized
     layout = _layout(directory)
     removed = []
     while layout is not None and len(layout.nodes) > max(3, int(control.get("nodes", 3))):
@@ -75,6 +78,36 @@ def restore(directory: Path, control: dict[str, Any], address_base: str, timeout
     if removed:
         out["removed_nodes"] = removed
     return {**out, "seconds": round(time.monotonic() - t0, 3)}
+
+
+def _reinitialize_stuck_replicas(directory: Path, timeout: float) -> list[str]:
+    """Nodes that run but do not stream from a running leader after the restart (a former leader that cannot
+    catch up: the WAL it needs is gone from the new leader, as after a long partition under load) are copied again
+    from the leader (Patroni's reinitialize), then the cluster must become healthy. The nodes reinitialized; []
+    when there is no leader or every node streams (nothing this can mend)."""
+    layout = _layout(directory)
+    if layout is None:
+        return []
+    client = cluster.patroni_client(layout)
+    try:
+        members = {m.name: m for m in client.members()}
+    except ChaosDBError:
+        return []
+    leader = next((m for m in members.values() if m.is_leader and m.state == "running"), None)
+    if leader is None:
+        return []
+    stuck = [n for n in layout.nodes if n.name != leader.name
+             and (n.name not in members or members[n.name].state not in ("running", "streaming"))]
+    done = []
+    for node in stuck:
+        try:
+            client.reinitialize(node.api_url)
+        except ChaosDBError:
+            continue
+        done.append(node.name)
+    if done:
+        cluster.wait_healthy(layout, timeout=timeout)
+    return done
 
 
 def wait_healthy(directory: Path, timeout: float) -> dict[str, Any]:

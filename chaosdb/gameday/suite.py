@@ -17,7 +17,8 @@ A suite is a YAML or JSON file::
     order: sequential                          # or interleaved: r1 of every scenario, then r2, ...
     between:                                   # before every run, in this order
       restore: true                            #   restart stopped nodes, resume hung ones, remove
-                                               #   local fault residue
+                                               #   local fault residue, copy again from the leader a
+                                               #   replica that cannot catch up (its WAL removed)
       wait_healthy_s: 120                      #   every node streams with a small lag (0: skip)
       reset_tpcc: false                        #   reload TPC-C to its freshly loaded state
       cooldown_s: 10                           #   then wait (not before the first run)

@@ -47,6 +47,8 @@ def _print_status(st: dict[str, Any]) -> None:
 def _up(args: argparse.Namespace, directory: Path, name: str) -> int:
     if getattr(args, "physical_machines", False) and not getattr(args, "chaosd", None):
         raise ChaosDBError("--physical-machines needs --chaosd: a PhysicalMachine names the chaosd of its machine")
+    if getattr(args, "chaosd_tls_from", None) and not getattr(args, "chaosd", None):
+        raise ChaosDBError("--chaosd-tls-from needs --chaosd: it gives the chaosd it starts its certificates")
     result = cluster.up(
         directory, name, nodes=args.nodes, run_as=args.run_as, postgres_bin=args.postgres_bin,
         etcd_bin=args.etcd_bin, timeout=args.timeout, kind="postgres-ha", address_base=args.address_base or DEFAULT_ADDRESS,
@@ -56,7 +58,12 @@ def _up(args: argparse.Namespace, directory: Path, name: str) -> int:
     )
     if getattr(args, "chaosd", None):
         layout = load_layout(directory)
-        result["chaosd"] = start_chaosd(str(directory), args.chaosd, chaosd_address(layout))["url"]
+        tls = None
+        if getattr(args, "chaosd_tls_from", None):
+            from chaosdb.localkube.cluster import chaosd_tls_files  # noqa: PLC0415 - needs the k8s extra
+
+            tls = chaosd_tls_files(Path(args.chaosd_tls_from))
+        result["chaosd"] = start_chaosd(str(directory), args.chaosd, chaosd_address(layout), tls=tls)["url"]
         if getattr(args, "physical_machines", False):
             from chaosdb.chaosmesh.physical import register_machines  # noqa: PLC0415 - needs the k8s extra
 

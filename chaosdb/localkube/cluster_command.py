@@ -23,7 +23,8 @@ def run(args: argparse.Namespace, directory: Path, name: str) -> int:
         names = [] if args.workloads in ("", "none") else [w.strip() for w in args.workloads.split(",") if w.strip()]
         res = localkube.up(d, name, address=args.address_base or DEFAULT_ADDRESS, nodes=args.nodes,
                            workload_names=names, replicas=args.replicas, chaos_mesh=not args.no_chaos_mesh,
-                           bin_dir=args.bin_dir, timeout=max(args.timeout, 180.0))
+                           bin_dir=args.bin_dir, timeout=max(args.timeout, 180.0),
+                           chaosd_tls=bool(getattr(args, "chaosd_tls", False)))
     elif args.cluster_command == "status":
         res = localkube.status(d)
     else:
@@ -38,6 +39,8 @@ def run(args: argparse.Namespace, directory: Path, name: str) -> int:
         print(f"  API server: {res['server']}")
         print(f"  export KUBECONFIG={res['kubeconfig']}   (configuration k8s_kubeconfig for experiments)")
         print("  pods are fake (kwok): nothing runs inside them; 'chaosdb cluster down --kind kubernetes' stops it")
+        if res.get("chaosd_tls"):
+            print(f"  chaosd over mutual TLS only: chaosdb cluster up --chaosd BINARY --chaosd-tls-from {res['dir']}")
     elif args.cluster_command == "status":
         print(f"Kubernetes cluster {res['cluster']}: {'healthy' if res['healthy'] else 'NOT healthy'}; servers "
               + ", ".join(f"{k}={'up' if v else 'DOWN'}" for k, v in res["servers"].items()))

@@ -147,6 +147,16 @@ class PatroniClient:
                 raise ChaosDBError(f"Patroni refused POST {path}: HTTP {exc.status} {exc.body.strip()}") from None
         raise ChaosDBError(f"no Patroni member accepted POST {path}: {last}")
 
+    def reinitialize(self, api_url: str) -> str:
+        """``POST /reinitialize`` (force) to one replica's own API: Patroni stops it, wipes its data and copies it
+        again from the leader (a replica that cannot catch up, the WAL it needs removed on the leader)."""
+        try:
+            resp = self._request("POST", f"{api_url.rstrip('/')}/reinitialize", {"force": True},
+                                 timeout=max(self.timeout, 30.0), ok=(200,))
+        except HttpError as exc:
+            raise ChaosDBError(f"Patroni at {api_url} refused POST /reinitialize: {exc}") from None
+        return resp.body.strip()
+
     def switchover(self, leader: str, candidate: str | None = None) -> str:
         body: dict[str, Any] = {"leader": leader}
         if candidate:

@@ -12,17 +12,25 @@ from tests.realservers import real_binaries
 
 
 @pytest.fixture(scope="module")
-def chaosd(tmp_path_factory, pg_cluster):
-    """A real chaosd beside the session cluster, started as `cluster up --chaosd` does (one per module)."""
-    from chaosdb.local.chaosd import HELPERS, chaosd_address, start_chaosd, stop_chaosd
+def chaosd_release(tmp_path_factory) -> str:
+    """The chaosd binary, laid out like a chaosd release (its helpers in tools/ beside it)."""
+    from chaosdb.local.chaosd import HELPERS
 
     found = Path(real_binaries(tmp_path_factory, ["chaosd", "FileTool", "PortOccupyTool", "memStress"]))
-    release = tmp_path_factory.mktemp("chaosd-release")  # laid out like a chaosd release: tools/ beside it
+    release = tmp_path_factory.mktemp("chaosd-release")
     shutil.copy2(found / "chaosd", release / "chaosd")
     (release / "tools").mkdir()
     for helper in HELPERS[:3]:
         os.symlink(found / helper, release / "tools" / helper)
-    state = start_chaosd(pg_cluster.dir, str(release / "chaosd"), chaosd_address(pg_cluster))
+    return str(release / "chaosd")
+
+
+@pytest.fixture(scope="module")
+def chaosd(chaosd_release, pg_cluster):
+    """A real chaosd beside the session cluster, started as `cluster up --chaosd` does (one per module)."""
+    from chaosdb.local.chaosd import chaosd_address, start_chaosd, stop_chaosd
+
+    state = start_chaosd(pg_cluster.dir, chaosd_release, chaosd_address(pg_cluster))
     try:
         yield state["url"]
     finally:

@@ -224,3 +224,11 @@ def test_validate_refuses_an_unknown_template_or_a_missing_variable_even_with_va
     args["variables"] = {"IMAGE": "registry.local/chaosdb:1", "LATENCY": "1s"}
     with pytest.raises(InvalidActivity, match="has no variable.*LATENCY"):
         ensure_experiment_is_valid(exp)
+
+
+@pytest.mark.parametrize("flag", [["--physical-machines"], ["--chaosd-tls-from", "/nonexistent/kube"]])
+def test_chaosd_options_without_chaosd_are_refused_before_anything_starts(capsys, tmp_path, flag):
+    directory = tmp_path / "never"
+    assert cli.main(["cluster", "up", "--dir", str(directory), *flag]) != 0
+    assert "needs --chaosd" in capsys.readouterr().err
+    assert not directory.exists()
