@@ -345,59 +345,53 @@ MATRIX_STORY = ("One cell of the fault matrix of the TiKV leader/follower study 
 _ROLE = {"leader": ("leader", "the leader", "the primary's"), "follower": ("replica", "a follower", "a follower's")}
 
 
+def _cell(title: str, local: str, story: str, tag: str, name: str, func: str, arguments: dict[str, Any],
+          after: int, wait: bool = True) -> dict[str, Any]:
+    """One chaosd experiment of the matrix; *local* names the local engine's experiment for the same fault."""
+    method = [action(name, func, arguments, after=after, module="chaosdb.chaosd.actions")]
+    return {"title": title, "cluster": "experiments", "faults": True, "chaosd": True,
+            "story": MATRIX_STORY.format(local=local) + story, "tags": [tag, "chaosd"],
+            "method": method + ([WAIT_HEALTHY] if wait else [])}
+
+
 def _matrix() -> dict[str, dict[str, Any]]:
     """The chaosd cells of the seeds' fault matrix, for the leader and for a follower; timings as the local
     engine's experiment for the same fault, so the two compare run for run."""
     out: dict[str, dict[str, Any]] = {}
     for role, (target, who, whose) in _ROLE.items():
-        out[f"chaosd-kill-{role}"] = {
-            "title": f"Process kill of {who} through chaosd: SIGKILL to its PostgreSQL processes",
-            "local": f"thesis-1-process-kill{'' if role == 'leader' else ' with target replica'} (kill_postgres_process)",
-            "story": f"SIGKILL to every PostgreSQL process of {who}'s node (postmaster and backends) through "
-                     "chaosd's process attack; Patroni restarts PostgreSQL in place. Expected: as the local "
-                     "engine's kill of the postmaster, a few seconds of errors for the leader, none for a follower.",
-            "tags": ["process-failure", "chaosd"],
-            "method": [action(f"kill-{role}-postgres-through-chaosd", "kill_processes",
-                              {"target": target, "components": ["postgres"]}, after=40,
-                              module="chaosdb.chaosd.actions")],
-        }
-        out[f"chaosd-cpu-stress-{role}"] = {
-            "title": f"CPU stress on {whose} machine through chaosd: 2 stress-ng workers at 100 % for 30 s",
-            "local": f"cpu-limit-{role} (a cgroup CPU quota of 5 % for that node's processes only)",
-            "story": f"chaosd starts 2 stress-ng CPU workers at 100 % load on {whose} machine for 30 s. They "
-                     "compete with every process of that machine: where nodes share a machine (the embedded "
-                     "cluster) all of them are slowed alike, so leader and follower differ only on separate machines.",
-            "tags": ["cpu", "chaosd"],
-            "method": [action(f"stress-the-{role}-machine-cpu", "stress_cpu",
-                              {"target": target, "workers": 2, "load": 100, "duration_s": 30}, after=50,
-                              module="chaosdb.chaosd.actions"), WAIT_HEALTHY],
-        }
-        out[f"chaosd-memory-stress-{role}"] = {
-            "title": f"Memory stress on {whose} machine through chaosd: 1 GiB held for 30 s",
-            "local": f"memory-limit-{role} (a cgroup memory limit: that node may use 32 MiB more)",
-            "story": f"chaosd's memStress holds 1 GiB on {whose} machine for 30 s. It takes memory from the "
-                     "machine, not from the node: it hurts only where the machine runs short, which a cgroup limit "
-                     "on the node's processes forces at once.",
-            "tags": ["memory", "chaosd"],
-            "method": [action(f"stress-the-{role}-machine-memory", "stress_memory",
-                              {"target": target, "size_mb": 1024, "duration_s": 30}, after=50,
-                              module="chaosdb.chaosd.actions"), WAIT_HEALTHY],
-        }
-        out[f"chaosd-partition-{role}"] = {
-            "title": f"Network partition of {who} through chaosd for 40 s",
-            "local": f"partition-leader{'' if role == 'leader' else ' with target replica'} (iptables rules of "
-                     "the local engine)",
-            "story": f"chaosd's network partition (iptables + an ipset holding {whose} address, both directions) "
-                     "for 40 s: peers and clients cannot reach the node. Expected: the leader loses its lease and "
-                     "the cluster elects another; a follower's loss is not seen by clients.",
-            "tags": ["partition", "chaosd"],
-            "method": [action(f"partition-the-{role}-through-chaosd", "partition_node",
-                              {"target": target, "direction": "both", "duration_s": 40}, after=60,
-                              module="chaosdb.chaosd.actions"), WAIT_HEALTHY],
-        }
-    for spec in out.values():
-        spec.update({"cluster": "experiments", "faults": True, "chaosd": True,
-                     "story": MATRIX_STORY.format(local=spec.pop("local")) + spec["story"]})
+        as_replica = "" if role == "leader" else " with target replica"
+        out[f"chaosd-kill-{role}"] = _cell(
+            f"Process kill of {who} through chaosd: SIGKILL to its PostgreSQL processes",
+            f"thesis-1-process-kill{as_replica} (kill_postgres_process)",
+            f"SIGKILL to every PostgreSQL process of {who}'s node (postmaster and backends) through chaosd's process "
+            "attack; Patroni restarts PostgreSQL in place. Expected: as the local engine's kill of the postmaster, a "
+            "few seconds of errors for the leader, none for a follower.",
+            "process-failure", f"kill-{role}-postgres-through-chaosd", "kill_processes",
+            {"target": target, "components": ["postgres"]}, after=40, wait=False)
+        out[f"chaosd-cpu-stress-{role}"] = _cell(
+            f"CPU stress on {whose} machine through chaosd: 2 stress-ng workers at 100 % for 30 s",
+            f"cpu-limit-{role} (a cgroup CPU quota of 5 % for that node's processes only)",
+            f"chaosd starts 2 stress-ng CPU workers at 100 % load on {whose} machine for 30 s. They compete with "
+            "every process of that machine: where nodes share a machine (the embedded cluster) all of them are "
+            "slowed alike, so leader and follower differ only on separate machines.",
+            "cpu", f"stress-the-{role}-machine-cpu", "stress_cpu",
+            {"target": target, "workers": 2, "load": 100, "duration_s": 30}, after=50)
+        out[f"chaosd-memory-stress-{role}"] = _cell(
+            f"Memory stress on {whose} machine through chaosd: 1 GiB held for 30 s",
+            f"memory-limit-{role} (a cgroup memory limit: that node may use 32 MiB more)",
+            f"chaosd's memStress holds 1 GiB on {whose} machine for 30 s. It takes memory from the machine, not "
+            "from the node: it hurts only where the machine runs short, which a cgroup limit on the node's "
+            "processes forces at once.",
+            "memory", f"stress-the-{role}-machine-memory", "stress_memory",
+            {"target": target, "size_mb": 1024, "duration_s": 30}, after=50)
+        out[f"chaosd-partition-{role}"] = _cell(
+            f"Network partition of {who} through chaosd for 40 s",
+            f"partition-leader{as_replica} (iptables rules of the local engine)",
+            f"chaosd's network partition (iptables + an ipset holding {whose} address, both directions) for 40 s: "
+            "peers and clients cannot reach the node. Expected: the leader loses its lease and the cluster elects "
+            "another; a follower's loss is not seen by clients.",
+            "partition", f"partition-the-{role}-through-chaosd", "partition_node",
+            {"target": target, "direction": "both", "duration_s": 40}, after=60)
     return out
 
 
