@@ -48,7 +48,7 @@ import os
 import secrets as secrets_module
 import signal as signals
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Union
+from typing import Any, Dict, Iterator, List, Union
 from urllib.parse import urlsplit
 
 from chaoslib.types import Configuration, Secrets
@@ -166,6 +166,17 @@ def _object_entries(rec: FaultRecord, route: Route, bodies: list[tuple[str, dict
     return objects
 
 
+def _started(server: Chaosd, bodies: list[tuple[str, dict[str, Any]]],
+             ended: list[str]) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """Ask chaosd for each attack in turn: (kind, body, uid) of each one started; a process that has ended since it
+    was listed goes into *ended* instead."""
+    for kind, body in bodies:
+        try:
+            yield kind, body, server.attack(kind, body)
+        except ProcessEnded as exc:
+            ended.append(exc.process)
+
+
 def _all_ended(ended: list[str], count: int) -> None:
     if count and len(ended) == count:
         raise ChaosDBError(f"every process of the target ended before chaosd reached it (pids {', '.join(ended)}): "
@@ -196,12 +207,7 @@ def _attack(kind: str, groups: list[ProcessGroup], cluster_dir: str, route: Rout
             ended = [str(st["ended"]) for st in states if "ended" in st]
             rec.attacks[:] = [entry for entry, st in zip(rec.attacks, states, strict=True) if "ended" not in st]
         else:
-            for attack_kind, body in bodies:
-                try:
-                    uid = route.server.attack(attack_kind, body)
-                except ProcessEnded as exc:
-                    ended.append(exc.process)
-                    continue
+            for attack_kind, body, uid in _started(route.server, bodies, ended):
                 rec.attacks.append(attack_entry(route.server, uid, attack_kind, body))
                 rec.save()
         if ended:
@@ -260,12 +266,8 @@ def kill_processes(target: Union[str, Dict[str, Any]] = "leader", count: int = 1
     if route.via == "chaos-mesh":
         uids, ended = _kill_through_chaos_mesh(route, bodies, _nodes(found), cdir)
     else:
-        uids, ended = [], []
-        for kind, body in bodies:
-            try:
-                uids.append(route.server.attack(kind, body))
-            except ProcessEnded as exc:
-                ended.append(exc.process)
+        ended = []
+        uids = [uid for _, _, uid in _started(route.server, bodies, ended)]
     _all_ended(ended, len(bodies))
     logger.info("chaosdb: signal %s to %s through %s", signal, ", ".join(str(p) for _, p in found), route.via)
     params: dict[str, Any] = {"signal": int(signal), "pids": [p for _, p in found], "via": route.via}

@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from chaosdb.chaosmesh.objects import GROUP, VERSION, build_object, plural_of, summarise
-from chaosdb.core.chaosd import ended_process, transient_refusal
+from chaosdb.core.chaosd import MACHINES_FILE, ended_process, transient_refusal
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.netem import NO_NETEM, netem_available
 from chaosdb.core.processes import same_process
@@ -36,8 +36,6 @@ __all__ = ["KIND", "MACHINE_KIND", "K8S_KEYS", "refuse_netem_here", "spec_of", "
 
 KIND = "PhysicalMachineChaos"
 MACHINE_KIND = "PhysicalMachine"
-#: where a cluster folder keeps the PhysicalMachines registered for its nodes
-MACHINES_FILE = Path("chaosd") / "machines.json"
 #: the configuration keys a fault record keeps to find the Kubernetes API again from another process (no secrets)
 K8S_KEYS = ("k8s_kubeconfig", "k8s_context", "k8s_in_cluster")
 _SINGLE = ("process", "clock", "user_defined")
@@ -128,7 +126,8 @@ def create_objects(objects: list[dict[str, Any]], configuration: dict[str, Any] 
             messages = [str(f["message"]) for f in state["failures"]]
             ended = [p for p in map(ended_process, messages) if p is not None]
             if ended and skip_ended:
-                _delete_and_wait(custom, meta["namespace"], meta["name"], max(deadline - time.monotonic(), 10.0))
+                _delete(custom, meta["namespace"], meta["name"])
+                _wait_gone(custom, meta["namespace"], meta["name"], max(deadline - time.monotonic(), 10.0), True)
                 state = {**state, "ended": ended[0]}
                 break
             if messages and not all(map(transient_refusal, messages)):
@@ -144,13 +143,41 @@ def create_objects(objects: list[dict[str, Any]], configuration: dict[str, Any] 
     return states
 
 
-def _delete_and_wait(custom: Any, namespace: str, name: str, timeout_s: float) -> None:
-    api.call_json(f"deleting {KIND} {namespace}/{name}", custom.delete_namespaced_custom_object, GROUP, VERSION,
-                  namespace, plural_of(KIND), name)
+def _delete(custom: Any, namespace: str, name: str) -> bool:
+    """Delete the object: True, or False when it was gone already."""
+    try:
+        api.call_json(f"deleting {KIND} {namespace}/{name}", custom.delete_namespaced_custom_object, GROUP, VERSION,
+                      namespace, plural_of(KIND), name)
+    except api.K8sApiError as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
+def _wait_gone(custom: Any, namespace: str, name: str, timeout_s: float, process_gone: bool) -> None:
+    """Wait until the deleted object is gone (the controller recovered the attack and removed its finalizer). With
+    *process_gone* (the attacked process exited: chaosd cannot recover it and the controller would retry for ever)
+    its finalizers are removed instead."""
+    what = f"{KIND} {namespace}/{name}"
     deadline = time.monotonic() + timeout_s
-    while _read(custom, namespace, name) is not None:
+    while True:
+        obj = _read(custom, namespace, name)
+        if obj is None:
+            return
+        if process_gone and obj["metadata"].get("finalizers"):
+            try:
+                api.call_json(f"removing the finalizers of {what}", custom.patch_namespaced_custom_object, GROUP,
+                              VERSION, namespace, plural_of(KIND), name, {"metadata": {"finalizers": []}})
+            except api.K8sApiError as exc:
+                if exc.status == 404:  # the controller removed it in between
+                    return
+                raise
         if time.monotonic() > deadline:
-            raise ChaosDBError(f"{KIND} {namespace}/{name} still there {timeout_s:g} s after it was deleted")
+            failures = summarise(obj)["failures"]
+            raise ChaosDBError(f"{what} still there {timeout_s:g} s after it was deleted: the controller could not "
+                               "recover the attack" + (": " + "; ".join(f["message"] for f in failures)
+                                                       if failures else ""))
         time.sleep(0.1)
 
 
@@ -161,35 +188,11 @@ def recover_object(entry: dict[str, Any], timeout_s: float = 60.0) -> bool:
     ever: the object's finalizers are removed instead (nothing is left to undo)."""
     ref = entry["object"]
     custom = api.custom_objects(dict(entry.get("k8s") or {}))
-    what = f"{KIND} {ref['namespace']}/{ref['name']}"
-    try:
-        api.call_json(f"deleting {what}", custom.delete_namespaced_custom_object, GROUP, VERSION, ref["namespace"],
-                      plural_of(KIND), ref["name"])
-    except api.K8sApiError as exc:
-        if exc.status == 404:
-            return False
-        raise
+    if not _delete(custom, ref["namespace"], ref["name"]):
+        return False
     process_gone = bool(entry.get("target_process")) and not same_process(entry["target_process"])
-    deadline = time.monotonic() + timeout_s
-    while True:
-        obj = _read(custom, ref["namespace"], ref["name"])
-        if obj is None:
-            return True
-        if process_gone and obj["metadata"].get("finalizers"):
-            try:
-                api.call_json(f"removing the finalizers of {what}", custom.patch_namespaced_custom_object, GROUP,
-                              VERSION, ref["namespace"], plural_of(KIND), ref["name"],
-                              {"metadata": {"finalizers": []}})
-            except api.K8sApiError as exc:
-                if exc.status == 404:  # the controller removed it in between
-                    return True
-                raise
-        if time.monotonic() > deadline:
-            failures = summarise(obj)["failures"]
-            raise ChaosDBError(f"{what} still there {timeout_s:g} s after it was deleted: the controller could not "
-                               "recover the attack" + (": " + "; ".join(f["message"] for f in failures)
-                                                       if failures else ""))
-        time.sleep(0.1)
+    _wait_gone(custom, ref["namespace"], ref["name"], timeout_s, process_gone)
+    return True
 
 
 def _machine_name(cluster: str, node: str) -> str:

@@ -24,7 +24,7 @@ from chaosdb.core.processes import same_process, start_time
 from chaosdb.core.tls import ClientTls
 
 __all__ = ["Chaosd", "ProcessEnded", "transient_refusal", "ended_process", "attack_entry", "recover_entry",
-           "ATTACK_KINDS", "SERVER_FILE", "cluster_chaosd", "undo_without_chaosd", "attack_ipset", "leftovers",
+           "ATTACK_KINDS", "SERVER_FILE", "MACHINES_FILE", "cluster_chaosd", "undo_without_chaosd", "attack_ipset", "leftovers",
            "remove_leftovers"]
 
 #: the attack kinds of chaosd's HTTP API this pack uses
@@ -189,6 +189,8 @@ def recover_entry(entry: dict[str, Any]) -> bool:
 
 #: where ``chaosdb cluster up --chaosd`` records the chaosd it started beside an embedded cluster
 SERVER_FILE = "chaosd/server.json"
+#: the PhysicalMachines registered for the cluster's nodes (:func:`chaosdb.chaosmesh.physical.register_machines`)
+MACHINES_FILE = "chaosd/machines.json"
 
 
 def cluster_chaosd(cluster_dir: str) -> str:

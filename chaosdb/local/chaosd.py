@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chaosdb.core.chaosd import SERVER_FILE, Chaosd, remove_leftovers
+from chaosdb.core.chaosd import MACHINES_FILE, SERVER_FILE, Chaosd, remove_leftovers
 from chaosdb.core.detach import spawn_detached
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.processes import same_process, stop_process
@@ -117,7 +117,7 @@ def stop_chaosd(cluster_dir: str, timeout_s: float = 10.0) -> dict[str, Any]:
     stopped = stop_process(state, timeout_s) if state else False
     removed = remove_leftovers() if state else []
     out: dict[str, Any] = {"stopped": stopped, "removed": removed}
-    if (Path(cluster_dir) / "chaosd" / "machines.json").exists():
+    if (Path(cluster_dir) / MACHINES_FILE).exists():
         from chaosdb.chaosmesh.physical import unregister_machines  # noqa: PLC0415 - needs the k8s extra
 
         try:
