@@ -26,7 +26,7 @@ HOST_FAULTS_GROUP = "embedded-cluster-and-host-faults"
 HOST_FAULT_MODULES = {"test_local_faults", "test_node_failures", "test_cluster_and_probes", "test_operator_faults",
                       "test_load", "test_kv_load", "test_kv_experiments", "test_k8s_patroni_roles", "test_tikv",
                       "test_fault_engine_units", "test_experiment_truth", "test_tpcc_semantics",
-                      "test_load_distributed", "test_gameday_cronjob", "test_chaosd_faults",
+                      "test_load_distributed", "test_gameday_cronjob", "test_chaosd_faults", "test_tpcc_consistency",
                       "test_chaosd_chaos_mesh"}
 #: ... and the tests that start clusters of their own (own addresses and node users; only process kills)
 OWN_CLUSTERS_GROUP = "own-embedded-clusters"

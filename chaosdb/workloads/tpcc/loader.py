@@ -30,6 +30,10 @@ from chaosdb.workloads.tpcc.rand import (
 __all__ = ["load", "read_meta", "create_schema", "drop_schema", "loaded_parts"]
 
 
+#: H_AMOUNT of the history row loaded for every customer (clause 4.3.3.1)
+_HISTORY_AMOUNT = 10.00
+
+
 def _connect(dsn: str):
     import psycopg  # noqa: PLC0415 - needs the postgres extra
 
@@ -96,10 +100,13 @@ def _load_warehouse(dsn: str, scale: Scale, w: int, c_load: int, seed: int) -> d
                            ("stock", "s_w_id"), ("warehouse", "w_id")):
             conn.execute(f"DELETE FROM {table} WHERE {col} = %s", (w,))
         cur = conn.cursor()
+        n_cust = scale.customers_per_district
+        # year-to-date amounts agree with the history rows loaded below (conditions 3.3.2.8 and 9 at any scale:
+        # the spec's 300,000.00 and 30,000.00 are 3,000 customers x 10.00)
         cur.execute(
             "INSERT INTO warehouse VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (w, astring(rng, 6, 10), astring(rng, 10, 20), astring(rng, 10, 20), astring(rng, 10, 20),
-             astring(rng, 2, 2), zip_code(rng), round(rng.uniform(0, 0.2), 4), 300000.00),
+             astring(rng, 2, 2), zip_code(rng), round(rng.uniform(0, 0.2), 4), _HISTORY_AMOUNT * n_cust * DISTRICTS_PER_WAREHOUSE),
         )
         with cur.copy("COPY stock (s_i_id, s_w_id, s_quantity, s_dist_01, s_dist_02, s_dist_03, s_dist_04, "
                       "s_dist_05, s_dist_06, s_dist_07, s_dist_08, s_dist_09, s_dist_10, s_ytd, s_order_cnt, "
@@ -108,12 +115,11 @@ def _load_warehouse(dsn: str, scale: Scale, w: int, c_load: int, seed: int) -> d
                 copy.write_row((i, w, rng.randint(10, 100), *[astring(rng, 24, 24) for _ in range(10)],
                                 0, 0, 0, _data_with_original(rng)))
         counts["stock"] = scale.items
-        n_cust = scale.customers_per_district
         for d in range(1, DISTRICTS_PER_WAREHOUSE + 1):
             cur.execute(
                 "INSERT INTO district VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 (d, w, astring(rng, 6, 10), astring(rng, 10, 20), astring(rng, 10, 20), astring(rng, 10, 20),
-                 astring(rng, 2, 2), zip_code(rng), round(rng.uniform(0, 0.2), 4), 30000.00,
+                 astring(rng, 2, 2), zip_code(rng), round(rng.uniform(0, 0.2), 4), _HISTORY_AMOUNT * n_cust,
                  scale.orders_per_district + 1),
             )
             with cur.copy("COPY customer (c_id, c_d_id, c_w_id, c_first, c_middle, c_last, c_street_1, "
@@ -130,7 +136,7 @@ def _load_warehouse(dsn: str, scale: Scale, w: int, c_load: int, seed: int) -> d
             with cur.copy("COPY history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, h_data) "
                           "FROM STDIN") as copy:
                 for c in range(1, n_cust + 1):
-                    copy.write_row((c, d, w, d, w, now, 10.00, astring(rng, 12, 24)))
+                    copy.write_row((c, d, w, d, w, now, _HISTORY_AMOUNT, astring(rng, 12, 24)))
             perm = list(range(1, n_cust + 1))
             rng.shuffle(perm)
             delivered_below = scale.first_new_order
