@@ -17,10 +17,11 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from chaosdb.core.dbevents import View
 from chaosdb.core.errors import ChaosDBError
 
 __all__ = ["ADAPTER_MODULES", "DatabaseAdapter", "ResolvedNode", "load_adapter", "adapter_roles", "split_role",
-           "check_role_target", "resolve_role_target"]
+           "check_role_target", "resolve_role_target", "watched_sources"]
 
 #: adapter name -> the module defining its ``ADAPTER`` (the one registry line per database)
 ADAPTER_MODULES: dict[str, str] = {
@@ -55,6 +56,16 @@ class DatabaseAdapter(ABC):
     def resolve(self, role: str, target: dict[str, Any], configuration: dict[str, Any],
                 secrets: dict[str, Any] | None) -> ResolvedNode:
         """The node that has *role* now; :class:`ChaosDBError` with the reason when none has."""
+
+    def sources(self, configuration: dict[str, Any]) -> tuple[str, ...]:
+        """What of this database a run can watch with *configuration* (no I/O): the sources :meth:`view` answers
+        for (``patroni``, ``etcd``; ``pd``, ``tikv``), none when the configuration names no cluster of it."""
+        return ()
+
+    def view(self, source: str, configuration: dict[str, Any], secrets: dict[str, Any] | None) -> View:
+        """What *source* says about the database now (:class:`chaosdb.core.dbevents.View`): leader, members,
+        term, whether the replicas caught up; :class:`ChaosDBError` when it does not answer."""
+        raise ChaosDBError(f"the {self.name} adapter has no source {source!r} to watch")
 
     def local_pids(self, node: ResolvedNode, target: dict[str, Any]) -> list[int]:
         """The processes on this machine that serve *node* (for the local fault engine); adapters whose nodes
@@ -106,3 +117,12 @@ def resolve_role_target(target: dict[str, Any], configuration: dict[str, Any] | 
     adapter, role = split_role(target.get("role", ""))
     adapter.check(role, target)
     return adapter.resolve(role, target, dict(configuration or {}), secrets)
+
+
+def watched_sources(configuration: dict[str, Any] | None) -> list[tuple[DatabaseAdapter, str]]:
+    """Every (adapter, source) the configuration lets a run watch, in registry order (no I/O)."""
+    found = []
+    for name in ADAPTER_MODULES:
+        adapter = load_adapter(name)
+        found += [(adapter, source) for source in adapter.sources(dict(configuration or {}))]
+    return found

@@ -61,6 +61,7 @@ from chaosdb.load import distributed_control as dist_control
 from chaosdb.load import state as load_state
 from chaosdb.load import window as w
 from chaosdb.load.distributed import lost_workers, read_workers
+from chaosdb.load.observer import Observer, chosen_sources
 from chaosdb.workloads.kv import tls_environment
 from chaosdb.workloads.outcomes import is_success
 from chaosdb.workloads.samples import read_recent, read_samples, sample_files
@@ -76,6 +77,8 @@ LOCUSTFILES = {"tpcc": str(Path(__file__).with_name("locust_tpcc.py")),
                "ycsb": str(Path(__file__).with_name("locust_ycsb.py")),
                "ycsb-etcd": str(Path(__file__).with_name("locust_ycsb.py"))}
 _die_with_parent = die_with_parent(signal.SIGTERM)
+#: the watcher of the database while the load runs (None when nothing is watched)
+_observer: Observer | None = None
 
 
 def _resolve_dsn(dsn: str, configuration: dict[str, Any] | None, secrets: dict[str, Any] | None,
@@ -143,15 +146,20 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
                rate: float = 0.0, max_run_s: float = 3600.0, start_timeout_s: float = 60.0,
                extra_args: list[str] | None = None, dsn: str = "", progress_s: float = 5.0,
                replace_samples: bool = False, workers: int = 0, remote_workers: int = 0,
-               master_bind_host: str = "127.0.0.1", master_port: int = 0,
-               configuration: dict[str, Any] | None = None,
+               master_bind_host: str = "127.0.0.1", master_port: int = 0, observe: str = "auto",
+               observe_s: float = 0.5, configuration: dict[str, Any] | None = None,
                secrets: dict[str, Any] | None = None) -> dict[str, Any]:
     """Start Locust and return once the warm-up is over; the record is kept in :mod:`chaosdb.load.state`.
 
     ``workers`` / ``remote_workers``: Locust's master/worker mode (:mod:`chaosdb.load.distributed`). The master
     runs here and binds ``master_bind_host``:``master_port`` (0: a free port); ``workers`` worker processes are
     started here, ``remote_workers`` more are expected to connect from elsewhere
-    (``chaosdb load worker --master HOST:PORT``). The load starts once all have connected."""
+    (``chaosdb load worker --master HOST:PORT``). The load starts once all have connected.
+
+    ``observe``: what of the database to watch while the load runs (:mod:`chaosdb.load.observer`: leader, members,
+    timeline, replicas, written to ``events.jsonl`` beside the samples every ``observe_s`` seconds): ``auto``
+    (whatever the configuration names: the embedded cluster's Patroni and etcd, ``patroni_urls``, ``etcd_urls``,
+    ``pd_url``), ``none``, or a comma-separated list such as ``patroni,etcd``."""
     if load_state.current() and load_state.current().get("running"):
         raise ChaosDBError("a load is already running in this process")
     try:  # values substituted from configuration (e.g. environment variables) arrive as strings
@@ -173,6 +181,7 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
     if workload not in LOCUSTFILES and not locustfile:
         raise ChaosDBError(f"workload must be one of {', '.join(LOCUSTFILES)} (or give a locustfile)")
     the_dsn = _resolve_dsn(dsn, configuration, secrets, workload)
+    watched = chosen_sources(observe, configuration)
     out = claim(samples_dir or f"chaosdb-load/{time.strftime('%Y%m%d-%H%M%S')}",
                 *OUTPUT_FOLDERS["chaosdb.load.control"][1:])  # two runs never write the same samples
     if sample_files(out):
@@ -231,6 +240,10 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
         record["worker_pids"] = [w.pid for w in local_workers]
         record["worker_logs"] = [str(out / f"worker-{i}.log") for i in range(workers)]
     load_state.set_current(record, proc, local_workers)
+    global _observer
+    _observer = Observer(out, watched, configuration, secrets, float(observe_s)) if watched else None
+    if _observer is not None:
+        _observer.start()
     _progress.start(out, float(progress_s))
     _progress.phase = "starting the load"
     deadline = time.monotonic() + start_timeout_s
@@ -267,8 +280,14 @@ def _summarise(samples_dir: str) -> dict[str, Any]:
 
 def stop_load(stop_timeout_s: float = 20.0) -> dict[str, Any]:
     """Stop the running load (idempotent) and return its record with stop time and counts."""
+    global _observer
     record, proc = load_state.current(), load_state.process()
     _progress.stop()
+    if _observer is not None:
+        watched = _observer.stop()
+        _observer = None
+        if record:
+            record["events"] = watched
     if not record:
         return {}
     stop_requested = time.time()
@@ -423,5 +442,6 @@ CONTROL_ARGUMENTS = checked_signature(
     wait=number("wait", 0, maximum=3600),
     master_port=number("master_port", 0, maximum=65535, integer=True),
     workload=choice("workload", *LOCUSTFILES),
+    observe_s=number("observe_s", 0.1, maximum=60, hint=" (seconds between two questions to the database)"),
 )
 

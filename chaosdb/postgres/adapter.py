@@ -7,9 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
+from chaosdb.core.dbevents import View
+from chaosdb.core.embedded import names_embedded_cluster
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.podnames import pod_map
+from chaosdb.etcd.view import etcd_view
 from chaosdb.postgres.endpoints import patroni_client
+
+#: a replica within one WAL segment of the leader has caught up (under load it is never exactly level)
+CAUGHT_UP_BYTES = 16 * 1024 * 1024
+_UP = ("running", "streaming")
 
 __all__ = ["ADAPTER", "PatroniAdapter"]
 
@@ -35,6 +42,32 @@ class PatroniAdapter(DatabaseAdapter):
         m = chosen[0]
         pod = pod_map(configuration, "patroni_pods").get(m.name, m.name)
         return ResolvedNode(name=m.name, pod=pod, detail={"member": m.name, "patroni_role": m.role})
+
+    def sources(self, configuration: dict[str, Any]) -> tuple[str, ...]:
+        """Patroni when ``patroni_urls`` or an embedded cluster is configured; its etcd when ``etcd_urls`` is too
+        (or the cluster is the embedded one)."""
+        embedded = names_embedded_cluster(configuration, environment=False)
+        patroni = ("patroni",) if configuration.get("patroni_urls") or embedded else ()
+        etcd = ("etcd",) if configuration.get("etcd_urls") or embedded else ()
+        return patroni + etcd
+
+    def view(self, source: str, configuration: dict[str, Any], secrets: dict[str, Any] | None) -> View:
+        """Patroni's ``/cluster`` (leader, members, the leader's timeline, replicas on it within
+        :data:`CAUGHT_UP_BYTES`), or its etcd's Raft leader, members and term."""
+        if source == "etcd":
+            return etcd_view(configuration, secrets)
+        if source != "patroni":
+            return super().view(source, configuration, secrets)
+        members = patroni_client(configuration, secrets).members()
+        leader = next((m for m in members if m.is_leader), None)
+        replicas = [m for m in members if not m.is_leader]
+        converged = leader is not None and bool(replicas) and all(
+            m.state in _UP and m.timeline == leader.timeline and m.lag_bytes is not None
+            and m.lag_bytes <= CAUGHT_UP_BYTES for m in replicas)
+        return View("patroni", leader.name if leader else None,
+                    {m.name: {"up": m.state in _UP, "state": m.state, "role": m.role, "timeline": m.timeline,
+                              "lag_bytes": m.lag_bytes} for m in members},
+                    term=leader.timeline if leader else None, term_name="timeline", converged=converged)
 
 
 ADAPTER = PatroniAdapter()

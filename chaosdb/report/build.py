@@ -16,15 +16,19 @@ import json
 from pathlib import Path
 from typing import Any
 
+from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.redact import redact, redact_dsn
 from chaosdb.experiment.verdict import verdict_of
+from chaosdb.load.observer import read_events
 from chaosdb.report.data import Samples, load_samples
 from chaosdb.report.journal import JournalInfo, read_journal
 from chaosdb.report.metrics import compute_metrics, sample_sets
 from chaosdb.report.operations import measure_operations, operations_from_journal
 from chaosdb.report.plots import ecdf_png, timeline_png
+from chaosdb.report.spans import effects, events_from, fault_spans
 
 __all__ = ["build_report", "build_journal_report", "render_markdown", "render_html", "format_value", "recovery_lines", "load_workers_of",
+           "effect_rows", "span_rows", "HEADLINE_GUIDE",
            "load_worker_lines"]
 
 SCHEMA_VERSION = 1
@@ -119,16 +123,23 @@ def recovery_lines(m: dict[str, Any]) -> list[str]:
     r = m.get("recovery") or {}
     d = m.get("degradation") or {}
     lines = []
+    scope = f", {r['scope']}" if r.get("scope") else ""
     if r.get("duration_s") is not None:
-        lines.append(f"Recovery: **{r['duration_s']:.1f} s** (rule '{r['rule']}', threshold "
+        lines.append(f"Recovery from the fault: **{r['duration_s']:.1f} s** (rule '{r['rule']}', threshold "
                      f"{r['threshold_ms']:.1f} ms = baseline mean + 2σ; from the first disturbed transaction's start "
-                     "to the first healthy start after the last disturbed one)")
+                     f"to the first healthy start after the last disturbed one{scope})")
         if r.get("client_visible_s") is not None:
             lines.append(f"Clients saw it for {r['client_visible_s']:.1f} s (until the last disturbed transaction "
                          "came back)")
     else:
-        lines.append(f"Recovery: not measured: {r.get('reason')}"
+        lines.append(f"Recovery from the fault: not measured: {r.get('reason')}"
                      + (f" (at least {r['lower_bound_s']:.1f} s)" if r.get("lower_bound_s") is not None else ""))
+    after = r.get("after_restore") or {}
+    if after.get("duration_s") is not None:
+        lines.append(f"Disturbance after the restore: **{after['duration_s']:.1f} s** (the same rule from the "
+                     "restoring action on: the cost of bringing the node back)")
+    elif after.get("restore_ts") is not None:
+        lines.append(f"After the restore: no disturbance ({after.get('reason')})")
     more = [d for d in (r.get("disturbances") or [])[1:] if d.get("duration_s") is not None]
     if more:
         zero = m.get("first_fault_ts") or m["first_ts"]
@@ -141,10 +152,39 @@ def recovery_lines(m: dict[str, Any]) -> list[str]:
         ttb = r["time_to_baseline_throughput_s"]
         lines.append("Back to 95 % of baseline throughput: " + (f"**{ttb:.1f} s** after the first fault"
                                                                  if ttb is not None else "never during the run"))
+    if r.get("duration_s") is not None or r.get("unavailability_s") is not None:
+        lines.append(HEADLINE_GUIDE)
     if d:
         lines.append(f"Throughput degradation {format_value(d.get('throughput_pct'))} %, p99 "
                      f"{format_value(d.get('p99_increase_pct'), 0)} %, availability {format_value((d.get('availability') or 0) * 100, 3)} %")
     return lines + load_worker_lines(m)
+
+
+#: which number answers which question (said under the headline of every report with a fault)
+HEADLINE_GUIDE = ("Which number answers what: *recovery from the fault* is how long users were disturbed after the "
+                  "fault hit (the thesis's rule); *no commit for* is the longest outage inside it; *back to 95 % of "
+                  "baseline throughput* is when capacity returned; *after the restore* is the separate dip when the "
+                  "node came back")
+
+
+def effect_rows(m: dict[str, Any]) -> list[list[str]]:
+    """step, source, at (s), resolution (s), detail: what the database did after the first fault."""
+    rows = []
+    for e in m.get("effects") or []:
+        detail = ", ".join(f"{k} {e[k]}" for k in ("member", "leader", "previous", "state") if e.get(k))
+        rows.append([e["step"], str(e.get("source") or ""), format_value(e.get("at_s")),
+                     format_value(e.get("resolution_s")), detail])
+    return rows
+
+
+EFFECT_HEADER = ["what the database did", "seen by", "at (s)", "± (s)", "detail"]
+SPAN_HEADER = ["fault", "from (s)", "to (s)", "in effect (s)", "ended by"]
+
+
+def span_rows(m: dict[str, Any]) -> list[list[str]]:
+    zero = m.get("first_fault_ts") or m.get("first_ts") or 0.0
+    return [[sp["name"], format_value(sp["start_ts"] - zero), format_value(sp["end_ts"] - zero),
+             format_value(sp["seconds"]), sp["ended_by"]] for sp in m.get("fault_spans") or []]
 
 
 def load_workers_of(load: dict[str, Any], zero: float | None) -> dict[str, Any] | None:
@@ -236,7 +276,11 @@ def render_markdown(title: str, info: JournalInfo, m: dict[str, Any], images: di
     out += ["## Over time", "", f"![timeline]({images['timeline']})", "", f"![latency ECDF]({images['ecdf']})", ""]
     out += ["## By transaction", "", "| " + " | ".join(TX_HEADER) + " |", "|" + " --- |" * len(TX_HEADER)]
     out += [f"| {' | '.join(r)} |" for r in _tx_rows(m)] + [""]
+    if m.get("effects"):
+        out += ["## What the database did", ""] + _markdown_table(EFFECT_HEADER, effect_rows(m)) + [""]
     out += ["## Faults and rollbacks", ""]
+    if m.get("fault_spans"):
+        out += _markdown_table(SPAN_HEADER, span_rows(m)) + [""]
     out += _markdown_table(FAULT_HEADER, _fault_rows(m["faults"], m.get("first_fault_ts") or m["first_ts"]),
                            FAULT_ALIGN)
     if m.get("operations"):
@@ -274,7 +318,9 @@ def render_html(title: str, info: JournalInfo, m: dict[str, Any], png: dict[str,
     status = str(v.get("status", info.status))
     status_class = "ok" if v.get("ok", status == "completed" and not info.deviated) else "bad"
     rows = _hypothesis_rows(v)
-    kpis = [("recovery", f"{r['duration_s']:.1f} s" if r.get("duration_s") is not None else "–"),
+    after = r.get("after_restore") or {}
+    kpis = [("recovery from the fault", f"{r['duration_s']:.1f} s" if r.get("duration_s") is not None else "–"),
+            ("after the restore", f"{after['duration_s']:.1f} s" if after.get("duration_s") is not None else "–"),
             ("no commit for", f"{r['unavailability_s']:.1f} s" if r.get("unavailability_s") is not None else "–"),
             ("throughput drop", f"{d['throughput_pct']:.1f} %" if d.get("throughput_pct") is not None else "–"),
             ("p99 increase", f"{d['p99_increase_pct']:.0f} %" if d.get("p99_increase_pct") is not None else "–"),
@@ -290,12 +336,14 @@ def render_html(title: str, info: JournalInfo, m: dict[str, Any], png: dict[str,
         f" · {m['samples']:,} transactions · journal <code>{html.escape(Path(info.path).name)}</code></p>",
         _table(HYPOTHESIS_HEADER, rows) if rows else "",
         "<div class=kpi>" + "".join(f"<div>{html.escape(k)}<b>{html.escape(v)}</b></div>" for k, v in kpis) + "</div>",
-        "<ul>" + "".join(f"<li>{html.escape(line.replace('**', ''))}</li>" for line in recovery_lines(m)) + "</ul>",
+        "<ul>" + "".join(f"<li>{html.escape(line.replace('**', '').replace('*', ''))}</li>" for line in recovery_lines(m)) + "</ul>",
         "<h2>Baseline and impact</h2>", _table(["", "baseline", "impact", "change"], _summary_rows(m)),
         "<h2>Over time</h2>", img("timeline", "latency percentiles and throughput over time"),
         img("ecdf", "latency ECDF, baseline versus impact"),
         "<h2>By transaction</h2>", _table(TX_HEADER, _tx_rows(m)),
-        "<h2>Faults and rollbacks</h2>", _table(FAULT_HEADER, fault_rows),
+        ("<h2>What the database did</h2>" + _table(EFFECT_HEADER, effect_rows(m))) if m.get("effects") else "",
+        "<h2>Faults and rollbacks</h2>", _table(SPAN_HEADER, span_rows(m)) if m.get("fault_spans") else "",
+        _table(FAULT_HEADER, fault_rows),
         ("<h2>Operations under load</h2>" + _table(OPS_HEADER, _ops_rows(m))) if m.get("operations") else "",
         "<p><small>Times are seconds from the first fault. The tables and both figures are of the same "
         "transactions: those that did not start while the load was paused for an integrity check (grey spans); "
@@ -306,9 +354,13 @@ def render_html(title: str, info: JournalInfo, m: dict[str, Any], png: dict[str,
 
 
 def build_report(journal_path: Path | str, samples: Path | str | None = None, out_dir: Path | str | None = None,
-                 rule: str = "runs", journal_name: str | None = None) -> dict[str, Any]:
+                 rule: str = "runs", journal_name: str | None = None, window_s: float = 5.0) -> dict[str, Any]:
     """Compute the metrics of one run and write metrics.json, report.md, report.html and PNGs. The metrics
-    name the journal as *journal_name* when given (the copy a person can open), else *journal_path*."""
+    name the journal as *journal_name* when given (the copy a person can open), else *journal_path*; the
+    timeline's windows are *window_s* seconds wide. The database's events come from ``events.jsonl`` in the
+    samples folder (:mod:`chaosdb.load.observer`), so the folder alone rebuilds the report."""
+    if not float(window_s) > 0:
+        raise ChaosDBError(f"window_s must be a number of seconds > 0, not {window_s!r}")
     info, journal = read_journal(journal_path)
     location = samples or info.load.get("samples_dir")
     if not location:
@@ -327,8 +379,14 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
     sets = sample_sets(data, injected, info.load.get("warmup_end_ts"), info.load.get("stop_ts"),
                        info.load.get("pauses") or [])
     m = compute_metrics(data, injected, baseline_start=info.load.get("warmup_end_ts"),
-                        end_ts=info.load.get("stop_ts"), pauses=info.load.get("pauses") or [], rule=rule, sets=sets)
+                        end_ts=info.load.get("stop_ts"), pauses=info.load.get("pauses") or [], rule=rule, sets=sets,
+                        window_s=float(window_s))
+    m["window_s"] = float(window_s)
     m["faults"] = faults
+    m["fault_spans"] = fault_spans(injected)
+    events = read_events(location) if location.is_dir() else []
+    m["events"] = events_from(events, m.get("first_fault_ts"))
+    m["effects"] = effects(events, m.get("first_fault_ts"), sets.samples)
     m["operations"] = measure_operations(operations_from_journal(journal), data, info.load.get("pauses") or [],
                                          (m.get("baseline") or {}).get("throughput_tps"),
                                          (m.get("recovery") or {}).get("disturbances") or [], m.get("end_ts"))

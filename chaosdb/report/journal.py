@@ -6,6 +6,8 @@
 * Fault windows: every *action* of the method (start -> end), in order; probes of
   the method are not faults. A timed local fault (output ``reverts_at``) ends when
   its detached revert is due. Actions of the rollbacks are kept apart and marked.
+* Operator actions (:data:`OPERATOR`: switchover, rolling restart, scaling, leader transfer) are marked
+  ``operator``: reports draw them as markers; they still start the impact window like any action.
 * Restoring actions: an action of the method that brings the system back (``restart_nodes``, ``revert_faults``,
   ... in :data:`RESTORING`) is marked ``restores``: reports draw it as a marker, like a rollback, never as a
   fault window, though a later disturbance may still be attributed to it.
@@ -26,7 +28,8 @@ from typing import Any
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.settings import secret_environment_values
 
-__all__ = ["Activity", "JournalInfo", "read_journal", "parse_ts", "secret_values_of", "activities_of", "RESTORING"]
+__all__ = ["Activity", "JournalInfo", "read_journal", "parse_ts", "secret_values_of", "activities_of", "RESTORING",
+           "OPERATOR", "WAITS"]
 
 #: activities of this pack that restore rather than inject (by function name)
 RESTORING = frozenset({
@@ -51,6 +54,13 @@ def parse_ts(value: Any) -> float | None:
         dt = dt.replace(tzinfo=timezone.utc)
     return dt.timestamp()
 
+#: operator actions (by function name): things people do to a healthy cluster, drawn as markers, not fault spans
+OPERATOR = frozenset({"switchover", "failover", "rolling_restart", "scale_out", "scale_in", "transfer_region_leader",
+                      "move_leader"})
+
+#: restoring activities that only wait for the database to heal itself: they end no fault
+WAITS = frozenset({"wait_until_healthy", "wait_for_node", "wait_until_recovered", "wait_for_statefulset_ready"})
+
 
 @dataclass
 class Activity:
@@ -69,9 +79,15 @@ class Activity:
     def restores(self) -> bool:
         return self.rollback or self.func in RESTORING
 
+    @property
+    def timed(self) -> bool:
+        """A fault that reverts itself at a set time (its end is that time)."""
+        return isinstance(self.output, dict) and isinstance(self.output.get("reverts_at"), (int, float))
+
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "type": self.kind, "start_ts": self.start, "end_ts": self.end,
-                "status": self.status, "rollback": self.rollback, "restores": self.restores}
+                "status": self.status, "rollback": self.rollback, "restores": self.restores,
+                "timed": self.timed, "operator": self.func in OPERATOR, "waits": self.func in WAITS}
 
 
 @dataclass

@@ -53,6 +53,10 @@ interleave with transactions that finished before the stall.
   slow transaction ended). ``null`` with ``reason`` when no
   disturbance is found or the run ends before ``quiet_s`` of quiet (then ``lower_bound_s``).
 
+Recovery is split in two (:func:`split_recovery`): *from the fault* (the thesis's rule from the first fault up to
+the first restoring action, e.g. the restart of a killed node; over the whole run when the disturbance lasted
+through it) and *after the restore* (the same rule from the restoring action on: the dip when the node came back).
+
 ``unavailability_s`` is the longest span of the impact window in which no transaction
 committed (completion times); ``time_to_baseline_throughput_s`` is from the first fault's
 start to the start of the first 5 s window (sliding by 1 s) after the impact's worst window
@@ -68,7 +72,7 @@ import numpy as np
 
 from chaosdb.report.data import Samples
 
-__all__ = ["SampleSets", "sample_sets", "window_stats", "recovery", "disturbances", "calibrated_run_length",
+__all__ = ["SampleSets", "sample_sets", "window_stats", "recovery", "split_recovery", "first_restore", "disturbances", "calibrated_run_length",
            "max_healthy_gap", "compute_metrics", "windows", "unavailability", "time_to_throughput", "overlap_s",
            "pause_spans"]
 
@@ -295,6 +299,38 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
             "disturbed_transactions": int(members.size), "reason": None}
 
 
+def first_restore(faults: list[dict[str, Any]], fault_start: float) -> float | None:
+    """When the first restoring action or rollback after the first fault started (None: there was none)."""
+    starts = [f["start_ts"] for f in faults if f.get("start_ts") is not None and f["start_ts"] > fault_start
+              and (f.get("restores") or f.get("rollback")) and not f.get("waits")]
+    return min(starts) if starts else None
+
+
+def split_recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float, restore_ts: float | None,
+                   **rule: Any) -> dict[str, Any]:
+    """Recovery *from the fault* (the result's own fields) and *after the restore* (``after_restore``).
+
+    From the fault: the rule applied from the first fault up to the first restoring action; when the disturbance
+    had not ended (with its quiet) by then, or there is no restoring action, the rule over the whole run (the
+    disturbance lasted through the restore: ``spans_restore``). After the restore: the rule applied again from the
+    restoring action's start (the dip when a node came back), only when the first disturbance ended before it."""
+    whole = recovery(s, threshold_ms, fault_start, end_ts, **rule)
+    if restore_ts is None:
+        return {**whole, "scope": "from the first fault to the end of the run",
+                "after_restore": {"duration_s": None, "reason": "no restoring action after the first fault"}}
+    before = recovery(s, threshold_ms, fault_start, restore_ts, **rule)
+    began_before = whole.get("onset_ts") is not None and whole["onset_ts"] < restore_ts
+    recovered_before = before.get("duration_s") is not None or (before.get("onset_ts") is None and not began_before)
+    if not recovered_before:
+        return {**whole, "scope": "from the first fault through the restore", "spans_restore": True,
+                "restore_ts": restore_ts,
+                "after_restore": {"duration_s": None, "reason": "the disturbance from the fault had not ended when "
+                                  "the restoring action began: it is one disturbance"}}
+    after = recovery(s, threshold_ms, restore_ts, end_ts, **rule)
+    return {**before, "scope": "from the first fault to the restoring action", "restore_ts": restore_ts,
+            "after_restore": {**after, "restore_ts": restore_ts}}
+
+
 def disturbances(s: Samples, threshold_ms: float, faults: list[dict[str, Any]], end_ts: float,
                  rule: str = "runs", limit: int = 50, concurrency: float = 0.0,
                  run_length: int = 5, max_gap_s: float | None = None) -> list[dict[str, Any]]:
@@ -474,8 +510,8 @@ def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: fl
         clients = (result["baseline"]["throughput_tps"] or 0) * mean / 1000.0
         length = calibrated_run_length(baseline, mean + 2 * std) if rule == "runs" else 5
         gap = max_healthy_gap(baseline, mean + 2 * std)
-        rec = recovery(measured, mean + 2 * std, fault_start, end, rule=rule, concurrency=clients, run_length=length,
-                       max_gap_s=gap)
+        rec = split_recovery(measured, mean + 2 * std, fault_start, end, first_restore(faults, fault_start),
+                             rule=rule, concurrency=clients, run_length=length, max_gap_s=gap)
         rec["clients_estimate"] = round(clients, 1)
         rec["disturbances"] = disturbances(measured, mean + 2 * std, faults, end, rule=rule, concurrency=clients,
                                            run_length=length, max_gap_s=gap)

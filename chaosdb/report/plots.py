@@ -7,7 +7,13 @@ from typing import Any
 
 import numpy as np
 
+from chaosdb.core.dbevents import label_of
 from chaosdb.report.data import Samples
+
+#: the events drawn on the timeline (all are in metrics.json), and at most how many
+ANNOTATED = ("leader_lost", "leader_elected", "term_changed", "member_left", "member_rejoined", "replicas_converged",
+             "unreachable")
+MAX_ANNOTATIONS = 40
 
 __all__ = ["timeline_png", "ecdf_png", "pyplot"]
 
@@ -23,8 +29,10 @@ def pyplot():
 
 
 def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Path, title: str) -> dict[str, Any]:
-    """Latency percentiles and throughput per window; fault windows shaded, restoring actions and rollbacks
-    marked with a line, pauses of the load shaded grey (no throughput is drawn where the load was paused).
+    """Latency percentiles and throughput per window; each fault shaded while it was in effect (``fault_spans``:
+    until the restoring action), restoring actions, rollbacks and operator actions marked with a line, the
+    baseline shaded blue, the database's events (leader, timeline, members, replicas) as dotted annotated lines,
+    pauses of the load shaded grey (no throughput is drawn where the load was paused).
     The x axis is seconds relative to the first fault (0 = injection). Returns what it drew, in seconds on
     that axis, so that a test can hold it against the tables."""
     plt = pyplot()
@@ -54,18 +62,41 @@ def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Pa
     if base.get("throughput_tps"):
         ax2.axhline(base["throughput_tps"], color="grey", linestyle=":", linewidth=1, label="baseline tx/s")
     rec = metrics.get("recovery") or {}
-    drawn: dict[str, Any] = {"faults": [], "markers": [], "pauses": [], "windows": len(wins)}
+    drawn: dict[str, Any] = {"faults": [], "markers": [], "operators": [], "pauses": [], "events": [],
+                             "baseline": None, "windows": len(wins)}
+    spans = metrics.get("fault_spans")
+    if spans is None:  # metrics of an older report: the actions' own windows
+        spans = [{"name": f.get("name"), "start_ts": f["start_ts"], "end_ts": f.get("end_ts") or f["start_ts"]}
+                 for f in faults if f.get("start_ts") is not None and not (f.get("rollback") or f.get("restores"))]
+    for sp in spans:
+        s, e = sp["start_ts"] - zero, sp["end_ts"] - zero
+        for ax in (ax1, ax2):
+            ax.axvspan(s, max(e, s + 0.5), color="tab:orange", alpha=0.25)
+        drawn["faults"].append({"name": sp.get("name"), "start": s, "end": e})
     for f in faults:
-        if f.get("start_ts") is None:
+        if f.get("start_ts") is None or f.get("status") == "failed":
             continue
         s, e = f["start_ts"] - zero, (f.get("end_ts") or f["start_ts"]) - zero
-        restores = f.get("rollback") or f.get("restores")
-        for ax in (ax1, ax2):
-            if restores:
+        if f.get("rollback") or f.get("restores"):
+            for ax in (ax1, ax2):
                 ax.axvline(s, color="tab:purple", linestyle="-.", linewidth=1)
-            else:
-                ax.axvspan(s, max(e, s + 0.5), color="tab:orange", alpha=0.25)
-        (drawn["markers"] if restores else drawn["faults"]).append({"name": f.get("name"), "start": s, "end": e})
+            drawn["markers"].append({"name": f.get("name"), "start": s, "end": e})
+        elif f.get("operator"):
+            for ax in (ax1, ax2):
+                ax.axvline(s, color="tab:blue", linestyle="--", linewidth=1.2)
+            drawn["operators"].append({"name": f.get("name"), "start": s, "end": e})
+    b_start, first = metrics.get("baseline_start_ts"), metrics.get("first_fault_ts")
+    if b_start is not None and first is not None and first > b_start:
+        for ax in (ax1, ax2):
+            ax.axvspan(b_start - zero, first - zero, color="tab:blue", alpha=0.06)
+        drawn["baseline"] = {"start": b_start - zero, "end": first - zero}
+    shown = [e for e in metrics.get("events") or [] if e.get("event") in ANNOTATED and e.get("at_s") is not None]
+    for e in shown[:MAX_ANNOTATIONS]:
+        for ax in (ax1, ax2):
+            ax.axvline(e["at_s"], color="black", linestyle=":", linewidth=0.8, alpha=0.7)
+        ax1.annotate(label_of(e), xy=(e["at_s"], 1.0), xycoords=("data", "axes fraction"), rotation=90, fontsize=7,
+                     va="top", ha="right", xytext=(-1, -2), textcoords="offset points", alpha=0.85)
+        drawn["events"].append({"event": e["event"], "at": e["at_s"], "label": label_of(e)})
     for p in metrics.get("excluded_pauses") or []:
         s, e = float(p["start_ts"]) - zero, float(p["end_ts"]) - zero
         for ax in (ax1, ax2):
@@ -78,7 +109,16 @@ def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Pa
 
     handles, labels = ax1.get_legend_handles_labels()
     handles += [Patch(color="tab:orange", alpha=0.25), Line2D([], [], color="tab:purple", linestyle="-.")]
-    labels += ["fault", "restore / rollback"]
+    labels += ["fault in effect", "restore / rollback"]
+    if drawn["operators"]:
+        handles.append(Line2D([], [], color="tab:blue", linestyle="--"))
+        labels.append("operator action")
+    if drawn["baseline"]:
+        handles.append(Patch(color="tab:blue", alpha=0.06))
+        labels.append("baseline")
+    if drawn["events"]:
+        handles.append(Line2D([], [], color="black", linestyle=":"))
+        labels.append("database event")
     if drawn["pauses"]:
         handles.append(Patch(color="grey", alpha=0.18, hatch="//"))
         labels.append("load paused (integrity check)")

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
+from chaosdb.core.dbevents import View
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.tikv.cluster import check_store_selector, resolve_store
+from chaosdb.tikv.cluster import check_store_selector, health, members, resolve_store, stores
 from chaosdb.tikv.local import store_pids
 
 __all__ = ["ADAPTER", "TikvAdapter"]
@@ -39,6 +40,23 @@ class TikvAdapter(DatabaseAdapter):
                             detail={"store_id": store["id"], "address": store.get("address"),
                                     "region_id": (store.get("region") or {}).get("id")})
 
+    def sources(self, configuration: dict[str, Any]) -> tuple[str, ...]:
+        """PD (its leader and members) and the TiKV stores it knows, when ``pd_url`` or ``pd_urls`` is set."""
+        return ("pd", "tikv") if configuration.get("pd_url") or configuration.get("pd_urls") else ()
+
+    def view(self, source: str, configuration: dict[str, Any], secrets: dict[str, Any] | None) -> View:
+        """``pd``: PD's leader and each member's health; ``tikv``: each store's state as PD sees it (up:
+        ``Up``), with its count of region leaders."""
+        if source == "pd":
+            healthy = {h["name"]: h for h in health(configuration)}
+            return View("pd", members(configuration).get("leader"),
+                        {name: {"up": h["healthy"], "state": "healthy" if h["healthy"] else "unhealthy"}
+                         for name, h in healthy.items()})
+        if source == "tikv":
+            return View("tikv", None, {f"store {st['id']}": {"up": st["state"] == "Up", "state": st["state"],
+                                                           "leader_count": st["leader_count"]}
+                                       for st in stores(configuration)})
+        return super().view(source, configuration, secrets)
 
     def local_pids(self, node: ResolvedNode, target: dict[str, Any]) -> list[int]:
         match = str(target.get("process_match") or "tikv-server")

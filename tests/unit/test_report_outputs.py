@@ -83,7 +83,7 @@ def test_report_from_a_real_journal_and_a_plain_csv(real_journal, tmp_path, naiv
     assert {f["name"] for f in m["faults"]} >= {a["activity"]["name"] for a in json.loads(journal.read_text())["run"]
                                                 if a["activity"]["type"] == "action"}
     md = (out / "report.md").read_text()
-    assert "Recovery: **8.0 s**" in md and "timeline.png" in md
+    assert "Recovery from the fault: **8.0 s**" in md and "timeline.png" in md
 
 
 def test_the_chaos_toolkit_plugin_builds_the_same_report_as_chaosdb_report(real_journal, tmp_path):
