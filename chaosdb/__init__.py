@@ -31,6 +31,7 @@ ACTIVITY_MODULES: dict[str, list[str]] = {
         "chaosdb.etcd.probes",
         "chaosdb.load.probes",
         "chaosdb.load.integrity",
+        "chaosdb.report.probes",
         "chaosdb.faults.probes",
         "chaosdb.cockroach.probes",
         "chaosdb.tikv.probes",

@@ -123,16 +123,29 @@ def cmd_load_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_seconds(text: str) -> float:
+    """A number of seconds > 0 (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be more than 0 seconds")
+    return value
+
+
 def cmd_report_build(args: argparse.Namespace) -> int:
     if args.json:
         from chaosdb.report.build import build_report  # noqa: PLC0415 - needs the report extra
 
-        result = build_report(args.journal, samples=args.samples, out_dir=args.out, rule=args.rule)
+        result = build_report(args.journal, samples=args.samples, out_dir=args.out, rule=args.rule,
+                              window_s=args.window_s)
         print_json({"out_dir": result["out_dir"], "files": result["files"]})
         return 0
     from chaosdb.report.console import build_and_summarise  # noqa: PLC0415 - needs the report extra
 
-    build_and_summarise(args.journal, samples=args.samples, out_dir=args.out, rule=args.rule)
+    build_and_summarise(args.journal, samples=args.samples, out_dir=args.out, rule=args.rule,
+                        window_s=args.window_s)
     return 0
 
 
@@ -358,6 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", default=None, help="samples file or directory (default: from the journal)")
     p.add_argument("-o", "--out", default=None, help="output directory (default: report/ beside the journal)")
     p.add_argument("--rule", choices=["runs", "literal"], default="runs", help="recovery rule (see README)")
+    p.add_argument("--window-s", type=_positive_seconds, default=5.0,
+                   help="width of the timeline's windows in seconds (default: %(default)s)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_report_build, extras=("report",))
     p = rsub.add_parser("compare", help="Table 6.1-style comparison of runs (dirs or metrics.json; NAME=DIR)")

@@ -49,7 +49,7 @@ HYPOTHESIS = {
     "probes": [
         _activity("probe", "cluster-is-healthy", _MOD_P, "cluster_is_healthy", tolerance=True),
         *load_probes(),
-        _activity("probe", "tpcc-consistency-conditions-1-4", "chaosdb.load.integrity", "tpcc_is_consistent",
+        _activity("probe", "tpcc-consistency-conditions", "chaosdb.load.integrity", "tpcc_is_consistent",
                   tolerance=True),
         _activity("probe", "acknowledged-new-orders-lost", "chaosdb.load.integrity", "lost_acknowledged_writes",
                   tolerance=0),

@@ -17,7 +17,7 @@ from typing import Any
 
 from chaosdb.core.settings import env_entry
 
-__all__ = ["EXPERIMENTS", "VERDICT_CONTROL", "build", "main", "load_probes"]
+__all__ = ["EXPERIMENTS", "VERDICT_CONTROL", "build", "main", "load_probes", "outage_bounds"]
 
 #: first among every experiment's controls: bad input refused before anything starts, the method stopped at a
 #: failed action, a verdict that tells the truth (chaosdb.experiment.control)
@@ -44,7 +44,7 @@ HYPOTHESIS = {
     "title": "fast, mostly error-free, consistent, nothing acknowledged lost, replicas converged",
     "probes": [
         *load_probes(),
-        {"type": "probe", "name": "tpcc-consistency-conditions-1-4", "tolerance": True,
+        {"type": "probe", "name": "tpcc-consistency-conditions", "tolerance": True,
          "provider": {"type": "python", "module": "chaosdb.load.integrity", "func": "tpcc_is_consistent"}},
         {"type": "probe", "name": "acknowledged-new-orders-lost", "tolerance": 0,
          "provider": {"type": "python", "module": "chaosdb.load.integrity", "func": "lost_acknowledged_writes"}},
@@ -53,6 +53,32 @@ HYPOTHESIS = {
                       "arguments": {"timeout_s": 30}}},
     ],
 }
+
+# Bounds on the outage of a node kill of the embedded cluster (Patroni ttl 20 s, loop_wait 1 s, retry_timeout 5 s):
+# a new leader within ttl + retry_timeout + a few seconds of detection, and no commit gap longer than that plus the
+# clients' reconnect; the thesis saw a process kill recover in "a little over 10 seconds" on CockroachDB, whose
+# leases last 9 s: here the ttl sets the pace. Measured on this cluster: 20.8 s without a commit.
+MAX_COMMIT_GAP_S = 40
+MAX_NEW_LEADER_S = 35
+# (chaosdb.report.probes.recovery_s is not among them: the recovery rule compares with the baseline's latency, which
+# a busy machine moves; the outage of a node kill is set by Patroni's timings whatever the machine does)
+
+
+def outage_bounds(new_leader: bool = True) -> list[dict[str, Any]]:
+    """Probes that fail the hypothesis after the method when the outage of the fault was longer than the bounds
+    (before the method, with no fault yet, they measure nothing and hold)."""
+    probes = [
+        {"type": "probe", "name": f"no-commit-gap-over-{MAX_COMMIT_GAP_S}s",
+         "tolerance": {"type": "range", "range": [0, MAX_COMMIT_GAP_S]},
+         "provider": {"type": "python", "module": "chaosdb.report.probes", "func": "longest_commit_gap_s"}},
+    ]
+    if new_leader:
+        probes.append({"type": "probe", "name": f"new-leader-within-{MAX_NEW_LEADER_S}s",
+                       "tolerance": {"type": "range", "range": [0, MAX_NEW_LEADER_S]},
+                       "provider": {"type": "python", "module": "chaosdb.report.probes",
+                                    "func": "time_to_new_leader_s", "arguments": {"source": "patroni"}}})
+    return probes
+
 
 ROLLBACKS = [
     {"type": "action", "name": "resume-any-suspended-node",
@@ -90,6 +116,7 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "method": [action("kill-the-primary-node", "kill_node", {"target": "leader"}, after=30),
                    action("restart-the-killed-node", "restart_nodes", {"nodes": "all", "wait_healthy_s": 90},
                           after=20)],
+        "bounds": True,
     },
     "thesis-1-process-kill": {
         "title": "Thesis level 1: the primary's database process is killed (its supervisor restarts it)",
@@ -130,6 +157,7 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
                  "abrupt level). Expected: no commit until the leader lease expires (~20 s), then recovery.",
         "tags": ["thesis", "node-failure"],
         "method": [action("kill-the-primary-node", "kill_node", {"target": "leader"}, after=30), RESTART],
+        "bounds": True,
     },
     "cascading-failure": {
         "title": "Cascading failure: dependent, timed faults kept within quorum (thesis Listing B.3)",
@@ -406,6 +434,14 @@ CHAOSD_REVERT = {"type": "action", "name": "revert-every-chaosd-fault",
                  "provider": {"type": "python", "module": "chaosdb.chaosd.actions", "func": "revert_attacks"}}
 
 
+def _with_bounds(hypothesis: dict[str, Any], bounds: bool) -> dict[str, Any]:
+    if not bounds:
+        return hypothesis
+    return {"title": hypothesis["title"] + f", the outage bounded (new leader within {MAX_NEW_LEADER_S} s, no commit "
+            f"gap over {MAX_COMMIT_GAP_S} s)",
+            "probes": [*hypothesis["probes"], *outage_bounds()]}
+
+
 def build(name: str) -> dict[str, Any]:
     spec = EXPERIMENTS[name]
     hypothesis_text = ("Hypothesis: with 8 TPC-C terminals on the embedded 3-node Patroni cluster, p99 latency stays "
@@ -447,7 +483,7 @@ def build(name: str) -> dict[str, Any]:
             **(CHAOSD_CONFIGURATION if spec.get("chaosd") else {}),
         },
         "controls": controls,
-        "steady-state-hypothesis": spec.get("hypothesis", HYPOTHESIS),
+        "steady-state-hypothesis": _with_bounds(spec.get("hypothesis", HYPOTHESIS), spec.get("bounds", False)),
         "method": spec["method"],
         "rollbacks": rollbacks,
     }

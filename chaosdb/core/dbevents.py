@@ -49,8 +49,8 @@ class View:
 
 def carry(previous: View | None, current: View) -> View:
     """*current* with every member *previous* knew and *current* no longer lists (Patroni drops a dead member's
-    key after its TTL) kept as down, and the replicas counted as caught up only while every member is up: a
-    cluster that lost a node has not converged because the survivors agree."""
+    key after its TTL) kept as down, the replicas counted as caught up only while every member is up (a cluster
+    that lost a node has not converged because the survivors agree), and the last term known while none is said."""
     if previous is None:
         return current
     members = dict(current.members)
@@ -60,7 +60,10 @@ def carry(previous: View | None, current: View) -> View:
     converged = current.converged
     if converged and not all(m.get("up") for m in members.values()):
         converged = False
-    return View(current.source, current.leader, members, current.term, current.term_name, converged)
+    # a leader that has not reported its timeline yet (promoting) keeps the last one known: the change is said
+    # when the new one shows, not lost between two unknowns
+    term = current.term if current.term is not None else previous.term
+    return View(current.source, current.leader, members, term, current.term_name, converged)
 
 
 def _event(kind: str, view: View, since_ts: float | None, ts: float, **fields: Any) -> dict[str, Any]:

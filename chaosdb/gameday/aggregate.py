@@ -34,7 +34,7 @@ from chaosdb.gameday.manifest import DONE_STATES, manifested, read_manifest
 from chaosdb.report.compare import compare
 from chaosdb.report.upb import upb_indices
 
-__all__ = ["aggregate", "spread", "manifested", "fault_window_tps", "METRICS"]
+__all__ = ["aggregate", "spread", "manifested", "fault_window_tps", "METRICS", "runs_by_scenario"]
 
 #: metric name -> (where in a run's metrics.json, True when higher is worse)
 METRICS: dict[str, tuple[tuple[str, str], bool]] = {
@@ -188,6 +188,17 @@ def _upb(results: Path, entries: list[dict[str, Any]]) -> dict[str, Any] | None:
     except ChaosDBError as exc:
         out["indices"] = None
         out["incomplete"] = str(exc)
+    return out
+
+
+def runs_by_scenario(results: Path | str) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    """Each scenario's finished runs with their metrics (run id, metrics.json), in the manifest's order."""
+    results = Path(results)
+    out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for e in read_manifest(results)["runs"]:
+        m = _load_metrics(results, e)
+        if m is not None:
+            out.setdefault(e["scenario"], []).append((e["id"], m))
     return out
 
 

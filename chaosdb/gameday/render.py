@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from chaosdb.gameday.aggregate import aggregate
+from chaosdb.gameday.aggregate import aggregate, runs_by_scenario
 from chaosdb.report.build import format_value as _f
 from chaosdb.report.compare import render_compare_markdown
 from chaosdb.report.plots import pyplot
@@ -44,6 +44,40 @@ def _distribution_png(summary: dict[str, Any], key: str, label: str, path: Path)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _overlay_png(scenario: str, runs: list[tuple[str, dict[str, Any]]], path: Path) -> Path | None:
+    """Every run's timeline of one scenario on one figure, aligned on its first fault (0 s): committed tx/s as a
+    fraction of the run's own baseline, and p99 per window; each fault's span in effect is shaded faintly."""
+    runs = [(rid, m) for rid, m in runs if m.get("first_fault_ts") and m.get("windows")]
+    if not runs:
+        return None
+    plt = pyplot()
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 5.6), sharex=True)
+    for rid, m in runs:
+        zero = float(m["first_fault_ts"])
+        base = (m.get("baseline") or {}).get("throughput_tps") or 0
+        x = [w["start_ts"] - zero + w.get("seconds", 5.0) / 2 for w in m["windows"]]
+        ax1.plot(x, [(w["tps"] / base) if base and w["tps"] is not None else np.nan for w in m["windows"]],
+                 linewidth=1.1, label=rid)
+        ax2.plot(x, [w["p99_ms"] if w["p99_ms"] is not None else np.nan for w in m["windows"]], linewidth=1.1)
+        for sp in m.get("fault_spans") or []:
+            for ax in (ax1, ax2):
+                ax.axvspan(sp["start_ts"] - zero, sp["end_ts"] - zero, color="tab:orange", alpha=0.06)
+    for ax in (ax1, ax2):
+        ax.axvline(0, color="tab:orange", linewidth=1)
+        ax.grid(True, alpha=0.3)
+    ax1.axhline(1.0, color="grey", linestyle=":", linewidth=1)
+    ax1.set_ylabel("tx/s ÷ run's baseline")
+    ax2.set_yscale("log")
+    ax2.set_ylabel("p99 (ms, log)")
+    ax2.set_xlabel("seconds since each run's first fault")
+    ax1.legend(fontsize=7, ncol=4, loc="lower right")
+    ax1.set_title(f"{scenario}: every run aligned on its fault", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
 
@@ -139,6 +173,10 @@ def render_markdown(summary: dict[str, Any], images: dict[str, str]) -> str:
              "Runs: " + ", ".join(f"{v} {k}" for k, v in sorted(summary["runs"].items())) + ".\n\n",
              "Cells are the median over runs with [min–max]; *hypothesis failed* and *manifested* are fractions "
              "of runs.\n\n", "## Scenarios\n\n", _md_table(*_scenario_rows(summary))]
+    overlays = [k for k in images if k.startswith("timelines-")]
+    if overlays:
+        parts.append("\n## Runs over time, aligned on the fault\n\n")
+        parts += [f"![{k[len('timelines-'):]}]({images[k]})\n\n" for k in overlays]
     ops = _operation_rows(summary)
     if ops:
         parts += ["\n## Operations under load\n\n", _md_table(OPS_HEADER, ops),
@@ -175,6 +213,10 @@ def render_html(summary: dict[str, Any], pngs: dict[str, Path]) -> str:
              "<p>Cells are the median over runs with [min–max]. <em>hypothesis failed</em> and <em>manifested</em> "
              "are fractions of runs (the flakiness of a setting).</p>",
              "<h2>Scenarios</h2>", _html_table(*_scenario_rows(summary))]
+    overlays = [k for k in pngs if k.startswith("timelines-")]
+    if overlays:
+        parts.append("<h2>Runs over time, aligned on the fault</h2>")
+        parts += [img(k, f"every run of {k[len('timelines-'):]} aligned on its fault") for k in overlays]
     ops = _operation_rows(summary)
     if ops:
         parts += ["<h2>Operations under load</h2>", _html_table(OPS_HEADER, ops),
@@ -219,6 +261,10 @@ def render_html(summary: dict[str, Any], pngs: dict[str, Path]) -> str:
             f"</title><style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
 
 
+def _file_part(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
+
+
 def write_report(results: Path | str) -> dict[str, Any]:
     """Aggregate the results directory and write summary.json, report.md, report.html and PNGs."""
     results = Path(results)
@@ -227,6 +273,10 @@ def write_report(results: Path | str) -> dict[str, Any]:
     p = _distribution_png(summary, "recovery", "seconds", results / "recovery.png")
     if p:
         pngs["recovery"] = p
+    for scenario, runs in runs_by_scenario(results).items():
+        p = _overlay_png(scenario, runs, results / f"timelines-{_file_part(scenario)}.png")
+        if p:
+            pngs[f"timelines-{scenario}"] = p
     for sw in summary["sweeps"]:
         p = _sweep_png(sw, results / f"sweep-{sw['scenario']}.png")
         if p:

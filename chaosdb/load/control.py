@@ -386,8 +386,15 @@ def before_method_control(context: dict[str, Any], **kwargs: Any) -> None:
 
 
 def before_activity_control(context: dict[str, Any], **kwargs: Any) -> None:
+    """Say the activity in the progress lines; note when each action starts (the outage probes of
+    :mod:`chaosdb.report.probes` measure from the first one while the run goes on)."""
     if isinstance(context, dict) and context.get("name"):
         _progress.phase = f"{context.get('type', 'activity')}: {context['name']}"
+        record = load_state.current()
+        if context.get("type") == "action" and record.get("running"):
+            record.setdefault("actions", []).append(
+                {"name": str(context["name"]), "func": str((context.get("provider") or {}).get("func", "")),
+                 "start_ts": round(time.time(), 6)})
 
 
 def after_method_control(context: dict[str, Any], **kwargs: Any) -> None:

@@ -138,9 +138,15 @@ def recovery_lines(m: dict[str, Any]) -> list[str]:
     if after.get("duration_s") is not None:
         lines.append(f"Disturbance after the restore: **{after['duration_s']:.1f} s** (the same rule from the "
                      "restoring action on: the cost of bringing the node back)")
+    elif r.get("spans_restore"):
+        lines.append(f"After the restore: not a separate disturbance ({after.get('reason')})")
+    elif after.get("onset_ts") is not None:
+        lines.append(f"Disturbance after the restore: not measured: {after.get('reason')}")
     elif after.get("restore_ts") is not None:
         lines.append(f"After the restore: no disturbance ({after.get('reason')})")
-    more = [d for d in (r.get("disturbances") or [])[1:] if d.get("duration_s") is not None]
+    said = after.get("onset_ts")
+    more = [d for d in (r.get("disturbances") or [])[1:] if d.get("duration_s") is not None
+            and not (said is not None and abs(d["onset_ts"] - said) < 1e-3)]
     if more:
         zero = m.get("first_fault_ts") or m["first_ts"]
         lines.append("Later disturbances: " + "; ".join(
@@ -369,6 +375,9 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
     location = Path(location)
     if not location.is_absolute() and not location.exists():
         location = Path(journal_path).parent / location
+    if not samples and not location.exists() and (Path(journal_path).parent / "samples").is_dir():
+        # a report folder copied elsewhere: its journal names where the samples were, they are beside it now
+        location = Path(journal_path).parent / "samples"
     data: Samples = load_samples(location)
     out = Path(out_dir) if out_dir else Path(journal_path).parent / "report"
     out.mkdir(parents=True, exist_ok=True)
@@ -386,7 +395,9 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
     m["fault_spans"] = fault_spans(injected)
     events = read_events(location) if location.is_dir() else []
     m["events"] = events_from(events, m.get("first_fault_ts"))
-    m["effects"] = effects(events, m.get("first_fault_ts"), sets.samples)
+    watched = (info.load.get("events") or {}).get("sources") or []
+    m["effects"] = effects(events, m.get("first_fault_ts"), sets.samples,
+                           str(watched[0]).rpartition(":")[2] if watched else None)
     m["operations"] = measure_operations(operations_from_journal(journal), data, info.load.get("pauses") or [],
                                          (m.get("baseline") or {}).get("throughput_tps"),
                                          (m.get("recovery") or {}).get("disturbances") or [], m.get("end_ts"))

@@ -27,7 +27,9 @@ install_hook()
 @click.option("--samples", default=None, help="samples file or directory (default: from the journal)")
 @click.option("-o", "--out", default=None, help="output directory (default: report/ beside the journal)")
 @click.option("--rule", type=click.Choice(["runs", "literal"]), default="runs", help="recovery rule")
-def db_report(journal: str, samples: str | None, out: str | None, rule: str) -> None:
+@click.option("--window-s", type=click.FloatRange(min=0, min_open=True), default=5.0, show_default=True,
+              help="width of the timeline's windows in seconds")
+def db_report(journal: str, samples: str | None, out: str | None, rule: str, window_s: float) -> None:
     """Degradation and recovery report of a chaostoolkit-db run (metrics.json, report.md/.html, PNGs)."""
 
     try:
@@ -35,7 +37,7 @@ def db_report(journal: str, samples: str | None, out: str | None, rule: str) -> 
         require_extras("'chaos db-report'", ("report",))
         from chaosdb.report.console import build_and_summarise  # noqa: PLC0415 - needs the report extra
 
-        build_and_summarise(journal, samples=samples, out_dir=out, rule=rule)
+        build_and_summarise(journal, samples=samples, out_dir=out, rule=rule, window_s=window_s)
     except ChaosDBError as exc:  # as 'chaosdb report' says it: one line, exit status 2
         click.echo(f"chaosdb: error: {exc}", err=True)
         sys.exit(2)

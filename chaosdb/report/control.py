@@ -44,17 +44,18 @@ def before_experiment_control(context: dict[str, Any], out_dir: str = "", **kwar
 
 
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None,
-                             out_dir: str = "", rule: str = "runs", **kwargs: Any) -> None:
+                             out_dir: str = "", rule: str = "runs", window_s: float = 5.0, **kwargs: Any) -> None:
+    """Write the run's report (``window_s``: width of the timeline's windows in seconds)."""
     if state is None:
         return
     try:
-        _write_report(state, out_dir, rule)
+        _write_report(state, out_dir, rule, float(window_s))
     finally:
         if out_dir:
             release(out_dir)
 
 
-def _write_report(state: dict[str, Any], out_dir: str, rule: str) -> None:
+def _write_report(state: dict[str, Any], out_dir: str, rule: str, window_s: float = 5.0) -> None:
     from chaosdb.report.build import build_report  # noqa: PLC0415 - needs the report extra
 
     record = stop_load()  # idempotent: normally the load control already stopped it
@@ -71,7 +72,8 @@ def _write_report(state: dict[str, Any], out_dir: str, rule: str) -> None:
         journal_path = Path(tmp) / "journal.json"
         journal_path.write_text(json.dumps(state, default=str))
         try:
-            result = build_report(journal_path, out_dir=target, rule=rule, journal_name="journal.json")
+            result = build_report(journal_path, out_dir=target, rule=rule, journal_name="journal.json",
+                                  window_s=window_s)
         except Exception as exc:  # a report must never break the experiment
             logger.error("chaosdb report: could not build the report: %s", exc)
             state["chaosdb_report"] = {"error": str(exc)}

@@ -318,17 +318,22 @@ def split_recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: 
     if restore_ts is None:
         return {**whole, "scope": "from the first fault to the end of the run",
                 "after_restore": {"duration_s": None, "reason": "no restoring action after the first fault"}}
+    if whole.get("onset_ts") is None or (whole.get("end_ts") is not None and whole["end_ts"] <= restore_ts):
+        # nothing disturbed, or the disturbance ended before the restoring action: what follows is the restore's
+        start = max(restore_ts, (whole.get("client_end_ts") or restore_ts) + 1e-6)
+        after = recovery(s, threshold_ms, start, end_ts, **rule)
+        return {**whole, "scope": "from the first fault to the restoring action", "restore_ts": restore_ts,
+                "after_restore": {**after, "restore_ts": restore_ts}}
     before = recovery(s, threshold_ms, fault_start, restore_ts, **rule)
-    began_before = whole.get("onset_ts") is not None and whole["onset_ts"] < restore_ts
-    recovered_before = before.get("duration_s") is not None or (before.get("onset_ts") is None and not began_before)
-    if not recovered_before:
-        return {**whole, "scope": "from the first fault through the restore", "spans_restore": True,
-                "restore_ts": restore_ts,
-                "after_restore": {"duration_s": None, "reason": "the disturbance from the fault had not ended when "
-                                  "the restoring action began: it is one disturbance"}}
-    after = recovery(s, threshold_ms, restore_ts, end_ts, **rule)
-    return {**before, "scope": "from the first fault to the restoring action", "restore_ts": restore_ts,
-            "after_restore": {**after, "restore_ts": restore_ts}}
+    if before.get("duration_s") is not None:
+        # the whole-run rule chained the restore's dip onto the fault's disturbance: the restore divides them
+        after = recovery(s, threshold_ms, restore_ts, end_ts, **rule)
+        return {**before, "scope": "from the first fault to the restoring action", "restore_ts": restore_ts,
+                "after_restore": {**after, "restore_ts": restore_ts}}
+    return {**whole, "scope": "from the first fault through the restore", "spans_restore": True,
+            "restore_ts": restore_ts,
+            "after_restore": {"duration_s": None, "restore_ts": restore_ts, "reason": "the disturbance from the "
+                              "fault had not ended when the restoring action began: it is one disturbance"}}
 
 
 def disturbances(s: Samples, threshold_ms: float, faults: list[dict[str, Any]], end_ts: float,

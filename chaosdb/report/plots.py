@@ -54,7 +54,7 @@ def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Pa
     tps = np.array([w["tps"] if w["tps"] is not None else np.nan for w in wins], dtype=float)
     errs = np.array([w["errors"] / max(w.get("seconds", 5.0), 1e-9) for w in wins])
     ax2.plot(x, tps, color="tab:green", label="committed tx/s")
-    ax2.bar(x, errs, width=4.0, color="tab:red", alpha=0.5, label="failed attempts/s")
+    ax2.bar(x, errs, width=0.8 * float(metrics.get("window_s") or 5.0), color="tab:red", alpha=0.5, label="failed attempts/s")
     ax2.set_ylabel("transactions / s")
     ax2.set_xlabel("seconds since the first fault")
     ax2.grid(True, alpha=0.3)
@@ -91,12 +91,21 @@ def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Pa
             ax.axvspan(b_start - zero, first - zero, color="tab:blue", alpha=0.06)
         drawn["baseline"] = {"start": b_start - zero, "end": first - zero}
     shown = [e for e in metrics.get("events") or [] if e.get("event") in ANNOTATED and e.get("at_s") is not None]
-    for e in shown[:MAX_ANNOTATIONS]:
+    # events seen within a second of each other share one line and one label (Patroni says several at once)
+    groups: list[list[dict[str, Any]]] = []
+    for e in shown:
+        if groups and e["at_s"] - groups[-1][0]["at_s"] <= 1.0:
+            groups[-1].append(e)
+        else:
+            groups.append([e])
+    for group in groups[:MAX_ANNOTATIONS]:
+        at = group[0]["at_s"]
+        label = "; ".join(dict.fromkeys(label_of(e) for e in group))
         for ax in (ax1, ax2):
-            ax.axvline(e["at_s"], color="black", linestyle=":", linewidth=0.8, alpha=0.7)
-        ax1.annotate(label_of(e), xy=(e["at_s"], 1.0), xycoords=("data", "axes fraction"), rotation=90, fontsize=7,
-                     va="top", ha="right", xytext=(-1, -2), textcoords="offset points", alpha=0.85)
-        drawn["events"].append({"event": e["event"], "at": e["at_s"], "label": label_of(e)})
+            ax.axvline(at, color="black", linestyle=":", linewidth=0.8, alpha=0.7)
+        ax1.annotate(label, xy=(at, 1.0), xycoords=("data", "axes fraction"), rotation=90, fontsize=7, va="top",
+                     ha="right", xytext=(-1, -2), textcoords="offset points", alpha=0.85)
+        drawn["events"] += [{"event": e["event"], "at": e["at_s"], "label": label_of(e)} for e in group]
     for p in metrics.get("excluded_pauses") or []:
         s, e = float(p["start_ts"]) - zero, float(p["end_ts"]) - zero
         for ax in (ax1, ax2):
@@ -125,7 +134,7 @@ def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Pa
     if rec.get("onset_ts") and rec.get("end_ts"):
         handles.append(Patch(color="tab:red", alpha=0.08))
         labels.append(f"recovery {rec['duration_s']:.1f} s")
-    ax1.legend(handles, labels, loc="upper left", fontsize=8, ncol=3)
+    ax1.legend(handles, labels, loc="lower left", fontsize=7, ncol=4, framealpha=0.8)
     ax2.legend(loc="upper left", fontsize=8, ncol=3)
     ax1.set_title(title, fontsize=11)
     fig.tight_layout()

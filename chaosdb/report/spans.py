@@ -75,33 +75,39 @@ def _step(step: str, e: dict[str, Any], zero: float, **more: Any) -> dict[str, A
             "resolution_s": round(e["ts"] - e["since_ts"], 3) if e.get("since_ts") is not None else None, **more}
 
 
-def effects(events: list[dict[str, Any]], fault_start: float | None, samples: Samples | None) -> list[dict[str, Any]]:
-    """The chain of effects of the first fault (see the module), in the order they happened."""
+def effects(events: list[dict[str, Any]], fault_start: float | None, samples: Samples | None,
+            primary: str | None = None) -> list[dict[str, Any]]:
+    """The chain of effects of the first fault (see the module), in the order they happened. Leader changes are
+    listed per source (Patroni and its etcd elect apart); the first commit is counted after the election of
+    *primary* (the database's own source, the first one watched; default: the first source that reported)."""
     if fault_start is None or not events:
         return []
+    primary = primary or events[0].get("source")
     steps: list[dict[str, Any]] = []
     left = _first(events, fault_start, ("member_left",))
     if left:
         steps.append(_step("member left", left, fault_start, member=left.get("member"), state=left.get("state")))
-    lost = _first(events, fault_start, ("leader_lost",))
-    if lost:
-        steps.append(_step("leader lost", lost, fault_start, leader=lost.get("from")))
-    elected = _first(events, fault_start, ("leader_elected",))
-    if elected:
+    for source in dict.fromkeys(e.get("source") for e in events):
+        lost = _first(events, fault_start, ("leader_lost",), source=source)
+        if lost:
+            steps.append(_step("leader lost", lost, fault_start, leader=lost.get("from")))
+        elected = _first(events, fault_start, ("leader_elected",), source=source)
+        if not elected:
+            continue
         steps.append(_step("new leader elected", elected, fault_start, leader=elected.get("to"),
                            previous=elected.get("from")))
-        if samples is not None and len(samples):
+        if source == primary and samples is not None and len(samples):
             done = samples.ts[samples.ok] + samples.lat[samples.ok] / 1000.0
             after = done[done >= elected["ts"]]
             if after.size:
-                t = float(np.min(after))
                 steps.append({"step": "first commit after the election", "source": "samples",
-                              "at_s": round(t - fault_start, 3), "resolution_s": None})
+                              "at_s": round(float(np.min(after)) - fault_start, 3), "resolution_s": None,
+                              "leader": elected.get("to")})
     if left:
         back = _first(events, left["ts"], ("member_rejoined",), member=left.get("member"), source=left.get("source"))
         if back:
             steps.append(_step("member rejoined", back, fault_start, member=back.get("member"), state=back.get("state")))
-            caught = _first(events, back["ts"], ("replicas_converged",), source=back.get("source"))
-            if caught:
-                steps.append(_step("replicas caught up", caught, fault_start))
+        caught = _first(events, back["ts"] if back else left["ts"], ("replicas_converged",), source=primary)
+        if caught:
+            steps.append(_step("replicas caught up", caught, fault_start))
     return sorted(steps, key=lambda s: s["at_s"])

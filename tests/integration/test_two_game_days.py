@@ -85,7 +85,7 @@ def test_two_shipped_tpcc_game_days_at_once_report_their_own_cluster(tmp_path):
                 after = {p["activity"]["name"]: p["tolerance_met"] for p in journal["steady_states"]["after"]["probes"]}
                 after.update({c["name"]: c["tolerance_met"]
                               for c in journal["steady_states"]["after"].get("chaosdb_skipped_probes") or []})
-                for probe in ("tpcc-consistency-conditions-1-4", "acknowledged-new-orders-lost", "replicas-converged"):
+                for probe in ("tpcc-consistency-conditions", "acknowledged-new-orders-lost", "replicas-converged"):
                     assert after.get(probe) is True, (name, probe, after, out[-4000:])
                 # the samples in this run's folder are its own load's: the New-Orders they acknowledge are the
                 # New-Orders this cluster's database holds beyond its initial load (plus, at most, the attempts

@@ -163,7 +163,7 @@ def test_validate_refuses_an_activity_whose_extra_is_missing_with_one_install_li
 
 def test_validate_refuses_a_control_whose_extra_is_missing(without):
     without({"numpy", "matplotlib"})
-    exp = json.loads((shipped.experiments_dir() / "quickstart.json").read_text())
+    exp = json.loads((shipped.experiments_dir() / "thesis-1-process-kill.json").read_text())
     with pytest.raises(InvalidControl, match=r"control 'report' \(chaosdb.report.control\) needs the report extra "
                                              r"\(matplotlib, numpy not installed\): pip install "
                                              r"'chaostoolkit-db\[report\]'"):
