@@ -100,22 +100,19 @@ def changes(previous: View | None, current: View, since_ts: float | None, ts: fl
     return out
 
 
+#: a timeline annotation per event, filled from the event's fields
+_LABELS = {
+    "leader_elected": "{source}: {to} leads",
+    "leader_lost": "{source}: no leader",
+    "term_changed": "{source}: {term} {to}",
+    "member_left": "{member} left",
+    "member_rejoined": "{member} rejoined",
+    "replicas_converged": "{source}: replicas caught up",
+    "replicas_behind": "{source}: replicas behind",
+}
+
+
 def label_of(event: dict[str, Any]) -> str:
     """A few words for a timeline annotation."""
-    kind = event.get("event")
-    src = event.get("source", "")
-    if kind == "leader_elected":
-        return f"{src}: {event.get('to')} leads"
-    if kind == "leader_lost":
-        return f"{src}: no leader"
-    if kind == "term_changed":
-        return f"{src}: {event.get('term', 'term')} {event.get('to')}"
-    if kind == "member_left":
-        return f"{event.get('member')} left"
-    if kind == "member_rejoined":
-        return f"{event.get('member')} rejoined"
-    if kind == "replicas_converged":
-        return f"{src}: replicas caught up"
-    if kind == "replicas_behind":
-        return f"{src}: replicas behind"
-    return f"{src}: {kind}"
+    fields = {"source": "", "to": "?", "term": "term", "member": "?", **event}
+    return _LABELS.get(str(event.get("event")), "{source}: {event}").format(**fields)
