@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from chaosdb.cockroach import channels
 from chaosdb.cockroach.localproc import find_node_process
 from chaosdb.cockroach.targets import check_selector, resolve_node
 from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
+from chaosdb.core.dbevents import View
 from chaosdb.core.errors import ChaosDBError
 
 __all__ = ["ADAPTER", "CockroachAdapter"]
@@ -36,6 +38,24 @@ class CockroachAdapter(DatabaseAdapter):
                             detail={"node_id": node["id"], "address": node.get("address"),
                                     "range": node.get("range")})
 
+    def sources(self, configuration: dict[str, Any]) -> tuple[str, ...]:
+        """The cluster's node status, when ``cockroach_url`` or ``cockroach_http_url(s)`` is configured."""
+        keys = ("cockroach_url", "cockroach_http_url", "cockroach_http_urls")
+        return ("cockroach",) if any(configuration.get(k) for k in keys) else ()
+
+    def view(self, source: str, configuration: dict[str, Any], secrets: dict[str, Any] | None) -> View:
+        """Each node's liveness as the cluster reports it (over the configured channel: SQL, HTTP or the CLI); no
+        single leader (leases are per range); caught up: every node live and no range under-replicated."""
+        if source != "cockroach":
+            return super().view(source, configuration, secrets)
+        nodes = channels.node_status(channels.settings(configuration, secrets), secrets)
+        under = [n.get("ranges_underreplicated") for n in nodes]
+        converged = all(n.get("is_live") for n in nodes) and None not in under and not any(under)
+        return View("cockroach", None, {f"n{n['id']}": {"up": bool(n.get("is_live")),
+                                                        "state": n.get("liveness_status") or n.get("membership")
+                                                        or ("live" if n.get("is_live") else "not live"),
+                                                        "leaseholders": n.get("leaseholders")}
+                                        for n in nodes}, converged=converged if nodes else None)
 
     def local_pids(self, node: ResolvedNode, target: dict[str, Any]) -> list[int]:
         pid = find_node_process(str(node.address or ""))

@@ -20,6 +20,7 @@ import pytest
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import record_problems
+from chaosdb.load.observer import Observer, chosen_sources, read_events
 from chaosdb.local.processes import node_processes
 from chaosdb.tikv import actions, localpd, probes
 from chaosdb.tikv.keys import encode_key
@@ -166,6 +167,13 @@ def test_a_killed_pd_member_is_survived_by_the_client_through_another_endpoint(p
     cfg = pd3["cfg"]
     assert len(cfg["pd_urls"]) == 3
     leader = probes.pd_members(configuration=cfg)["leader"]
+    # the run's watcher of the database (the load control's), through the TiKV adapter: PD and its stores
+    events_dir = Path(pd3["dir"]) / "watched"
+    events_dir.mkdir(exist_ok=True)
+    watcher = Observer(events_dir, chosen_sources("auto", cfg), cfg, None, every_s=0.5)
+    assert [s for _, s in watcher.sources] == ["pd", "tikv"]
+    watcher.start()
+    assert _poll(lambda: len(read_events(events_dir)) >= 2 or None, timeout=30)
     # kill the member our client asks first (pd_url), whichever role it has, and the leader if another
     first = Path(pd3["dir"]) / "pd1"
     victims = [p.pid for p in node_processes(first)]
@@ -186,3 +194,15 @@ def test_a_killed_pd_member_is_survived_by_the_client_through_another_endpoint(p
     members = _poll(lambda: (lambda m: m if m.get("leader") and m["leader"] != "pd1" else None)(
         probes.pd_members(configuration=cfg)), timeout=60)
     assert members and members["leader"] in ("pd2", "pd3"), (leader, members)
+    # what the watcher recorded is what PD says: pd1 left; a new leader when pd1 led; the stores stayed up
+    assert _poll(lambda: any(e["event"] == "member_left" and e.get("member") == "pd1"
+                             for e in read_events(events_dir)) or None, timeout=30)
+    if leader == "pd1":
+        assert _poll(lambda: any(e["event"] == "leader_elected" and e.get("to") == members["leader"]
+                                 for e in read_events(events_dir)) or None, timeout=30)
+    watched = watcher.stop()
+    events = read_events(events_dir)
+    assert watched["events"] == len(events)
+    stores = next(e for e in events if e["source"] == "tikv" and e["event"] == "observed")
+    assert len(stores["members"]) == 3 and set(stores["members"].values()) == {"Up"}
+    assert not any(e["source"] == "tikv" and e["event"] == "member_left" for e in events)

@@ -55,3 +55,26 @@ def test_a_fault_lasts_until_the_restoring_action_not_until_its_own_action_retur
     assert spans[0]["ended_by"] == "restoring action 'restart'" and spans[1]["ended_by"] == "its timed revert"
     # nothing restored it: the action's own end
     assert fault_spans([_fault("kill", 1.0, 1.5)])[0]["ended_by"] == "the action's end"
+
+
+def test_cockroachdb_node_status_as_recorded_becomes_a_view(monkeypatch):
+    """The node status a real CockroachDB v22.1 printed (tests/data/cockroach), through the adapter: a node that
+    stops being live is a member that left."""
+    from pathlib import Path
+
+    from chaosdb.cockroach import channels
+    from chaosdb.cockroach.adapter import ADAPTER
+    from chaosdb.cockroach.records import normalise_cli_rows, parse_cli_output
+
+    text = (Path(__file__).parents[1] / "data" / "cockroach" / "node_status_all_csv_v22.1_single.csv").read_text()
+    nodes = normalise_cli_rows(parse_cli_output(text))
+    monkeypatch.setattr(channels, "node_status", lambda cfg, secrets=None: nodes)
+    cfg = {"cockroach_url": "postgresql://root@127.0.0.1:26257/defaultdb"}
+    assert ADAPTER.sources(cfg) == ("cockroach",) and ADAPTER.sources({}) == ()
+    live = ADAPTER.view("cockroach", cfg, None)
+    assert live.leader is None and live.converged is True
+    assert live.members == {"n5": {"up": True, "state": "active", "leaseholders": nodes[0]["leaseholders"]}}
+    nodes = [{**n, "is_live": False, "liveness_status": "dead"} for n in nodes]
+    dead = carry(live, ADAPTER.view("cockroach", cfg, None))
+    assert [(e["event"], e.get("member")) for e in changes(live, dead, 1.0, 2.0)] == [
+        ("member_left", "n5"), ("replicas_behind", None)]
