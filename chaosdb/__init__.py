@@ -1,8 +1,8 @@
 """chaostoolkit-db: Chaos Toolkit activities for distributed databases.
 
 ``discover()`` is what ``chaos discover chaostoolkit-db`` calls: it lists every
-probe and action of the modules in :data:`ACTIVITY_MODULES` with their
-docstrings and typed arguments.
+probe and action of the activity modules of every plug-in package (found by
+convention, :func:`activity_modules`) with their docstrings and typed arguments.
 """
 
 from __future__ import annotations
@@ -16,50 +16,45 @@ from chaoslib.discovery.discover import (
     initialize_discovery_result,
 )
 
+from chaosdb.core.deprecation import warn_deprecated
+from chaosdb.core.plugins import modules_named, package_attribute
+
 try:
     __version__ = version("chaostoolkit-db")
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0"
 
-__all__ = ["discover", "__version__", "ACTIVITY_MODULES"]
+__all__ = ["discover", "__version__", "activity_modules"]
 
-#: Modules whose ``__all__`` functions are Chaos Toolkit activities, by kind.
-ACTIVITY_MODULES: dict[str, list[str]] = {
-    "probe": [
-        "chaosdb.local.probes",
-        "chaosdb.postgres.probes",
-        "chaosdb.etcd.probes",
-        "chaosdb.load.probes",
-        "chaosdb.load.integrity",
-        "chaosdb.report.probes",
-        "chaosdb.faults.probes",
-        "chaosdb.cockroach.probes",
-        "chaosdb.tikv.probes",
-        "chaosdb.chaosmesh.probes",
-        "chaosdb.litmus.probes",
-        "chaosdb.k8s.probes",
-    ],
-    "action": [
-        "chaosdb.local.actions",
-        "chaosdb.postgres.actions",
-        "chaosdb.load.actions",
-        "chaosdb.faults.actions",
-        "chaosdb.chaosd.actions",
-        "chaosdb.cockroach.actions",
-        "chaosdb.tikv.actions",
-        "chaosdb.chaosmesh.actions",
-        "chaosdb.litmus.actions",
-        "chaosdb.k8s.actions",
-    ],
-}
+#: what the modules of a plug-in package are called when they hold activities of that kind
+CONVENTIONAL_MODULES: dict[str, str] = {"probe": "probes", "action": "actions"}
+
+
+def activity_modules() -> dict[str, list[str]]:
+    """The modules whose ``__all__`` functions are Chaos Toolkit activities, by kind: every plug-in package's
+    ``probes`` and ``actions`` (:mod:`chaosdb.core.plugins`), and those its ``ACTIVITY_MODULES`` names."""
+    found: dict[str, list[str]] = {kind: modules_named(basename) for kind, basename in CONVENTIONAL_MODULES.items()}
+    for package, extra in package_attribute("ACTIVITY_MODULES").items():
+        for kind, names in dict(extra).items():  # type: ignore[call-overload]
+            found[kind] += [f"{package}.{name}" for name in names if f"{package}.{name}" not in found[kind]]
+    return found
 
 
 def discover(discover_system: bool = True) -> dict[str, Any]:
     """Describe this extension and its activities for ``chaos discover``."""
 
     discovery = initialize_discovery_result("chaostoolkit-db", __version__, "database")
-    for module in ACTIVITY_MODULES["probe"]:
+    modules = activity_modules()
+    for module in modules["probe"]:
         discovery["activities"].extend(discover_probes(module))
-    for module in ACTIVITY_MODULES["action"]:
+    for module in modules["action"]:
         discovery["activities"].extend(discover_actions(module))
     return discovery
+
+
+def __getattr__(name: str) -> Any:
+    """``ACTIVITY_MODULES`` (deprecated): the activity modules are found by convention now."""
+    if name == "ACTIVITY_MODULES":
+        warn_deprecated("chaosdb.ACTIVITY_MODULES", "chaosdb.activity_modules()")
+        return activity_modules()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

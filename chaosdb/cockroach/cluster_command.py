@@ -10,7 +10,10 @@ from pathlib import Path
 from chaosdb.cockroach import localcluster
 from chaosdb.core.console import fmt, print_json, print_stopped
 
-__all__ = ["STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "run"]
+__all__ = ["KIND", "HELP", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "run"]
+
+KIND = "cockroach"
+HELP = "CockroachDB nodes from a cockroach binary you bring (--cockroach-bin); addresses 127.0.30.x"
 
 STATE_FILE = localcluster.STATE_FILE
 DEFAULT_ADDRESS = "127.0.30.1"
@@ -18,7 +21,14 @@ DEFAULT_ADDRESS = "127.0.30.1"
 EXTRAS: tuple[str, ...] = ()
 
 
+def add_arguments(group: argparse._ArgumentGroup) -> None:
+    """``cluster up``'s options for this kind."""
+    group.add_argument("--cockroach-bin", default=None, metavar="BINARY",
+                       help="the cockroach binary (default: cockroach on PATH)")
+
+
 def run(args: argparse.Namespace, directory: Path, name: str) -> int:
+    """``up``, ``status`` or ``down`` of the CockroachDB cluster in *directory*; the exit status."""
     d = directory
     if args.cluster_command == "up":
         res = localcluster.up(d, name, nodes=args.nodes, address_base=args.address_base or DEFAULT_ADDRESS,

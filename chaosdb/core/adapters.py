@@ -5,30 +5,27 @@ A target such as ``{"role": "tikv-leader", "key": "user1"}`` names an adapter (`
 now and where it runs (its pod, its address). The engine (Kubernetes pods, Chaos Mesh, Litmus) receives that
 answer, a :class:`ResolvedNode`, and acts on it without knowing which database it came from.
 
-Each adapter is a module in its own package defining ``ADAPTER``, an instance of a :class:`DatabaseAdapter`
-subclass. :data:`ADAPTER_MODULES` is the only place that names them; a new database plugs in with its own folder
-and one line there. Modules are imported when a role of theirs is first asked for.
+Each adapter is the module ``adapter`` of a plug-in package (:mod:`chaosdb.core.plugins`) defining ``ADAPTER``,
+an instance of a :class:`DatabaseAdapter` subclass; nothing names them. A new database plugs in with its own
+folder (and, outside ``chaosdb``, one entry-point line). They are imported when a role is first asked for.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from chaosdb.core.dbevents import View
+from chaosdb.core.deprecation import warn_deprecated
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.plugins import modules_named
 
-__all__ = ["ADAPTER_MODULES", "DatabaseAdapter", "ResolvedNode", "load_adapter", "adapter_roles", "split_role",
-           "check_role_target", "resolve_role_target", "watched_sources"]
+__all__ = ["all_adapters", "DatabaseAdapter", "ResolvedNode", "load_adapter", "adapter_roles", "split_role",
+           "check_role_target", "resolve_role_target", "watched_sources", "forget_adapters"]
 
-#: adapter name -> the module defining its ``ADAPTER`` (the one registry line per database)
-ADAPTER_MODULES: dict[str, str] = {
-    "cockroach": "chaosdb.cockroach.adapter",
-    "tikv": "chaosdb.tikv.adapter",
-    "patroni": "chaosdb.postgres.adapter",
-}
 
 
 @dataclass
@@ -74,34 +71,48 @@ class DatabaseAdapter(ABC):
                            "Kubernetes, or the embedded cluster by role (leader, replica, ...)")
 
 
-_loaded: dict[str, DatabaseAdapter] = {}
+@functools.cache
+def _registry() -> dict[str, DatabaseAdapter]:
+    found: dict[str, DatabaseAdapter] = {}
+    for module in modules_named("adapter"):
+        adapter = getattr(importlib.import_module(module), "ADAPTER", None)
+        if not isinstance(adapter, DatabaseAdapter):
+            raise ChaosDBError(f"{module} does not define ADAPTER, an instance of a DatabaseAdapter subclass")
+        if adapter.name in found or "-" in adapter.name:
+            raise ChaosDBError(f"{module}: the adapter name {adapter.name!r} is taken or has a '-' in it")
+        found[adapter.name] = adapter
+    return found
+
+
+def all_adapters() -> dict[str, DatabaseAdapter]:
+    """Every database adapter by name, in plug-in order (their modules imported on the first call)."""
+    return dict(_registry())
 
 
 def load_adapter(name: str) -> DatabaseAdapter:
-    """The adapter registered as *name*, imported on first use."""
-    if name not in _loaded:
-        module = ADAPTER_MODULES.get(name)
-        if module is None:
-            raise ChaosDBError(f"no database adapter {name!r}; known: {', '.join(sorted(ADAPTER_MODULES))}")
-        adapter = getattr(importlib.import_module(module), "ADAPTER", None)
-        if not isinstance(adapter, DatabaseAdapter) or adapter.name != name:
-            raise ChaosDBError(f"{module} does not define ADAPTER, a DatabaseAdapter named {name!r}")
-        _loaded[name] = adapter
-    return _loaded[name]
+    """The adapter named *name*."""
+    found = _registry()
+    if name not in found:
+        raise ChaosDBError(f"no database adapter {name!r}; known: {', '.join(sorted(found))}")
+    return found[name]
+
+
+def forget_adapters() -> None:
+    """Find the adapters anew on the next call (after :func:`chaosdb.core.plugins.refresh`)."""
+    _registry.cache_clear()
 
 
 def adapter_roles() -> list[str]:
     """Every ``<adapter>-<role>`` a target may name, in registry order."""
-    return [f"{name}-{role}" for name in ADAPTER_MODULES for role in load_adapter(name).roles]
+    return [f"{name}-{role}" for name, adapter in _registry().items() for role in adapter.roles]
 
 
 def split_role(role: str) -> tuple[DatabaseAdapter, str]:
     """``"tikv-leader"`` -> (the TiKV adapter, ``"leader"``); an unknown role is refused with every known one."""
     name, sep, rest = str(role).partition("-")
-    if sep and name in ADAPTER_MODULES:
-        adapter = load_adapter(name)
-        if rest in adapter.roles:
-            return adapter, rest
+    adapter = _registry().get(name) if sep else None
+    if adapter is not None and rest in adapter.roles:
+        return adapter, rest
     raise ChaosDBError(f"unknown target role {role!r}; one of {', '.join(adapter_roles())}")
 
 
@@ -122,7 +133,14 @@ def resolve_role_target(target: dict[str, Any], configuration: dict[str, Any] | 
 def watched_sources(configuration: dict[str, Any] | None) -> list[tuple[DatabaseAdapter, str]]:
     """Every (adapter, source) the configuration lets a run watch, in registry order (no I/O)."""
     found = []
-    for name in ADAPTER_MODULES:
-        adapter = load_adapter(name)
+    for adapter in _registry().values():
         found += [(adapter, source) for source in adapter.sources(dict(configuration or {}))]
     return found
+
+
+def __getattr__(name: str) -> Any:
+    """``ADAPTER_MODULES`` (deprecated): the adapters are found by convention now."""
+    if name == "ADAPTER_MODULES":
+        warn_deprecated("chaosdb.core.adapters.ADAPTER_MODULES", "chaosdb.core.adapters.all_adapters()")
+        return {adapter.name: type(adapter).__module__ for adapter in _registry().values()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,18 +12,22 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.processes import start_time
 
-__all__ = ["CLAIM_FILE", "claim", "release", "holder", "busy_message", "OUTPUT_FOLDERS"]
+__all__ = ["CLAIM_FILE", "claim", "release", "holder", "busy_message", "OutputFolder"]
 
-#: control module -> (its argument naming a folder it writes, what that folder is, how a run gets its own)
-OUTPUT_FOLDERS = {
-    "chaosdb.load.control": ("samples_dir", "the samples folder", "samples_dir, e.g. CHAOSDB_REPORT_DIR"),
-    "chaosdb.report.control": ("out_dir", "the report folder", "out_dir, e.g. CHAOSDB_REPORT_DIR"),
-}
+
+
+class OutputFolder(NamedTuple):
+    """What a control module that writes a folder declares as its ``OUTPUT_FOLDER``: the argument naming it, what
+    that folder is, how a run gets its own."""
+
+    argument: str
+    what: str
+    setting: str
 
 CLAIM_FILE = ".chaosdb-run.json"
 

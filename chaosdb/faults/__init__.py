@@ -20,3 +20,6 @@ module             job
 ``control``        reverts this run's faults after the experiment, whatever happened
 =================  ==========================================================
 """
+
+#: this package is the fault engine called so (:mod:`chaosdb.core.engines`)
+ENGINE = "local"

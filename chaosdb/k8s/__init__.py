@@ -6,3 +6,6 @@ Configuration: ``k8s_namespace`` (default ``default``), ``k8s_kubeconfig`` (else
 ``~/.kube/config``), ``k8s_context``, ``k8s_in_cluster: true`` for a pod's service account (see
 :mod:`chaosdb.k8s.api`).
 """
+
+#: this package is the fault engine called so (:mod:`chaosdb.core.engines`)
+ENGINE = "kubernetes"

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.arguments import MAX_SECONDS, checked_signature, choice, number
-from chaosdb.core.claims import OUTPUT_FOLDERS, claim, release
+from chaosdb.core.claims import OutputFolder, claim, release
 from chaosdb.core.commands import die_with_parent
 from chaosdb.core.detach import source_env
 from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster
@@ -183,7 +183,7 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
     the_dsn = _resolve_dsn(dsn, configuration, secrets, workload)
     watched = chosen_sources(observe, configuration)
     out = claim(samples_dir or f"chaosdb-load/{time.strftime('%Y%m%d-%H%M%S')}",
-                *OUTPUT_FOLDERS["chaosdb.load.control"][1:])  # two runs never write the same samples
+                *OUTPUT_FOLDER[1:])  # two runs never write the same samples
     if sample_files(out):
         if not replace_samples:
             raise ChaosDBError(f"{out} already holds samples from another run: choose an empty samples_dir "
@@ -436,6 +436,8 @@ def cleanup_control() -> None:
 
 #: the control's arguments (those of :func:`start_load`), checked with the configuration substituted before any
 #: control starts anything (:func:`chaosdb.experiment.checks.experiment_problems`)
+#: the folder this control writes, claimed by one run (:mod:`chaosdb.core.claims`)
+OUTPUT_FOLDER = OutputFolder("samples_dir", "the samples folder", "samples_dir, e.g. CHAOSDB_REPORT_DIR")
 CONTROL_ARGUMENTS = checked_signature(
     start_load, "the load control",
     users=number("users", 1, maximum=10_000, integer=True),

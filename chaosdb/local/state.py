@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.home import check_cluster_name, default_home
+from chaosdb.core.home import DEFAULT_CLUSTER, cluster_dir_for, default_home, resolve_cluster_dir
 from chaosdb.core.tls import ClientTls
 
 __all__ = [
@@ -37,15 +37,10 @@ __all__ = [
     "DEFAULT_CLUSTER",
 ]
 
-DEFAULT_CLUSTER = "chaosdb"
 STATE_FILE = "cluster.json"
 SECRETS_FILE = "secrets.json"
 
 
-
-
-def cluster_dir_for(name: str = DEFAULT_CLUSTER) -> Path:
-    return default_home() / check_cluster_name(name)
 
 
 @dataclass
@@ -197,24 +192,6 @@ class ClusterLayout:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.to_json(), indent=2) + "\n")
         os.replace(tmp, path)
-
-
-def resolve_cluster_dir(cluster: str = "", cluster_dir: str = "",
-                        configuration: dict[str, Any] | None = None) -> Path:
-    """Arguments first, then configuration ``chaosdb_cluster_dir`` / ``chaosdb_cluster``,
-    then ``CHAOSDB_CLUSTER_DIR``, then the default cluster name."""
-    configuration = configuration or {}
-    if cluster_dir:
-        return Path(cluster_dir)
-    if cluster:
-        return cluster_dir_for(cluster)
-    if configuration.get("chaosdb_cluster_dir"):
-        return Path(str(configuration["chaosdb_cluster_dir"]))
-    if configuration.get("chaosdb_cluster"):
-        return cluster_dir_for(str(configuration["chaosdb_cluster"]))
-    if os.environ.get("CHAOSDB_CLUSTER_DIR"):
-        return Path(os.environ["CHAOSDB_CLUSTER_DIR"])
-    return cluster_dir_for(DEFAULT_CLUSTER)
 
 
 def load_layout(path: Path | str) -> ClusterLayout:

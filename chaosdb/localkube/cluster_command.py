@@ -9,7 +9,11 @@ from pathlib import Path
 from chaosdb.core.console import print_json, print_stopped
 from chaosdb.localkube import cluster as localkube
 
-__all__ = ["STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "run"]
+__all__ = ["KIND", "HELP", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "run"]
+
+KIND = "kubernetes"
+HELP = ("kube-apiserver, controller-manager, scheduler, kwok fake nodes and pods and the Chaos Mesh controller "
+        "(binaries from --bin-dir); 127.0.50.1")
 
 STATE_FILE = localkube.STATE_FILE
 DEFAULT_ADDRESS = "127.0.50.1"
@@ -17,7 +21,19 @@ DEFAULT_ADDRESS = "127.0.50.1"
 EXTRAS: tuple[str, ...] = ("k8s", "local")
 
 
+def add_arguments(group: argparse._ArgumentGroup) -> None:
+    """``cluster up``'s options for this kind."""
+    group.add_argument("--workloads", default="cockroachdb,tikv,postgres",
+                       help="database-shaped StatefulSets of fake pods (cockroachdb, tikv, postgres, or none)")
+    group.add_argument("--replicas", type=int, default=3, help="pods per database StatefulSet")
+    group.add_argument("--no-chaos-mesh", action="store_true", help="without the Chaos Mesh controller")
+    group.add_argument("--chaosd-tls", action="store_true",
+                       help="the Chaos Mesh controller talks to chaosd over mutual TLS only (CHAOSD_SECURITY_MODE); "
+                            "start chaosd with --chaosd-tls-from this cluster's folder")
+
+
 def run(args: argparse.Namespace, directory: Path, name: str) -> int:
+    """``up``, ``status`` or ``down`` of the local Kubernetes in *directory*; the exit status."""
     d = directory
     if args.cluster_command == "up":
         names = [] if args.workloads in ("", "none") else [w.strip() for w in args.workloads.split(",") if w.strip()]

@@ -11,7 +11,6 @@ from chaosdb.core.dbevents import View
 from chaosdb.core.embedded import names_embedded_cluster
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.podnames import pod_map
-from chaosdb.etcd.view import etcd_view
 from chaosdb.postgres.endpoints import patroni_client
 
 #: a replica within one WAL segment of the leader has caught up (under load it is never exactly level)
@@ -44,18 +43,14 @@ class PatroniAdapter(DatabaseAdapter):
         return ResolvedNode(name=m.name, pod=pod, detail={"member": m.name, "patroni_role": m.role})
 
     def sources(self, configuration: dict[str, Any]) -> tuple[str, ...]:
-        """Patroni when ``patroni_urls`` or an embedded cluster is configured; its etcd when ``etcd_urls`` is too
-        (or the cluster is the embedded one)."""
-        embedded = names_embedded_cluster(configuration, environment=False)
-        patroni = ("patroni",) if configuration.get("patroni_urls") or embedded else ()
-        etcd = ("etcd",) if configuration.get("etcd_urls") or embedded else ()
-        return patroni + etcd
+        """Patroni when ``patroni_urls`` or an embedded cluster is configured (its etcd is the etcd adapter's)."""
+        if configuration.get("patroni_urls") or names_embedded_cluster(configuration, environment=False):
+            return ("patroni",)
+        return ()
 
     def view(self, source: str, configuration: dict[str, Any], secrets: dict[str, Any] | None) -> View:
-        """Patroni's ``/cluster`` (leader, members, the leader's timeline, replicas on it within
-        :data:`CAUGHT_UP_BYTES`), or its etcd's Raft leader, members and term."""
-        if source == "etcd":
-            return etcd_view(configuration, secrets)
+        """Patroni's ``/cluster``: leader, members, the leader's timeline, replicas on it within
+        :data:`CAUGHT_UP_BYTES`."""
         if source != "patroni":
             return super().view(source, configuration, secrets)
         members = patroni_client(configuration, secrets).members()

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from chaosdb.core.claims import OUTPUT_FOLDERS, claim, release
+from chaosdb.core.claims import OutputFolder, claim, release
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
 from chaosdb.core.redact import redact
@@ -34,11 +34,15 @@ validate_control = control_validator("chaosdb.report.control", ("report",))
 logger = logging.getLogger("chaostoolkit")
 
 
+#: the folder this control writes, claimed by one run (:mod:`chaosdb.core.claims`)
+OUTPUT_FOLDER = OutputFolder("out_dir", "the report folder", "out_dir, e.g. CHAOSDB_REPORT_DIR")
+
+
 def before_experiment_control(context: dict[str, Any], out_dir: str = "", **kwargs: Any) -> None:
     """The report folder is this run's for the whole run: another run writing it is refused now, not at the end."""
     if out_dir:
         try:
-            claim(out_dir, *OUTPUT_FOLDERS["chaosdb.report.control"][1:])
+            claim(out_dir, *OUTPUT_FOLDER[1:])
         except ChaosDBError as exc:
             raise refused(f"chaosdb report control: {exc}") from None
 

@@ -22,16 +22,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.load import state as load_state
 from chaosdb.load.observer import read_events
 from chaosdb.load.state import samples_dir_for
-from chaosdb.report.data import Samples, load_samples
 from chaosdb.report.journal import RESTORING, WAITS
-from chaosdb.report.metrics import (
-    calibrated_run_length,
-    max_healthy_gap,
-    sample_sets,
-    split_recovery,
-    unavailability,
-    window_stats,
-)
 
 __all__ = ["longest_commit_gap_s", "recovery_s", "time_to_new_leader_s"]
 
@@ -39,9 +30,12 @@ __all__ = ["longest_commit_gap_s", "recovery_s", "time_to_new_leader_s"]
 LAG_S = 2.0
 
 
-def _run(samples: str, configuration: Any) -> tuple[Samples, dict[str, Any], float, float | None, list[dict]]:
+def _run(samples: str, configuration: Any) -> tuple[Any, dict[str, Any], float, float | None, list[dict]]:
     """The samples, the load's record, the end of what can be measured now, the first action's start and the
     actions that restore (as the report classifies them)."""
+    # numpy: imported when a probe runs, so that 'chaos discover' lists these probes without the report extra
+    from chaosdb.report.data import load_samples  # noqa: PLC0415 - needs the report extra
+
     record = load_state.current()
     location = samples_dir_for(samples, configuration)
     try:
@@ -60,6 +54,8 @@ def _run(samples: str, configuration: Any) -> tuple[Samples, dict[str, Any], flo
 def longest_commit_gap_s(samples: str = "", configuration: Configuration = None) -> float:
     """The longest span in seconds without a commit since the first action of the method (before the method:
     since the warm-up ended), up to 2 s ago; time the load was paused for an integrity check is not counted."""
+    from chaosdb.report.metrics import unavailability  # noqa: PLC0415 - needs the report extra
+
     data, record, end, first, _ = _run(samples, configuration)
     start = first if first is not None else float(record.get("warmup_end_ts") or data.ts[0])
     if end <= start:
@@ -72,6 +68,14 @@ def recovery_s(samples: str = "", configuration: Configuration = None) -> float:
     transaction after the first action of the method until transactions are served within baseline mean + 2σ
     again), 0 when the fault disturbed nothing. Fails while the disturbance goes on (not recovered yet, with how
     long it has lasted) and when there is no baseline to compare with."""
+    from chaosdb.report.metrics import (  # noqa: PLC0415 - needs the report extra
+        calibrated_run_length,
+        max_healthy_gap,
+        sample_sets,
+        split_recovery,
+        window_stats,
+    )
+
     data, record, end, first, restores = _run(samples, configuration)
     if first is None:
         return 0.0

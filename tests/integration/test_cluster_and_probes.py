@@ -137,6 +137,21 @@ def test_etcd_probes(healthy, config):
     assert lc.status(healthy)["etcd_leader"] == leader
 
 
+def test_etcd_roles_are_resolved_by_its_adapter(healthy, config):
+    from chaosdb.core.adapters import resolve_role_target
+    from chaosdb.k8s.roles import resolve_target
+
+    leader = resolve_role_target({"role": "etcd-leader"}, config)
+    follower = resolve_role_target({"role": "etcd-follower"}, config)
+    assert leader.name == etcd_probes.etcd_leader(configuration=config)
+    assert follower.name != leader.name and follower.name in ("node1", "node2", "node3")
+    node = next(n for n in healthy.nodes if n.name == leader.name)
+    assert leader.address == f"{node.host}:{node.etcd_client_port}" and leader.detail["leader"] == leader.name
+    # on Kubernetes the member name is the pod, or configuration etcd_pods maps it
+    mapped = resolve_target({"role": "etcd-leader"}, {**config, "etcd_pods": {leader.name: "etcd-2"}})
+    assert mapped["pods"] == ["etcd-2"]
+
+
 def test_switchover_and_failover_actions(healthy, config):
     first = pg_probes.current_primary(configuration=config)
     tl = pg_probes.current_timeline(configuration=config)

@@ -1,20 +1,47 @@
 """The house plan, checked: engines never import a database package, databases reach the engines only through
-the registries, no private name crosses a package, and a new database plugs in with one registry line."""
+the plug-in registries, no private name crosses a package, no lower layer names a higher one even in a string,
+and every plug-in package (the pack's own and any an entry point adds) is held to the same rules."""
 
 from __future__ import annotations
 
 import ast
-import os
 from pathlib import Path
 
 import pytest
 
-from chaosdb.core import adapters
+from chaosdb.core import adapters, plugins
+from chaosdb.core.engines import engines
 from chaosdb.core.errors import ChaosDBError
 
 PACKAGE = Path(__file__).resolve().parents[2] / "chaosdb"
-DATABASES = {"cockroach", "tikv", "postgres", "etcd"}
-ENGINES = {"faults", "k8s", "chaosmesh", "litmus"}
+
+
+def _last(dotted: str) -> str:
+    return dotted.rsplit(".", 1)[-1]
+
+
+def databases() -> set[str]:
+    """Every package that brings a database adapter: the import rules of databases apply to it."""
+    return {_last(m.rsplit(".", 1)[0]) for m in plugins.modules_named("adapter")}
+
+
+def engine_packages() -> set[str]:
+    return {_last(m.rsplit(".", 1)[0]) for m in engines().values()}
+
+
+def _owners() -> dict[Path, tuple[str, str]]:
+    """Every file of every plug-in package -> (its name for messages, its package's last name)."""
+    return {path: (f"{package.replace('.', '/')}/{path.relative_to(plugins.package_dirs(package)[0])}",
+                   _last(package))
+            for package in plugins.plugin_packages() for path in plugins.package_files(package)}
+
+
+def _files() -> list[Path]:
+    """chaosdb's own modules (its top-level ones too) and every file of every plug-in package."""
+    found = {p for p in PACKAGE.glob("*.py")}
+    for package in plugins.plugin_packages():
+        found |= set(plugins.package_files(package))
+    return sorted(found)
 #: database -> packages it still imports besides core and itself, with why (shrink this, never grow it)
 DATABASE_DEBT = {
     "postgres": {"etcd"},  # Patroni's DCS: the etcd client (the embedded cluster is found through core.embedded)
@@ -22,35 +49,45 @@ DATABASE_DEBT = {
 
 
 def _imports() -> list[tuple[str, str, str, str]]:
-    """(file, importing package, imported module, imported name) for every chaosdb import, at any depth."""
-    out = []
-    for path in PACKAGE.rglob("*.py"):
-        rel = path.relative_to(PACKAGE.parent)
-        parts = rel.with_suffix("").parts
-        package = parts[1] if len(parts) > 2 else parts[-1]
+    """(file, importing package, imported module, imported name) for every chaosdb import, at any depth, and
+    every import of a plug-in package's own modules."""
+    out, owners = [], _owners()
+    for path in _files():
+        rel, package = owners.get(path) or (f"chaosdb/{path.name}", path.stem)
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("chaosdb"):
-                out += [(str(rel), package, node.module, a.name) for a in node.names]
+            if isinstance(node, ast.ImportFrom) and node.module and _ours(node.module):
+                out += [(rel, package, node.module, a.name) for a in node.names]
             elif isinstance(node, ast.Import):
-                out += [(str(rel), package, a.name, "") for a in node.names if a.name.startswith("chaosdb")]
+                out += [(rel, package, a.name, "") for a in node.names if _ours(a.name)]
     return out
 
 
+def _ours(module: str) -> bool:
+    return module.split(".")[0] == "chaosdb" or any(module == p or module.startswith(p + ".")
+                                                      for p in plugins.plugin_packages())
+
+
 def _target_package(module: str, name: str) -> str:
+    """The plug-in package (its last name) an import reaches: ``chaosdb.tikv.pd`` -> ``tikv``,
+    ``tests.plugins.fakedb.adapter`` -> ``fakedb``; ``from chaosdb import x`` -> ``x``."""
+    for package in plugins.plugin_packages():
+        if module == package or module.startswith(package + "."):
+            return _last(package)
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else name
 
 
 def test_no_engine_imports_a_database_package():
-    bad = [(f, m) for f, pkg, m, n in _imports() if pkg in ENGINES and _target_package(m, n) in DATABASES]
+    dbs = databases()
+    bad = [(f, m) for f, pkg, m, n in _imports() if pkg in engine_packages() and _target_package(m, n) in dbs]
     assert not bad, f"engines must get database answers through chaosdb.core.adapters: {bad}"
 
 
 def test_database_packages_import_only_core_and_themselves_apart_from_the_listed_debt():
-    bad = []
+    bad, dbs = [], databases()
     for f, pkg, m, n in _imports():
         target = _target_package(m, n)
-        if pkg in DATABASES and target not in ("core", pkg) and target not in DATABASE_DEBT.get(pkg, set()):
+        if pkg in dbs and target not in ("core", pkg) and target not in DATABASE_DEBT.get(pkg, set()):
             bad.append((f, m))
     assert not bad, bad
 
@@ -62,7 +99,7 @@ def test_core_imports_nothing_above_it():
 
 def test_no_private_name_crosses_a_package():
     bad = [(f, m, n) for f, pkg, m, n in _imports()
-           if n.startswith("_") and _target_package(m, n) != pkg]
+           if n.startswith("_") and not n.endswith("__") and _target_package(m, n) != pkg]
     assert not bad, bad
 
 
@@ -71,31 +108,6 @@ def test_every_registered_adapter_loads_and_names_its_roles():
     assert {"cockroach-leaseholder", "tikv-leader", "tikv-follower", "patroni-primary"} <= set(roles)
     with pytest.raises(ChaosDBError, match="unknown target role 'tikv-leeder'; one of .*tikv-leader"):
         adapters.split_role("tikv-leeder")
-
-
-@pytest.fixture
-def fakedb(monkeypatch):
-    """The one line a new database adds to the registry."""
-    monkeypatch.setitem(adapters.ADAPTER_MODULES, "fakedb", "tests.unit.fakedb_adapter")
-    monkeypatch.setattr(adapters, "_loaded", {})
-    return adapters.load_adapter("fakedb")
-
-
-def test_a_new_database_plugs_in_with_one_registry_line(fakedb):
-    from chaosdb.k8s.roles import check_target, resolve_target
-
-    assert "fakedb-boss" in adapters.adapter_roles()
-    got = resolve_target({"role": "fakedb-minion", "shard": 2, "namespace": "db"})
-    assert got == {"namespace": "db", "pods": ["fake-2"], "role": "fakedb-minion", "detail": {"asked": "minion"}}
-    with pytest.raises(ChaosDBError, match="a minion needs its shard"):
-        check_target({"role": "fakedb-minion"})  # the adapter's own check, before anything is asked
-
-
-def test_the_local_engine_takes_a_role_target_from_any_adapter(fakedb):
-    from chaosdb.faults.targets import role_group
-
-    group = role_group({"role": "fakedb-boss", "pids": [os.getpid()]}, {})
-    assert group.pids() == [os.getpid()] and group.target["name"] == "fake-0"
 
 
 def test_an_adapter_without_local_processes_says_so(monkeypatch):
@@ -108,22 +120,48 @@ def test_an_adapter_without_local_processes_says_so(monkeypatch):
         role_group({"role": "patroni-primary"}, {})
 
 
-def test_cluster_kinds_are_found_through_their_registry_and_the_cli_names_none():
+def test_the_plug_ins_are_the_packages_they_were_before_the_loader():
+    assert databases() >= {"cockroach", "tikv", "postgres", "etcd"}
+    assert engine_packages() == {"faults", "k8s", "chaosmesh", "litmus"}
+
+
+def test_cluster_kinds_are_found_by_convention_and_the_cli_names_none():
     from chaosdb.core import clusterkinds
 
-    for kind in clusterkinds.CLUSTER_KINDS:
-        module = clusterkinds.kind_module(kind)
+    kinds = clusterkinds.cluster_kinds()
+    assert kinds[0] == clusterkinds.DEFAULT_KIND and {"cockroach", "pd", "kubernetes"} <= set(kinds)
+    modules = [clusterkinds.kind_module(kind) for kind in kinds]
+    for module in modules:
         assert isinstance(module.STATE_FILE, str) and module.DEFAULT_ADDRESS.startswith("127.")
-        assert callable(module.run), kind
-    files = {module.STATE_FILE for module in map(clusterkinds.kind_module, clusterkinds.CLUSTER_KINDS)}
-    assert len(files) == len(clusterkinds.CLUSTER_KINDS)  # a folder's kind is never ambiguous
-    kind_modules = set(clusterkinds.CLUSTER_KINDS.values()) | {"chaosdb.tikv.localpd", "chaosdb.cockroach.localcluster",
-                                                              "chaosdb.localkube.cluster", "chaosdb.local.cluster"}
+        assert callable(module.run) and callable(module.add_arguments), module.__name__
+    assert len({m.STATE_FILE for m in modules}) == len(kinds)  # a folder's kind is never ambiguous
+    cluster_modules = {m.__name__.rsplit(".", 1)[0] for m in modules}
     named = [m for f, _, m, n in _imports() if f == "chaosdb/cli.py"
-             and (m in kind_modules or f"{m}.{n}" in kind_modules)]
+             and any(m == p or m.startswith(p + ".") for p in cluster_modules)]
     assert not named, named
     with pytest.raises(ChaosDBError, match="no cluster kind 'etcd-only'"):
         clusterkinds.kind_module("etcd-only")
+
+
+def _strings(tree: ast.AST) -> list[str]:
+    """The string constants of a module that are not docstrings."""
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and id(n) not in docstrings]
+
+
+def test_core_names_no_higher_module_even_in_a_string():
+    """No importlib string reaches past the layer rule: core finds the plug-ins by convention."""
+    import re
+
+    bad, higher = [], set(plugins.plugin_packages()) - {"chaosdb.core"}
+    for path in sorted((PACKAGE / "core").glob("*.py")):
+        for text in _strings(ast.parse(path.read_text())):
+            if re.fullmatch(r"chaosdb(\.\w+)+", text) and ".".join(text.split(".")[:2]) in higher:
+                bad.append((path.name, text))
+    assert not bad, bad
 
 
 def test_no_two_packages_import_each_other_even_through_others():

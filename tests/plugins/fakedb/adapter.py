@@ -1,5 +1,4 @@
-"""A database adapter that lives outside chaosdb: what adding a database takes (its own module and one line in
-chaosdb.core.adapters.ADAPTER_MODULES), used by tests/unit/test_architecture.py."""
+"""fakedb's adapter: a boss and minions by shard, its processes given by the target (``pids``)."""
 
 from __future__ import annotations
 

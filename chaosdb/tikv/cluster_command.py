@@ -9,7 +9,10 @@ from pathlib import Path
 from chaosdb.core.console import print_json, print_stopped
 from chaosdb.tikv import localpd
 
-__all__ = ["STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "run"]
+__all__ = ["KIND", "HELP", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "run"]
+
+KIND = "pd"
+HELP = "PD members with pd-simulator's simulated TiKV stores (binaries from --bin-dir); addresses 127.0.40.x"
 
 STATE_FILE = localpd.STATE_FILE
 DEFAULT_ADDRESS = "127.0.40.1"
@@ -17,7 +20,15 @@ DEFAULT_ADDRESS = "127.0.40.1"
 EXTRAS: tuple[str, ...] = ()
 
 
+def add_arguments(group: argparse._ArgumentGroup) -> None:
+    """``cluster up``'s options for this kind."""
+    group.add_argument("--pd-members", type=int, default=1, choices=[1, 3], help="PD members")
+    group.add_argument("--stores", type=int, default=5, help="simulated TiKV stores")
+    group.add_argument("--regions", type=int, default=60, help="regions the simulator creates")
+
+
 def run(args: argparse.Namespace, directory: Path, name: str) -> int:
+    """``up``, ``status`` or ``down`` of the PD cluster in *directory*; the exit status."""
     d = directory
     if args.cluster_command == "up":
         res = localpd.up(d, name, members=args.pd_members, stores=args.stores, regions=args.regions,

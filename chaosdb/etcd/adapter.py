@@ -1,0 +1,67 @@
+"""etcd's answer to "which member has this role": its Raft leader, or a healthy follower, asked of the members'
+status over the client URLs (``etcd_urls``, else the embedded cluster's etcd). The member name is the pod name
+(an etcd StatefulSet names its members after its pods) unless ``etcd_pods`` maps members to pods. It also
+watches etcd for a run's event log (:func:`chaosdb.etcd.view.etcd_view`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
+from chaosdb.core.dbevents import View
+from chaosdb.core.embedded import names_embedded_cluster
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.podnames import pod_map
+from chaosdb.etcd.endpoints import etcd_client
+from chaosdb.etcd.view import etcd_view
+
+__all__ = ["ADAPTER", "EtcdAdapter"]
+
+
+class EtcdAdapter(DatabaseAdapter):
+    """``etcd-leader`` (the member every answering member names as Raft leader), ``etcd-follower`` (the first
+    healthy member by name that is not the leader)."""
+
+    name = "etcd"
+    roles = ("leader", "follower")
+
+    def resolve(self, role: str, target: dict[str, Any], configuration: dict[str, Any],
+                secrets: dict[str, Any] | None) -> ResolvedNode:
+        """Asks every configured member at once; refuses when the members disagree on the leader or none leads."""
+        client = etcd_client(configuration, secrets)
+        rows = [r for r in client.overview()["members"] if r.get("reachable")]
+        if not rows:
+            raise ChaosDBError("no etcd member answered: is etcd_urls right and the cluster up?")
+        members = {m.id: m for m in client.members()}
+        leaders = {r["leader_id"] for r in rows if r.get("leader_id") not in (None, "", "0")}
+        if len(leaders) != 1 or next(iter(leaders)) not in members:
+            raise ChaosDBError(f"etcd has no single leader right now (the members name {sorted(leaders) or 'none'})")
+        leader = members[next(iter(leaders))]
+        if role == "leader":
+            chosen = leader
+        else:
+            healthy = {r["member_id"] for r in rows if r.get("healthy")}
+            followers = sorted((m for m in members.values() if m.id != leader.id and m.id in healthy),
+                               key=lambda m: m.name)
+            if not followers:
+                raise ChaosDBError("etcd has no healthy follower to target")
+            chosen = followers[0]
+        pod = pod_map(configuration, "etcd_pods").get(chosen.name, chosen.name)
+        address = chosen.client_urls[0].split("://", 1)[-1] if chosen.client_urls else None
+        return ResolvedNode(name=chosen.name, pod=pod, address=address,
+                            detail={"member": chosen.name, "member_id": chosen.id, "leader": leader.name})
+
+    def sources(self, configuration: dict[str, Any]) -> tuple[str, ...]:
+        """etcd when ``etcd_urls`` or an embedded cluster (whose Patroni keeps its state in etcd) is configured."""
+        if configuration.get("etcd_urls") or names_embedded_cluster(configuration, environment=False):
+            return ("etcd",)
+        return ()
+
+    def view(self, source: str, configuration: dict[str, Any], secrets: dict[str, Any] | None) -> View:
+        """etcd's Raft leader, members and term (:func:`chaosdb.etcd.view.etcd_view`)."""
+        if source != "etcd":
+            return super().view(source, configuration, secrets)
+        return etcd_view(configuration, secrets)
+
+
+ADAPTER = EtcdAdapter()

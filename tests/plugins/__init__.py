@@ -1,0 +1,1 @@
+"""Plug-ins that live in the tests (:mod:`chaosdb.core.plugins`)."""

@@ -1,0 +1,78 @@
+"""The ``chaosdb`` command explains itself: every option and argument has a help text, each default is shown,
+``--version`` answers, and a starting cluster says what it is doing."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import chaosdb
+from chaosdb.cli import build_parser
+from chaosdb.core.console import PROGRESS, show_progress
+
+BIN = Path(sys.executable).parent
+
+
+def _parsers(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()):
+    yield words, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, (*words, name))
+
+
+def _options():
+    for words, parser in _parsers(build_parser()):
+        for action in parser._actions:
+            if not isinstance(action, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)):
+                yield " ".join(words), parser, action
+
+
+def test_every_option_and_argument_says_what_it_is():
+    found = list(_options())
+    assert len(found) > 100
+    missing = [(words, action.option_strings or action.dest) for words, _, action in found if not action.help]
+    assert not missing, missing
+
+
+def test_every_default_is_shown_in_the_help():
+    unshown = []
+    for words, parser, action in _options():
+        if action.default in (None, False, "", []) or not action.option_strings:
+            continue
+        shown = parser._get_formatter()._get_help_string(action) % {"default": action.default}
+        if "default" not in shown:
+            unshown.append((words, action.option_strings[-1]))
+    assert not unshown, unshown
+
+
+def test_version():
+    done = subprocess.run([str(BIN / "chaosdb"), "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == f"chaosdb {chaosdb.__version__} (chaostoolkit-db)"
+
+
+@pytest.mark.parametrize("option", ["--pg-port", "--stores", "--replicas", "--timeout"])
+def test_cluster_up_help_shows_the_kind_options_with_their_defaults(option):
+    up = dict(_parsers(build_parser()))["cluster", "up"]
+    text = " ".join(up.format_help().split())
+    after = text[text.rindex(option):][:300]  # its entry, after the usage line
+    assert "(default: " in after
+
+
+def test_progress_lines_carry_the_seconds_since_the_start():
+    out = io.StringIO()
+    handler = show_progress(out)
+    try:
+        PROGRESS.info("starting etcd on %s", "node1")
+        PROGRESS.debug("not shown")
+    finally:
+        PROGRESS.removeHandler(handler)
+        PROGRESS.setLevel(logging.NOTSET)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].endswith("s] starting etcd on node1") and lines[0].startswith("  [")
