@@ -20,7 +20,7 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.home import default_home
-from chaosdb.core.processes import argv_of, listen_addresses, processes_serving, read_proc, wait_gone
+from chaosdb.core.processes import argv_of, cwd_of, environ_of, listen_addresses, owner_of, processes_serving, wait_gone
 
 __all__ = ["find_node_process", "signal_node", "restart_saved", "saved_path", "save_process",
            "saved_nodes"]
@@ -45,14 +45,12 @@ def saved_path(node_id: int) -> Path:
 
 def save_process(node_id: int, pid: int) -> dict[str, Any]:
     argv = argv_of(pid)
-    env = {}
-    for item in read_proc(f"/proc/{pid}/environ").split("\0"):
-        k, sep, v = item.partition("=")
-        if sep:  # the whole environment: the node must start as it ran (file is private, 0600)
-            env[k] = v
-    st = os.stat(f"/proc/{pid}")
-    rec = {"node": node_id, "pid": pid, "argv": argv, "cwd": os.readlink(f"/proc/{pid}/cwd"),
-           "uid": st.st_uid, "gid": st.st_gid, "env": env, "saved_at": time.time()}
+    env = environ_of(pid)  # the whole environment: the node must start as it ran (file is private, 0600)
+    owner, cwd = owner_of(pid), cwd_of(pid)
+    if not argv or owner is None or cwd is None:
+        raise ChaosDBError(f"CockroachDB node n{node_id} (pid {pid}) is gone or cannot be read: nothing to save")
+    rec = {"node": node_id, "pid": pid, "argv": argv, "cwd": cwd,
+           "uid": owner[0], "gid": owner[1], "env": env, "saved_at": time.time()}
     path = saved_path(node_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")

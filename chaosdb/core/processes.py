@@ -1,9 +1,13 @@
-"""Processes on this machine as ``/proc`` shows them: command line, state, start time, CPU time, signals,
-and which server process listens on an address.
+"""Processes on this machine: command line, state, start time, CPU time, signals, and which server process
+listens on an address, through psutil.
 
 Shared by every local engine and adapter (the embedded cluster, local CockroachDB and TiKV nodes, the fault
-engine); nothing here knows a database. Reading another user's ``/proc/PID/cwd`` or ``environ`` needs that
+engine); nothing here knows a database. Reading another user's working directory or environment needs that
 uid or root.
+
+One thing is read from ``/proc`` itself: :func:`start_time`, the kernel's start time in clock ticks, which fault
+records keep to tell a process from a later one with its pid. psutil offers only seconds derived from it (a float
+that depends on the boot time it reads), and records written before must keep matching.
 """
 
 from __future__ import annotations
@@ -11,11 +15,14 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import psutil
+
 __all__ = ["read_proc", "argv_of", "proc_state", "start_time", "cmdline", "cpu_time_s", "pid_alive", "same_process",
-           "stop_process", "signal_pids", "wait_gone", "pids_under", "listen_addresses", "processes_serving"]
+           "stop_process", "signal_pids", "wait_gone", "pids_under", "listen_addresses", "processes_serving",
+           "cwd_of", "environ_of", "owner_of", "other_processes"]
 
 _ADDR_FLAGS = ("--listen-addr", "--advertise-addr", "--addr", "--advertise-host", "--host")
 _LOCAL = {"localhost", "127.0.0.1", "::1", "0.0.0.0", ""}
@@ -31,56 +38,95 @@ def read_proc(path: str) -> str:
 
 
 def argv_of(pid: int) -> list[str]:
-    """The argument vector of *pid* ([] if gone)."""
-    return [a for a in read_proc(f"/proc/{pid}/cmdline").split("\0") if a]
+    """The argument vector of *pid* ([] if gone, a kernel thread, or not readable)."""
+    try:
+        return [a for a in psutil.Process(pid).cmdline() if a]
+    except (psutil.Error, OSError, ValueError):
+        return []
 
 
-def _stat_fields(pid: int) -> list[str]:
-    """Fields of ``/proc/PID/stat`` from the state on (comm may hold spaces and parens: cut at the last ')')."""
-    stat = read_proc(f"/proc/{pid}/stat")
-    idx = stat.rfind(")")
-    return stat[idx + 2:].split() if idx != -1 else []
+#: psutil's status -> the state letter ``ps`` and ``/proc/PID/stat`` show
+_STATE_LETTERS = {psutil.STATUS_RUNNING: "R", psutil.STATUS_SLEEPING: "S", psutil.STATUS_DISK_SLEEP: "D",
+                  psutil.STATUS_STOPPED: "T", psutil.STATUS_TRACING_STOP: "t", psutil.STATUS_ZOMBIE: "Z",
+                  psutil.STATUS_DEAD: "X", psutil.STATUS_IDLE: "I", psutil.STATUS_PARKED: "P"}
 
 
 def proc_state(pid: int) -> str:
     """The state letter of *pid* (R, S, D, T, Z ...), ``?`` when it is gone."""
-    fields = _stat_fields(pid)
-    return fields[0] if fields else "?"
+    try:
+        return _STATE_LETTERS.get(psutil.Process(pid).status(), "?")
+    except (psutil.Error, OSError, ValueError):
+        return "?"
 
 
 def start_time(pid: int) -> int:
-    """Start time of *pid* in clock ticks since boot (0 if gone): tells a process from a later one with its pid."""
-    fields = _stat_fields(pid)
+    """Start time of *pid* in clock ticks since boot (0 if gone): tells a process from a later one with its pid.
+    Read from ``/proc/PID/stat`` (field 22; the command name before it may hold spaces and parens, so the fields
+    are cut after its last ')'), see the module's docstring for why not psutil."""
+    stat = read_proc(f"/proc/{pid}/stat")
+    fields = stat[stat.rfind(")") + 2:].split() if ")" in stat else []
     try:
         return int(fields[19])
     except (IndexError, ValueError):
         return 0
 
 
-
 def cmdline(pid: int) -> str:
     """The command line of *pid*, arguments joined by spaces ('' if gone)."""
-    return read_proc(f"/proc/{pid}/cmdline").replace("\0", " ")
-
+    return " ".join(argv_of(pid))
 
 
 def cpu_time_s(pids: list[int]) -> float:
-    """utime + stime of *pids* (and their reaped children) in seconds."""
-    total = 0
+    """User + system CPU time of *pids* and of their reaped children, in seconds."""
+    total = 0.0
     for pid in pids:
-        fields = _stat_fields(pid)
-        if len(fields) >= 15:
-            total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
-    return total / os.sysconf("SC_CLK_TCK")
-
+        try:
+            times = psutil.Process(pid).cpu_times()
+        except (psutil.Error, OSError, ValueError):
+            continue
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
 
 
 def pid_alive(pid: int) -> bool:
+    """Whether *pid* is a live process (not gone, not a zombie)."""
     if pid <= 0:
         return False
-    state = proc_state(pid)
-    return state not in ("?", "Z", "X")
+    return proc_state(pid) not in ("?", "Z", "X")
 
+
+def cwd_of(pid: int) -> str | None:
+    """The working directory of *pid*, symbolic links resolved; None when gone or not readable."""
+    try:
+        return os.path.realpath(psutil.Process(pid).cwd())
+    except (psutil.Error, OSError, ValueError):
+        return None
+
+
+def environ_of(pid: int) -> dict[str, str]:
+    """The environment *pid* started with ({} when gone or not readable)."""
+    try:
+        return dict(psutil.Process(pid).environ())
+    except (psutil.Error, OSError, ValueError):
+        return {}
+
+
+def owner_of(pid: int) -> tuple[int, int] | None:
+    """The effective uid and gid *pid* runs as; None when it is gone."""
+    try:
+        proc = psutil.Process(pid)
+        return proc.uids().effective, proc.gids().effective
+    except (psutil.Error, OSError, ValueError):
+        return None
+
+
+def other_processes(attrs: tuple[str, ...] = ()) -> Iterator[psutil.Process]:
+    """Every process on this machine but this one, with *attrs* (psutil names: ``cmdline``, ``cwd`` ...) read at
+    once into ``.info`` (None where unreadable)."""
+    me = os.getpid()
+    for proc in psutil.process_iter(list(attrs) or None, ad_value=None):
+        if proc.pid != me:
+            yield proc
 
 
 def same_process(entry: dict[str, Any]) -> bool:
@@ -139,18 +185,14 @@ def pids_under(directory: str | os.PathLike[str]) -> list[int]:
     Servers started with their own folder as cwd are found this way after orphaning and pid reuse, with no
     bookkeeping."""
     root = os.path.realpath(directory)
-    me = os.getpid()
     found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == me:
+    for proc in other_processes(("cwd",)):
+        cwd = proc.info["cwd"]
+        if cwd is None:
             continue
-        pid = int(entry.name)
-        try:
-            cwd = os.path.realpath(os.readlink(f"/proc/{pid}/cwd"))
-        except OSError:
-            continue
-        if (cwd == root or cwd.startswith(root + os.sep)) and proc_state(pid) not in ("Z", "X", "?"):
-            found.append(pid)
+        cwd = os.path.realpath(cwd)
+        if (cwd == root or cwd.startswith(root + os.sep)) and pid_alive(proc.pid):
+            found.append(proc.pid)
     return sorted(found)
 
 
@@ -189,13 +231,9 @@ def processes_serving(address: str, is_server: Callable[[list[str]], bool]) -> l
     """Live processes (not this one) whose argv *is_server* accepts and whose address flags name *address*
     (host:port; ``localhost`` and ``0.0.0.0`` count as ``127.0.0.1``)."""
     want = _norm(address)
-    me = os.getpid()
     out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        pid = int(entry)
-        argv = argv_of(pid)
-        if argv and is_server(argv) and want in listen_addresses(argv) and pid_alive(pid):
-            out.append(pid)
+    for proc in other_processes(("cmdline",)):
+        argv = [a for a in proc.info["cmdline"] or [] if a]
+        if argv and is_server(argv) and want in listen_addresses(argv) and pid_alive(proc.pid):
+            out.append(proc.pid)
     return sorted(out)

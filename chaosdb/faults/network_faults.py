@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.processes import cwd_of, other_processes
 from chaosdb.faults import netfilter, traffic
 from chaosdb.faults.classify import (
     NodeIdentity,
@@ -33,21 +34,15 @@ def _foreign_users(nodes: list[NodeIdentity], cluster_dir: str) -> list[str]:
     uids = {n.uid: n.name for n in nodes}
     root = os.path.realpath(cluster_dir) if cluster_dir else ""
     found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            uid = entry.stat().st_uid
-        except OSError:
-            continue
+    for proc in other_processes(("uids",)):
+        uid = proc.info["uids"].effective if proc.info["uids"] else None
         if uid not in uids:
             continue
-        try:
-            cwd = os.path.realpath(os.readlink(f"/proc/{entry.name}/cwd"))
-        except OSError:
+        cwd = cwd_of(proc.pid)
+        if cwd is None:
             continue
         if root and not (cwd == root or cwd.startswith(root + os.sep)):
-            found.append(f"pid {entry.name} (uid {uid}, cwd {cwd})")
+            found.append(f"pid {proc.pid} (uid {uid}, cwd {cwd})")
     return found
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from chaosdb.core.chaosd import leftovers as chaosd_leftovers
 from chaosdb.core.chaosd import remove_leftovers as remove_chaosd_leftovers
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.processes import cmdline, stop_process
+from chaosdb.core.processes import other_processes, stop_process
 from chaosdb.core.processes import start_time as process_start_time
 from chaosdb.faults import cgroups, netfilter, traffic
 from chaosdb.faults.host import cgroup_host, require_tool
@@ -20,14 +20,12 @@ from chaosdb.faults.records import load_records, same_cluster
 
 
 def _our_processes() -> list[dict[str, Any]]:
+    """The fault engine's own helper processes (reverter timers, delay proxies) on this host."""
     found = []
-    me = os.getpid()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        cmd = cmdline(int(entry.name))
+    for proc in other_processes(("cmdline",)):
+        cmd = " ".join(a for a in proc.info["cmdline"] or [] if a)
         if any(f"-m {m}" in cmd for m in _OUR_MODULES):
-            found.append({"pid": int(entry.name), "start": process_start_time(int(entry.name)), "cmd": cmd.strip()})
+            found.append({"pid": proc.pid, "start": process_start_time(proc.pid), "cmd": cmd})
     return found
 
 

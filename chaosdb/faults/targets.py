@@ -4,16 +4,16 @@ by command line (a user's own CockroachDB / etcd processes)."""
 
 from __future__ import annotations
 
-import os
 from typing import Any, Sequence
 
 from chaosdb.core.adapters import check_role_target, resolve_role_target, split_role
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.processes import other_processes
 from chaosdb.core.targets import Target
 from chaosdb.faults.classify import NodeIdentity
 from chaosdb.faults.engine import ProcessGroup
 from chaosdb.local.nodes import check_target, choose, open_cluster
-from chaosdb.local.processes import cmdline, node_processes
+from chaosdb.local.processes import node_processes
 from chaosdb.local.state import ClusterLayout
 
 __all__ = ["COMPONENTS", "check_fault_target", "check_components", "choose_nodes", "target_groups", "process_groups", "role_group", "matching_processes", "identities", "PORT_NAMES",
@@ -107,16 +107,12 @@ def matching_processes(pattern: str) -> ProcessGroup:
     """Every live process whose command line contains *pattern* (and their later children are born inside)."""
     if not pattern or len(pattern) < 3:
         raise ChaosDBError("processes must be a command-line substring of at least 3 characters")
-    me = os.getpid()
-
     def pids() -> list[int]:
         found = []
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit() or int(entry.name) == me:
-                continue
-            cmd = cmdline(int(entry.name))
+        for proc in other_processes(("cmdline",)):
+            cmd = " ".join(a for a in proc.info["cmdline"] or [] if a)
             if pattern in cmd and "chaosdb.faults" not in cmd:
-                found.append(int(entry.name))
+                found.append(proc.pid)
         return sorted(found)
 
     return ProcessGroup(target={"name": pattern, "processes": pattern}, pids=pids)

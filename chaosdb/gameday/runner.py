@@ -39,6 +39,7 @@ from typing import Any, Callable
 
 from chaosdb.core.commands import die_with_parent
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.processes import cmdline, pid_alive
 from chaosdb.gameday import cluster_steps as steps
 from chaosdb.gameday.manifest import DONE_STATES, MANIFEST, RERUN_STATES, manifested, read_manifest
 from chaosdb.gameday.suite import PlannedRun, Suite, load_suite, plan_runs
@@ -304,17 +305,13 @@ class Runner:
             pid = e.get("pid")
             if e.get("status") != "running" or not pid:
                 continue
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if str(self.results / "runs" / e["id"]) not in cmdline:
+            if str(self.results / "runs" / e["id"]) not in cmdline(int(pid)):
                 continue
             self.say(f"{e['id']}: the interrupted chaos run (pid {pid}) is still cleaning up; waiting for it")
             deadline = time.monotonic() + 300
-            while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            while pid_alive(int(pid)) and time.monotonic() < deadline:
                 time.sleep(0.5)
-            if Path(f"/proc/{pid}").exists():
+            if pid_alive(int(pid)):
                 os.kill(pid, signal.SIGKILL)
 
     def _run_all(self) -> int:

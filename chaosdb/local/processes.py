@@ -5,7 +5,7 @@ are started with the node directory as cwd, and PostgreSQL (postmaster and every
 backend) ``chdir``s into its data directory, which lies below it. This survives
 orphaning and pid reuse and needs no bookkeeping, so any fresh process (a
 rollback after a crash, ``chaosdb local cleanup``) finds the same processes.
-Reading ``/proc/PID/cwd`` needs the same uid or root, which is what starts them.
+Reading another process's working directory needs the same uid or root, which is what starts them.
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chaosdb.core.processes import (
+    argv_of,
     cmdline,
     cpu_time_s,
+    cwd_of,
     pid_alive,
     pids_under,
     proc_state,
@@ -34,7 +36,7 @@ __all__ = ["NodeProcess", "node_processes", "postmaster_pid", "signal_pids", "wa
 class NodeProcess:
     pid: int
     kind: str  # etcd | patroni | postgres | postmaster | other
-    state: str  # R S D T Z ... from /proc/PID/stat
+    state: str  # R S D T Z ..., as ps shows it
 
     def as_dict(self) -> dict[str, object]:
         return {"pid": self.pid, "kind": self.kind, "state": self.state}
@@ -49,24 +51,22 @@ def postmaster_pid(data_dir: Path) -> int | None:
         pid = int(text.splitlines()[0])
     except (ValueError, IndexError):
         return None
-    try:
-        cwd = os.readlink(f"/proc/{pid}/cwd")
-    except OSError:
-        return None
-    if pid_alive(pid) and os.path.realpath(cwd) == os.path.realpath(data_dir):
+    cwd = cwd_of(pid)
+    if cwd is not None and pid_alive(pid) and cwd == os.path.realpath(data_dir):
         return pid
     return None
 
 
-def _kind(pid: int, cmdline: str, pm: int | None) -> str:
+def _kind(pid: int, argv: list[str], pm: int | None) -> str:
+    """What a node's process is, from its argument vector (a backend's is its title, ``postgres: ...``)."""
     if pm is not None and pid == pm:
         return "postmaster"
-    argv0 = os.path.basename(cmdline.split("\0", 1)[0]) if cmdline else ""
-    if "patroni" in cmdline and argv0.startswith("python"):
+    argv0 = os.path.basename(argv[0]) if argv else ""
+    if argv0.startswith("python") and any("patroni" in a for a in argv):
         return "patroni"
     if argv0 == "etcd":
         return "etcd"
-    if cmdline.startswith("postgres") or "/postgres\0" in cmdline or argv0 == "postgres":
+    if argv0 == "postgres" or (argv and argv[0].startswith("postgres")):
         return "postgres"
     return "other"
 
@@ -80,7 +80,7 @@ def node_processes(node_dir: Path, data_dir: Path | None = None) -> list[NodePro
         state = proc_state(pid)
         if state in ("Z", "X", "?"):
             continue
-        found.append(NodeProcess(pid, _kind(pid, read_proc(f"/proc/{pid}/cmdline"), pm), state))
+        found.append(NodeProcess(pid, _kind(pid, argv_of(pid), pm), state))
     return found
 
 

@@ -218,6 +218,20 @@ def test_prometheus_parser_keeps_tenants_apart():
     assert range_metrics(text) == {1: {"ranges": 10.0}}
 
 
+def test_prometheus_text_with_escapes_timestamps_and_special_values():
+    from chaosdb.core.prometheus import parse_prometheus
+
+    text = ('# HELP sql_conns open connections\n# TYPE sql_conns gauge\n'
+            'sql_conns{node_id="1",note="say \\"hi\\"\\nthen go"} 3 1700000000000\n'
+            'latency_bucket{le="+Inf"} +Inf\nidle NaN\n')
+    samples = parse_prometheus(text)
+    assert samples[0] == ("sql_conns", {"node_id": "1", "note": 'say "hi"\nthen go'}, 3.0)
+    assert samples[1][0] == "latency_bucket" and samples[1][1] == {"le": "+Inf"} and samples[1][2] == float("inf")
+    assert samples[2][0] == "idle" and samples[2][2] != samples[2][2]  # NaN
+    with pytest.raises(ChaosDBError, match="not in the Prometheus text format"):
+        parse_prometheus('broken{node_id="1" 3\n')
+
+
 # ---------------------------------------------------------------------------
 # opt-in: a real cluster
 
