@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb import __version__
-from chaosdb.core.clusterkinds import DEFAULT_KIND, add_kind_arguments, cluster_kinds, kind_module, kind_of_folder
+from chaosdb.core.clusterkinds import (
+    DEFAULT_KIND,
+    add_kind_arguments,
+    cluster_kinds,
+    kind_module,
+    kind_of_folder,
+    run_command,
+)
 from chaosdb.core.console import print_json, show_progress
 from chaosdb.core.embedded import embedded_endpoints
 from chaosdb.core.errors import ChaosDBError
@@ -61,7 +68,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         require_extras(f"'chaosdb cluster up --kind {kind}'", module.EXTRAS)
         if not args.json:
             show_progress()  # a cluster takes tens of seconds to start: say what it is doing
-    return module.run(args, _cluster_dir(args), _cluster_name(args))
+    return run_command(kind, args, _cluster_dir(args), _cluster_name(args))
 
 
 def _load_dsn(args: argparse.Namespace) -> str:

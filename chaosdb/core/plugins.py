@@ -13,8 +13,8 @@ What a plug-in brings is found by the names of its modules:
 ``adapter``            a database: ``ADAPTER``, its roles for every engine (:mod:`chaosdb.core.adapters`)
 ``probes``/``actions`` Chaos Toolkit activities (``__all__``), listed by ``chaos discover``; a package lists
                        further activity modules in ``ACTIVITY_MODULES`` of its ``__init__`` (``{"probe": [...]}``)
-``cluster_command``    a local cluster kind of ``chaosdb cluster`` (``KIND``, its CLI arguments, ``run``;
-                       :mod:`chaosdb.core.clusterkinds`)
+``cluster_command``    a local cluster kind of ``chaosdb cluster`` (``KIND``, its CLI arguments, ``up``,
+                       ``status``, ``down``; :mod:`chaosdb.core.clusterkinds`)
 ``ENGINE`` in          a fault engine named so (:mod:`chaosdb.core.engines`); its actions are in ``actions``
 ``__init__``
 =====================  ===================================================================================

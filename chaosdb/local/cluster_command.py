@@ -7,16 +7,18 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from chaosdb.core.console import fmt, print_json
+from chaosdb.core.console import fmt
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.local import cluster
 from chaosdb.local.chaosd import chaosd_address, start_chaosd
 from chaosdb.local.endpoints import endpoints as embedded_endpoints
 from chaosdb.local.state import STATE_FILE, load_layout
 
-__all__ = ["KIND", "HELP", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "run", "endpoints"]
+__all__ = ["KIND", "HELP", "TITLE", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "up", "status", "down",
+           "show_up", "show_status", "show_down", "endpoints"]
 
 KIND = "postgres-ha"
+TITLE = "cluster"
 HELP = "the embedded cluster: etcd + Patroni + PostgreSQL per node from PyPI wheels; addresses 127.0.0.11+"
 DEFAULT_ADDRESS = "127.0.0.11"
 #: the extras ``cluster up`` of this kind needs (:mod:`chaosdb.core.extras`)
@@ -61,12 +63,8 @@ def endpoints(configuration: dict[str, Any]) -> dict[str, Any]:
     return embedded_endpoints(configuration)
 
 
-def run(args: argparse.Namespace, directory: Path, name: str) -> int:
-    """``up``, ``status`` or ``down`` of the embedded cluster in *directory*; the exit status."""
-    return {"up": _up, "status": _status, "down": _down}[args.cluster_command](args, directory, name)
-
-
-def _print_status(st: dict[str, Any]) -> None:
+def show_status(st: dict[str, Any]) -> None:
+    """The cluster, its leaders, one line per node."""
     print(f"cluster {st['cluster']} ({st['kind']}, {st['replication']} replication, runs as {st['run_as']}) "
           f"at {st['dir']}")
     print(f"healthy: {'yes' if st['healthy'] else 'NO'}   leader: {fmt(st['leader'])}   "
@@ -86,7 +84,9 @@ def _print_status(st: dict[str, Any]) -> None:
     print(f"DSN: {st['dsn']}")
 
 
-def _up(args: argparse.Namespace, directory: Path, name: str) -> int:
+def up(args: argparse.Namespace, directory: Path, name: str) -> dict[str, Any]:
+    """Start (create on first use) the embedded cluster in *directory*; with ``--chaosd`` chaosd beside it (and
+    with ``--physical-machines`` one PhysicalMachine per node)."""
     if getattr(args, "physical_machines", False) and not getattr(args, "chaosd", None):
         raise ChaosDBError("--physical-machines needs --chaosd: a PhysicalMachine names the chaosd of its machine")
     if getattr(args, "chaosd_tls_from", None) and not getattr(args, "chaosd", None):
@@ -112,9 +112,11 @@ def _up(args: argparse.Namespace, directory: Path, name: str) -> int:
             k8s = {"k8s_kubeconfig": args.kubeconfig or "", "k8s_namespace": args.k8s_namespace}
             result["physical_machines"] = register_machines(str(directory), layout.name,
                                                             [n.name for n in layout.nodes], result["chaosd"], k8s)
-    if args.json:
-        print_json(result)
-        return 0
+    return result
+
+
+def show_up(result: dict[str, Any]) -> None:
+    """What started and how to reach it."""
     verb = "created and started" if result["created"] else ("restarted" if result["started"] else "already running")
     print(f"cluster {result['cluster']} {verb} in {result['seconds']}s; leader: {result['leader']}")
     print(f"  data:        {result['dir']}")
@@ -133,27 +135,24 @@ def _up(args: argparse.Namespace, directory: Path, name: str) -> int:
     for node, machine in (result.get("physical_machines") or {}).items():
         print(f"  {node}:       PhysicalMachine {machine}")
     print("  passwords are in the pgpass file the DSNs name; 'chaosdb cluster status' shows the members")
-    return 0
 
 
-def _status(args: argparse.Namespace, directory: Path, name: str) -> int:
-    st = cluster.status(load_layout(directory))
-    if args.json:
-        print_json(st)
-    else:
-        _print_status(st)
-    return 0 if st["healthy"] or not args.check else 1
+def status(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
+    """Members, roles, lag, timelines, etcd's leader, each node's processes."""
+    return cluster.status(load_layout(directory))
 
 
-def _down(args: argparse.Namespace, directory: Path, name: str) -> int:
-    d = directory
-    if not (d / STATE_FILE).exists():
-        print(f"no cluster at {d}: nothing to stop")
-        return 0
-    result = cluster.down(load_layout(d), purge=args.purge, timeout=args.timeout)
-    if args.json:
-        print_json(result)
-    else:
-        print(f"cluster {result['cluster']} stopped ({', '.join(result['stopped'])})"
-              + ("; data removed" if result["purged"] else f"; data kept in {result['dir']}"))
-    return 0
+def down(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
+    """Stop every process of every node (``--purge``: and remove the folder); nothing when no cluster is there."""
+    if not (directory / STATE_FILE).exists():
+        return {"cluster": None, "dir": str(directory), "stopped": [], "purged": False}
+    return cluster.down(load_layout(directory), purge=args.purge, timeout=args.timeout)
+
+
+def show_down(result: dict[str, Any]) -> None:
+    """Which nodes stopped and where the data is."""
+    if result["cluster"] is None:
+        print(f"no cluster at {result['dir']}: nothing to stop")
+        return
+    print(f"cluster {result['cluster']} stopped ({', '.join(result['stopped'])})"
+          + ("; data removed" if result["purged"] else f"; data kept in {result['dir']}"))

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
-from chaosdb.core.console import print_json, print_stopped
 from chaosdb.localkube import cluster as localkube
 
-__all__ = ["KIND", "HELP", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "run"]
+__all__ = ["KIND", "HELP", "TITLE", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "up", "show_up",
+           "show_status", "CLUSTER"]
 
 KIND = "kubernetes"
+TITLE = "Kubernetes cluster"
 HELP = ("kube-apiserver, controller-manager, scheduler, kwok fake nodes and pods and the Chaos Mesh controller "
         "(binaries from --bin-dir); 127.0.50.1")
 
+#: the module whose status(directory) and down(directory, purge, timeout) the command calls
+CLUSTER = localkube
 STATE_FILE = localkube.STATE_FILE
 DEFAULT_ADDRESS = "127.0.50.1"
 #: the extras ``cluster up`` of this kind needs (:mod:`chaosdb.core.extras`)
@@ -32,35 +36,30 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
                             "start chaosd with --chaosd-tls-from this cluster's folder")
 
 
-def run(args: argparse.Namespace, directory: Path, name: str) -> int:
-    """``up``, ``status`` or ``down`` of the local Kubernetes in *directory*; the exit status."""
-    d = directory
-    if args.cluster_command == "up":
-        names = [] if args.workloads in ("", "none") else [w.strip() for w in args.workloads.split(",") if w.strip()]
-        res = localkube.up(d, name, address=args.address_base or DEFAULT_ADDRESS, nodes=args.nodes,
-                           workload_names=names, replicas=args.replicas, chaos_mesh=not args.no_chaos_mesh,
-                           bin_dir=args.bin_dir, timeout=max(args.timeout, 180.0),
-                           chaosd_tls=bool(getattr(args, "chaosd_tls", False)))
-    elif args.cluster_command == "status":
-        res = localkube.status(d)
-    else:
-        res = localkube.down(d, purge=args.purge, timeout=args.timeout)
-    if args.json:
-        print_json(res)
-    elif args.cluster_command == "up":
-        print(f"Kubernetes cluster {res['cluster']}: {len(res['nodes'])} kwok nodes, "
-              + ("Chaos Mesh with its webhooks, " if res["chaos_mesh"] else "")
-              + f"workloads {', '.join(res['workloads']) or 'none'}"
-              + (f", ready in {res['seconds']}s" if res.get("seconds") else f" ({res.get('note', '')})"))
-        print(f"  API server: {res['server']}")
-        print(f"  export KUBECONFIG={res['kubeconfig']}   (configuration k8s_kubeconfig for experiments)")
-        print("  pods are fake (kwok): nothing runs inside them; 'chaosdb cluster down --kind kubernetes' stops it")
-        if res.get("chaosd_tls"):
-            print(f"  chaosd over mutual TLS only: chaosdb cluster up --chaosd BINARY --chaosd-tls-from {res['dir']}")
-    elif args.cluster_command == "status":
-        print(f"Kubernetes cluster {res['cluster']}: {'healthy' if res['healthy'] else 'NOT healthy'}; servers "
-              + ", ".join(f"{k}={'up' if v else 'DOWN'}" for k, v in res["servers"].items()))
-        print(f"  nodes: {res['nodes_ready']}; workloads: {res['workloads_ready']}")
-    else:
-        print_stopped(res, f"Kubernetes cluster {res['cluster']}")
-    return 1 if args.cluster_command == "status" and getattr(args, "check", False) and not res["healthy"] else 0
+def up(args: argparse.Namespace, directory: Path, name: str) -> dict[str, Any]:
+    """Start (create on first use) the control plane, fake nodes and workloads, and Chaos Mesh."""
+    names = [] if args.workloads in ("", "none") else [w.strip() for w in args.workloads.split(",") if w.strip()]
+    return localkube.up(directory, name, address=args.address_base or DEFAULT_ADDRESS, nodes=args.nodes,
+                        workload_names=names, replicas=args.replicas, chaos_mesh=not args.no_chaos_mesh,
+                        bin_dir=args.bin_dir, timeout=max(args.timeout, 180.0),
+                        chaosd_tls=bool(getattr(args, "chaosd_tls", False)))
+
+
+def show_up(res: dict[str, Any]) -> None:
+    """What started and how experiments reach it."""
+    print(f"Kubernetes cluster {res['cluster']}: {len(res['nodes'])} kwok nodes, "
+          + ("Chaos Mesh with its webhooks, " if res["chaos_mesh"] else "")
+          + f"workloads {', '.join(res['workloads']) or 'none'}"
+          + (f", ready in {res['seconds']}s" if res.get("seconds") else f" ({res.get('note', '')})"))
+    print(f"  API server: {res['server']}")
+    print(f"  export KUBECONFIG={res['kubeconfig']}   (configuration k8s_kubeconfig for experiments)")
+    print("  pods are fake (kwok): nothing runs inside them; 'chaosdb cluster down --kind kubernetes' stops it")
+    if res.get("chaosd_tls"):
+        print(f"  chaosd over mutual TLS only: chaosdb cluster up --chaosd BINARY --chaosd-tls-from {res['dir']}")
+
+
+def show_status(res: dict[str, Any]) -> None:
+    """Healthy or not, each server, nodes and workloads."""
+    print(f"Kubernetes cluster {res['cluster']}: {'healthy' if res['healthy'] else 'NOT healthy'}; servers "
+          + ", ".join(f"{k}={'up' if v else 'DOWN'}" for k, v in res["servers"].items()))
+    print(f"  nodes: {res['nodes_ready']}; workloads: {res['workloads_ready']}")

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
-from chaosdb.core.console import print_json, print_stopped
 from chaosdb.tikv import localpd
 
-__all__ = ["KIND", "HELP", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "run"]
+__all__ = ["KIND", "HELP", "TITLE", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "up", "show_up",
+           "show_status", "CLUSTER"]
 
 KIND = "pd"
+TITLE = "PD cluster"
 HELP = "PD members with pd-simulator's simulated TiKV stores (binaries from --bin-dir); addresses 127.0.40.x"
 
+#: the module whose status(directory) and down(directory, purge, timeout) the command calls
+CLUSTER = localpd
 STATE_FILE = localpd.STATE_FILE
 DEFAULT_ADDRESS = "127.0.40.1"
 #: the extras ``cluster up`` of this kind needs (:mod:`chaosdb.core.extras`)
@@ -27,38 +31,33 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--regions", type=int, default=60, help="regions the simulator creates")
 
 
-def run(args: argparse.Namespace, directory: Path, name: str) -> int:
-    """``up``, ``status`` or ``down`` of the PD cluster in *directory*; the exit status."""
-    d = directory
-    if args.cluster_command == "up":
-        res = localpd.up(d, name, members=args.pd_members, stores=args.stores, regions=args.regions,
-                         address_base=args.address_base or DEFAULT_ADDRESS, bin_dir=args.bin_dir, timeout=args.timeout,
-                         secure=bool(getattr(args, "secure", False)))
-    elif args.cluster_command == "status":
-        res = localpd.status(d)
+def up(args: argparse.Namespace, directory: Path, name: str) -> dict[str, Any]:
+    """Start (create on first use) the PD cluster in *directory*, and its simulated stores."""
+    return localpd.up(directory, name, members=args.pd_members, stores=args.stores, regions=args.regions,
+                      address_base=args.address_base or DEFAULT_ADDRESS, bin_dir=args.bin_dir, timeout=args.timeout,
+                      secure=bool(getattr(args, "secure", False)))
+
+
+def show_up(res: dict[str, Any]) -> None:
+    """What started and how to reach it."""
+    took = f", in {res['seconds']}s" if res.get("seconds") else f" ({res.get('note', '')})"
+    if res["stores"]:
+        print(f"PD cluster {res['cluster']}: {res['members']} PD member(s), {res['stores']} simulated stores, "
+              f"{res['regions']} regions, every region leader known" + took)
     else:
-        res = localpd.down(d, purge=args.purge, timeout=args.timeout)
-    if args.json:
-        print_json(res)
-    elif args.cluster_command == "up":
-        took = f", in {res['seconds']}s" if res.get("seconds") else f" ({res.get('note', '')})"
-        if res["stores"]:
-            print(f"PD cluster {res['cluster']}: {res['members']} PD member(s), {res['stores']} simulated stores, "
-                  f"{res['regions']} regions, every region leader known" + took)
-        else:
-            print(f"PD cluster {res['cluster']}: {res['members']} PD member(s) with TLS and client certificates, "
-                  "no stores (pd-simulator cannot speak TLS)" + took)
-        print(f"  PD URL (configuration pd_url): {res['pd_url']}")
-        for key in ("pd_ca_file", "pd_cert_file", "pd_key_file"):
-            if key in res["configuration"]:
-                print(f"  {key}: {res['configuration'][key]}")
-        print(f"  simulator status: {res['simulator_status'] if res['stores'] else '-'}   data: {res['dir']}")
-    elif args.cluster_command == "status":
-        print(f"PD cluster {res['cluster']}: {'ready' if res['ready'] else 'not ready (' + res['why'] + ')'}, "
-              f"{'healthy' if res['healthy'] else 'unhealthy'}; stores "
-              + ", ".join(f"{k}={v}" for k, v in res["store_states"].items()))
-        for problem in res["problems"]:
-            print(f"  {problem}")
-    else:
-        print_stopped(res, f"PD cluster {res['cluster']}")
-    return 1 if args.cluster_command == "status" and getattr(args, "check", False) and not res["healthy"] else 0
+        print(f"PD cluster {res['cluster']}: {res['members']} PD member(s) with TLS and client certificates, "
+              "no stores (pd-simulator cannot speak TLS)" + took)
+    print(f"  PD URL (configuration pd_url): {res['pd_url']}")
+    for key in ("pd_ca_file", "pd_cert_file", "pd_key_file"):
+        if key in res["configuration"]:
+            print(f"  {key}: {res['configuration'][key]}")
+    print(f"  simulator status: {res['simulator_status'] if res['stores'] else '-'}   data: {res['dir']}")
+
+
+def show_status(res: dict[str, Any]) -> None:
+    """Ready, healthy, the stores' states and any problem."""
+    print(f"PD cluster {res['cluster']}: {'ready' if res['ready'] else 'not ready (' + res['why'] + ')'}, "
+          f"{'healthy' if res['healthy'] else 'unhealthy'}; stores "
+          + ", ".join(f"{k}={v}" for k, v in res["store_states"].items()))
+    for problem in res["problems"]:
+        print(f"  {problem}")

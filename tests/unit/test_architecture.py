@@ -133,7 +133,8 @@ def test_cluster_kinds_are_found_by_convention_and_the_cli_names_none():
     modules = [clusterkinds.kind_module(kind) for kind in kinds]
     for module in modules:
         assert isinstance(module.STATE_FILE, str) and module.DEFAULT_ADDRESS.startswith("127.")
-        assert callable(module.run) and callable(module.add_arguments), module.__name__
+        assert all(callable(getattr(module, f)) for f in ("up", "show_up", "show_status", "add_arguments"))
+        assert all(callable(getattr(module, f, None) or getattr(module.CLUSTER, f)) for f in ("status", "down"))
     assert len({m.STATE_FILE for m in modules}) == len(kinds)  # a folder's kind is never ambiguous
     cluster_modules = {m.__name__.rsplit(".", 1)[0] for m in modules}
     named = [m for f, _, m, n in _imports() if f == "chaosdb/cli.py"

@@ -89,9 +89,13 @@ def test_its_cluster_kind_and_options_are_in_the_cli_and_run(fakedb, tmp_path):
     status = subprocess.run([chaosdb, "cluster", "status", "--dir", str(folder)], env=fakedb, capture_output=True,
                             text=True, timeout=120)
     assert status.returncode == 0 and '"shards": 4' in status.stdout, status.stderr
+    check = subprocess.run([chaosdb, "cluster", "status", "--dir", str(folder), "--check", "--json"], env=fakedb,
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0 and json.loads(check.stdout)["healthy"] is True, check.stderr
     down = subprocess.run([chaosdb, "cluster", "down", "--dir", str(folder)], env=fakedb, capture_output=True,
                           text=True, timeout=120)
     assert down.returncode == 0 and not (folder / "fakedb.json").exists(), down.stderr
+    assert down.stdout.startswith("fakedb cluster fakedb stopped"), down.stdout
 
 
 def test_its_roles_work_on_the_local_engine(fakedb):
