@@ -16,7 +16,7 @@ from chaoslib.discovery.discover import (
     initialize_discovery_result,
 )
 
-from chaosdb.core.deprecation import warn_deprecated
+from chaosdb.core.deprecation import module_getattr
 from chaosdb.core.plugins import modules_named, package_attribute
 
 try:
@@ -52,9 +52,5 @@ def discover(discover_system: bool = True) -> dict[str, Any]:
     return discovery
 
 
-def __getattr__(name: str) -> Any:
-    """``ACTIVITY_MODULES`` (deprecated): the activity modules are found by convention now."""
-    if name == "ACTIVITY_MODULES":
-        warn_deprecated("chaosdb.ACTIVITY_MODULES", "chaosdb.activity_modules()")
-        return activity_modules()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: ``ACTIVITY_MODULES`` (deprecated): the activity modules are found by convention now
+__getattr__ = module_getattr(__name__, {"ACTIVITY_MODULES": ("chaosdb.activity_modules()", activity_modules)})

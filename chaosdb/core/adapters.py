@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from chaosdb.core.dbevents import View
-from chaosdb.core.deprecation import warn_deprecated
+from chaosdb.core.deprecation import module_getattr
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.plugins import modules_named
 
@@ -138,9 +138,7 @@ def watched_sources(configuration: dict[str, Any] | None) -> list[tuple[Database
     return found
 
 
-def __getattr__(name: str) -> Any:
-    """``ADAPTER_MODULES`` (deprecated): the adapters are found by convention now."""
-    if name == "ADAPTER_MODULES":
-        warn_deprecated("chaosdb.core.adapters.ADAPTER_MODULES", "chaosdb.core.adapters.all_adapters()")
-        return {adapter.name: type(adapter).__module__ for adapter in _registry().values()}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: ``ADAPTER_MODULES`` (deprecated): the adapters are found by convention now
+__getattr__ = module_getattr(__name__, {"ADAPTER_MODULES": (
+    "chaosdb.core.adapters.all_adapters()",
+    lambda: {adapter.name: type(adapter).__module__ for adapter in _registry().values()})})

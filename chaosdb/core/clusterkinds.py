@@ -18,10 +18,9 @@ import functools
 import importlib
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 from chaosdb.core.console import print_json, print_stopped
-from chaosdb.core.deprecation import warn_deprecated
+from chaosdb.core.deprecation import module_getattr
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.plugins import modules_named
 
@@ -111,9 +110,6 @@ def forget_kinds() -> None:
     _kinds.cache_clear()
 
 
-def __getattr__(name: str) -> Any:
-    """``CLUSTER_KINDS`` (deprecated): the kinds are found by convention now."""
-    if name == "CLUSTER_KINDS":
-        warn_deprecated("chaosdb.core.clusterkinds.CLUSTER_KINDS", "chaosdb.core.clusterkinds.cluster_kinds()")
-        return {kind: module.__name__ for kind, module in _kinds().items()}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: ``CLUSTER_KINDS`` (deprecated): the kinds are found by convention now
+__getattr__ = module_getattr(__name__, {"CLUSTER_KINDS": (
+    "chaosdb.core.clusterkinds.cluster_kinds()", lambda: {kind: m.__name__ for kind, m in _kinds().items()})})

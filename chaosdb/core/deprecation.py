@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["warn_deprecated", "renamed_argument"]
+__all__ = ["warn_deprecated", "renamed_argument", "module_getattr"]
 
 logger = logging.getLogger("chaostoolkit")
 
@@ -30,3 +31,17 @@ def renamed_argument(value: Any, old_value: Any, old: str, new: str, where: str,
         raise ChaosDBError(f"{where}: give {new} only ({old} is its old name)")
     warn_deprecated(f"the {old} argument of {where}", new)
     return old_value
+
+
+def module_getattr(module: str, old_names: dict[str, tuple[str, Callable[[], Any]]]) -> Callable[[str], Any]:
+    """A module's ``__getattr__`` that still answers names it no longer defines: *old_names* maps each to (what
+    replaces it, a function giving its value now), with the warning; any other name is an AttributeError."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in old_names:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        new, value = old_names[name]
+        warn_deprecated(f"{module}.{name}", new)
+        return value()
+
+    return __getattr__

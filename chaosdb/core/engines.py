@@ -9,7 +9,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from chaosdb.core.deprecation import warn_deprecated
+from chaosdb.core.deprecation import module_getattr
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.plugins import package_attribute
 
@@ -32,9 +32,5 @@ def engine_action(engine: str, name: str) -> Callable[..., Any]:
     return action
 
 
-def __getattr__(name: str) -> Any:
-    """``ENGINE_MODULES`` (deprecated): the engines are found by convention now."""
-    if name == "ENGINE_MODULES":
-        warn_deprecated("chaosdb.core.engines.ENGINE_MODULES", "chaosdb.core.engines.engines()")
-        return engines()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: ``ENGINE_MODULES`` (deprecated): the engines are found by convention now
+__getattr__ = module_getattr(__name__, {"ENGINE_MODULES": ("chaosdb.core.engines.engines()", engines)})
