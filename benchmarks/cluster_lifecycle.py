@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import psycopg  # noqa: E402
 
-from chaosdb.local import actions, cluster  # noqa: E402
-from chaosdb.local.runtime import RunAs  # noqa: E402
-from chaosdb.local.state import load_layout  # noqa: E402
+from chaosdb.embedded import actions, cluster  # noqa: E402
+from chaosdb.embedded.runtime import RunAs  # noqa: E402
+from chaosdb.embedded.state import load_layout  # noqa: E402
 
 ADDRESS_BASE = "127.0.0.71"
 

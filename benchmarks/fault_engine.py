@@ -31,9 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from chaosdb.embedded import cluster  # noqa: E402
+from chaosdb.embedded.state import load_layout  # noqa: E402
 from chaosdb.faults import actions, probes  # noqa: E402
-from chaosdb.local import cluster  # noqa: E402
-from chaosdb.local.state import load_layout  # noqa: E402
 
 ADDRESS_BASE = "127.0.0.81"
 

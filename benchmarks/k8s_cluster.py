@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from chaosdb.chaosmesh import actions as cm  # noqa: E402
 from chaosdb.core.binaries import find_binary  # noqa: E402
+from chaosdb.embedded.processes import node_processes  # noqa: E402
 from chaosdb.k8s import api  # noqa: E402
-from chaosdb.local.processes import node_processes  # noqa: E402
 from chaosdb.localkube import cluster  # noqa: E402
 from chaosdb.localkube.pki import make_pki  # noqa: E402
 

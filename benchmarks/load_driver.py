@@ -45,10 +45,10 @@ sys.path.insert(0, str(ROOT))
 from chaosdb.core.binaries import find_binary  # noqa: E402
 from chaosdb.core.errors import ChaosDBError  # noqa: E402
 from chaosdb.core.stats import percentile  # noqa: E402
+from chaosdb.embedded import cluster  # noqa: E402
+from chaosdb.embedded.processes import cpu_time_s, node_processes  # noqa: E402
+from chaosdb.embedded.state import load_layout  # noqa: E402
 from chaosdb.load.distributed_control import master_address, master_args, worker_argv  # noqa: E402
-from chaosdb.local import cluster  # noqa: E402
-from chaosdb.local.processes import cpu_time_s, node_processes  # noqa: E402
-from chaosdb.local.state import load_layout  # noqa: E402
 from chaosdb.workloads.outcomes import is_success  # noqa: E402
 from chaosdb.workloads.samples import Sample, SampleWriter, read_samples  # noqa: E402
 from chaosdb.workloads.tpcc import loader  # noqa: E402

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from chaosdb.core.binaries import find_binary  # noqa: E402
 from chaosdb.core.http import HttpError, request_json  # noqa: E402
-from chaosdb.local.processes import node_processes  # noqa: E402
+from chaosdb.embedded.processes import node_processes  # noqa: E402
 from chaosdb.tikv import actions, localpd  # noqa: E402
 
 ADDRESS = "127.0.40.51"

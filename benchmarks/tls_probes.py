@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from chaosdb.core.binaries import find_binary  # noqa: E402
-from chaosdb.local.processes import node_processes  # noqa: E402
+from chaosdb.embedded.processes import node_processes  # noqa: E402
 from chaosdb.tikv import localpd, probes  # noqa: E402
 
 

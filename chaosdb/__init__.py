@@ -18,6 +18,9 @@ from chaoslib.discovery.discover import (
 
 from chaosdb.core.deprecation import module_getattr
 from chaosdb.core.plugins import modules_named, package_attribute
+from chaosdb.renamed import install as _answer_renamed_modules
+
+_answer_renamed_modules()  # chaosdb.local.* -> chaosdb.embedded.* for one release (chaosdb.renamed)
 
 try:
     __version__ = version("chaostoolkit-db")

@@ -20,7 +20,7 @@ echo "== Kubernetes $K8S_VERSION (kube-apiserver, kube-controller-manager, kube-
 # k8s.io/kubernetes is not meant to be a dependency: its go.mod replaces every staging module (k8s.io/api, ...)
 # by a folder of its own repository. A wrapper module replaces each of them by its published v0.<minor> version.
 mkdir "$work/k8s" && cd "$work/k8s"
-go mod init chaosdb.local/kubernetes-build >/dev/null 2>&1
+go mod init chaosdb.embedded/kubernetes-build >/dev/null 2>&1
 gomod=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^\s*"GoMod": "\(.*\)",\?$/\1/p')
 staging_version="v0.${K8S_VERSION#v1.}"
 for module in $(sed -n 's#^\s*\(k8s.io/[A-Za-z0-9._-]*\) => \./staging/.*#\1#p' "$gomod"); do

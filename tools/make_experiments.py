@@ -82,15 +82,15 @@ def outage_bounds(new_leader: bool = True) -> list[dict[str, Any]]:
 
 ROLLBACKS = [
     {"type": "action", "name": "resume-any-suspended-node",
-     "provider": {"type": "python", "module": "chaosdb.local.actions", "func": "resume_nodes",
+     "provider": {"type": "python", "module": "chaosdb.embedded.actions", "func": "resume_nodes",
                   "arguments": {"nodes": "all"}}},
     {"type": "action", "name": "make-sure-every-node-runs",
-     "provider": {"type": "python", "module": "chaosdb.local.actions", "func": "restart_nodes",
+     "provider": {"type": "python", "module": "chaosdb.embedded.actions", "func": "restart_nodes",
                   "arguments": {"nodes": "all", "wait_healthy_s": 90}}},
 ]
 
 
-def action(name: str, func: str, arguments: dict[str, Any], after: float = 0, module: str = "chaosdb.local.actions",
+def action(name: str, func: str, arguments: dict[str, Any], after: float = 0, module: str = "chaosdb.embedded.actions",
            before: float = 0) -> dict[str, Any]:
     a: dict[str, Any] = {"type": "action", "name": name,
                          "provider": {"type": "python", "module": module, "func": func, "arguments": arguments}}
@@ -451,7 +451,7 @@ def build(name: str) -> dict[str, Any]:
     controls = [
         VERDICT_CONTROL,
         {"name": "embedded-cluster", "provider": {
-            "type": "python", "module": "chaosdb.local.control",
+            "type": "python", "module": "chaosdb.embedded.control",
             "arguments": {"nodes": 3, "tpcc_warehouses": 2, "tpcc_scale_down": 10, "down_after": True,
                           "purge": True, "address_base": "${address_base}"}}},
         {"name": "tpcc-load", "provider": {

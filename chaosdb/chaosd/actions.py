@@ -104,7 +104,7 @@ def _pids(groups: list[ProcessGroup]) -> list[tuple[ProcessGroup, int]]:
 def _address(group: ProcessGroup, cluster_dir: str) -> str:
     address = str(group.target.get("address") or group.target.get("host") or "")
     if not address and cluster_dir:
-        from chaosdb.local.state import load_layout  # noqa: PLC0415 - only for the embedded cluster's nodes
+        from chaosdb.embedded.state import load_layout  # noqa: PLC0415 - only for the embedded cluster's nodes
 
         address = load_layout(cluster_dir).node(str(group.target["name"])).host
     if not address:
@@ -258,7 +258,7 @@ def kill_processes(target: Union[str, Dict[str, Any]] = "leader", count: int = 1
                    cluster_dir: str = "", configuration: Configuration = None,
                    secrets: Secrets = None) -> Dict[str, Any]:
     """Send ``signal`` (9, SIGKILL) to the target's processes through chaosd. Nothing to revert: bring the node
-    back with ``chaosdb.local.actions.restart_nodes`` (embedded cluster) or the machine's own supervisor."""
+    back with ``chaosdb.embedded.actions.restart_nodes`` (embedded cluster) or the machine's own supervisor."""
     groups, cdir = target_groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
     route = _route(chaosd_url, via, physical_machine, configuration, secrets, cdir)
     found = _pids(groups)

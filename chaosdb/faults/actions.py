@@ -45,6 +45,7 @@ from chaosdb.core.embedded import names_embedded_cluster
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import action_result
 from chaosdb.core.results import target as target_entry
+from chaosdb.embedded.nodes import check_target, is_node_name, open_cluster
 from chaosdb.faults import engine
 from chaosdb.faults.classify import DIRECTIONS, SCOPES
 from chaosdb.faults.host import netem_available
@@ -57,7 +58,6 @@ from chaosdb.faults.targets import (
     node_ports,
     target_groups,
 )
-from chaosdb.local.nodes import check_target, is_node_name, open_cluster
 
 __all__ = [
     "limit_cpu",

@@ -10,11 +10,11 @@ from chaosdb.core.adapters import check_role_target, resolve_role_target, split_
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.processes import other_processes
 from chaosdb.core.targets import Target
+from chaosdb.embedded.nodes import check_target, choose, open_cluster
+from chaosdb.embedded.processes import node_processes
+from chaosdb.embedded.state import ClusterLayout
 from chaosdb.faults.classify import NodeIdentity
 from chaosdb.faults.engine import ProcessGroup
-from chaosdb.local.nodes import check_target, choose, open_cluster
-from chaosdb.local.processes import node_processes
-from chaosdb.local.state import ClusterLayout
 
 __all__ = ["COMPONENTS", "check_fault_target", "check_components", "choose_nodes", "target_groups", "process_groups", "role_group", "matching_processes", "identities", "PORT_NAMES",
            "node_ports"]

@@ -14,10 +14,11 @@ from chaoslib.exceptions import ChaosException
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.http import HttpError, request_json
+from chaosdb.embedded import cluster, scale
+from chaosdb.embedded import control as local_control
+from chaosdb.embedded.state import STATE_FILE, load_layout, load_secrets, resolve_cluster_dir
 from chaosdb.faults.engine import cleanup
-from chaosdb.local import cluster, scale
-from chaosdb.local import control as local_control
-from chaosdb.local.state import STATE_FILE, load_layout, load_secrets, resolve_cluster_dir
+from chaosdb.renamed import canonical_module
 from chaosdb.workloads.tpcc import loader
 from chaosdb.workloads.tpcc.rand import Scale
 
@@ -40,10 +41,10 @@ def cluster_dir_of(experiment: dict[str, Any]) -> Path:
 
 
 def embedded_control(experiment: dict[str, Any]) -> dict[str, Any] | None:
-    """Arguments of the experiment's ``chaosdb.local.control`` (None when it has none)."""
+    """Arguments of the experiment's ``chaosdb.embedded.control`` (None when it has none)."""
     for c in experiment.get("controls") or []:
         provider = c.get("provider") or {}
-        if provider.get("module") == "chaosdb.local.control":
+        if canonical_module(str(provider.get("module"))) == "chaosdb.embedded.control":
             return dict(provider.get("arguments") or {})
     return None
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import psycopg
 
-from chaosdb.local import cluster as lc
-from chaosdb.local.processes import node_processes
+from chaosdb.embedded import cluster as lc
+from chaosdb.embedded.processes import node_processes
 
 __all__ = ["reachable", "slow_connects", "replica", "state", "postmaster", "answers", "date_header", "server_epoch"]
 

@@ -52,7 +52,7 @@ TLS_KUBE_ADDRESS = "127.0.58.2"
 def chaos_mesh(tmp_path_factory):
     """A local Kubernetes with the Chaos Mesh controller, no workloads (the targets are the embedded cluster's
     processes)."""
-    from chaosdb.local.processes import node_processes
+    from chaosdb.embedded.processes import node_processes
     from chaosdb.localkube import cluster as kube
 
     bin_dir = real_binaries(tmp_path_factory, KUBERNETES_SERVERS)
@@ -235,8 +235,8 @@ def test_mutual_tls_between_the_controller_and_chaosd(clean, config, tmp_path_fa
     import ssl
     import urllib.error
 
-    from chaosdb.local.chaosd import start_chaosd, stop_chaosd
-    from chaosdb.local.processes import node_processes
+    from chaosdb.embedded.chaosd import start_chaosd, stop_chaosd
+    from chaosdb.embedded.processes import node_processes
     from chaosdb.localkube import cluster as kube
 
     layout = clean

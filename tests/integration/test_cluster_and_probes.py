@@ -13,9 +13,9 @@ import pytest
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import record_problems
+from chaosdb.embedded import cluster as lc
+from chaosdb.embedded.state import load_secrets
 from chaosdb.etcd import probes as etcd_probes
-from chaosdb.local import cluster as lc
-from chaosdb.local.state import load_secrets
 from chaosdb.postgres import actions as pg_actions
 from chaosdb.postgres import probes as pg_probes
 
@@ -191,7 +191,7 @@ def test_healthy_with_converged_waits_until_every_replica_replayed_what_the_lead
     """Issue 32: "wait until healthy" returned while a replica was still behind, and "replicas converged" failed
     next. With ``converged`` the wait returns only once each replica replayed the leader's WAL position of the
     moment the cluster looked healthy."""
-    from chaosdb.local.health import patroni_client
+    from chaosdb.embedded.health import patroni_client
 
     layout = healthy
     with psycopg.connect(layout.dsn(user="postgres", database="postgres"), autocommit=True) as conn:

@@ -9,10 +9,10 @@ import stat
 import pytest
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.local import cluster as lc
-from chaosdb.local import config as local_config
-from chaosdb.local.processes import node_processes
-from chaosdb.local.state import load_layout
+from chaosdb.embedded import cluster as lc
+from chaosdb.embedded import config as local_config
+from chaosdb.embedded.processes import node_processes
+from chaosdb.embedded.state import load_layout
 
 pytestmark = pytest.mark.integration
 

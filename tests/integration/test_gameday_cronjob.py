@@ -52,7 +52,7 @@ def test_sigterm_to_the_cronjobs_process_1_reverts_the_runs_faults_and_writes_th
                      {"name": "faults", "provider": {"type": "python", "module": "chaosdb.faults.control"}}],
         "steady-state-hypothesis": {"title": "healthy", "probes": [
             {"type": "probe", "name": "healthy", "tolerance": True, "provider": {
-                "type": "python", "module": "chaosdb.local.probes", "func": "cluster_is_healthy"}}]},
+                "type": "python", "module": "chaosdb.embedded.probes", "func": "cluster_is_healthy"}}]},
         # a container sees no process of the database (its own /proc): a network fault, by address
         "method": [{"type": "action", "name": "partition-the-leader", "provider": {
             "type": "python", "module": "chaosdb.faults.actions", "func": "partition_node",

@@ -24,12 +24,12 @@ from chaosdb.chaosmesh import actions as cm
 from chaosdb.chaosmesh import probes as cmp
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import record_problems
+from chaosdb.embedded.processes import node_processes
 from chaosdb.k8s import actions as k8s
 from chaosdb.k8s import api
 from chaosdb.k8s import control as k8s_control
 from chaosdb.k8s import probes as k8sp
 from chaosdb.k8s.pods import pod_summary
-from chaosdb.local.processes import node_processes
 from chaosdb.localkube import cluster as localkube
 from chaosdb.manifests.templates import list_templates, render
 from chaosdb.manifests.validate import validate_object
@@ -426,8 +426,8 @@ def test_chaos_run_of_the_pod_failure_experiment_against_the_local_cluster(cfg, 
 def patroni(cluster_root):
     """A real one-node Patroni cluster (Patroni, etcd, PostgreSQL) of this module's own, on its own address: the
     primary a ``patroni-primary`` target asks Patroni's REST API for, standing for the fake ``postgres`` pods."""
-    from chaosdb.local import cluster as embedded
-    from chaosdb.local.state import load_layout
+    from chaosdb.embedded import cluster as embedded
+    from chaosdb.embedded.state import load_layout
 
     d = cluster_root / "k8s-patroni"
     embedded.up(d, "k8spatroni", nodes=1, address_base="127.0.0.71", timeout=180)

@@ -13,8 +13,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from chaosdb.embedded.processes import pid_alive
 from chaosdb.load import integrity, probes
-from chaosdb.local.processes import pid_alive
 from chaosdb.workloads.samples import read_samples
 from chaosdb.workloads.tpcc.rand import DECK_CARDS, DECK_SIZE
 from tests.chaosrun import ChaosRun
@@ -117,7 +117,7 @@ def _experiment(tmp_path: Path, cluster_dir: str, method: list, control_args: di
                                                     "arguments": control_args}}],
         "method": method,
         "rollbacks": [{"type": "action", "name": "restart", "provider": {
-            "type": "python", "module": "chaosdb.local.actions", "func": "restart_nodes",
+            "type": "python", "module": "chaosdb.embedded.actions", "func": "restart_nodes",
             "arguments": {"wait_healthy_s": 90}}}],
     }
     if hypothesis:
@@ -165,7 +165,7 @@ def test_integrity_checks_detect_damage(tpcc_db, tmp_path):
 
 def test_interrupted_chaos_run_still_stops_the_load(tpcc_db, tmp_path, healthy):
     samples = tmp_path / "samples"
-    method = [{"type": "action", "name": "wait", "provider": {"type": "python", "module": "chaosdb.local.probes",
+    method = [{"type": "action", "name": "wait", "provider": {"type": "python", "module": "chaosdb.embedded.probes",
                                                              "func": "cluster_is_healthy", "arguments": {}},
                "pauses": {"after": 120}}]
     exp = _experiment(tmp_path, tpcc_db.dir, method, {"users": 2, "warmup_s": 1, "baseline_s": 0,
@@ -187,7 +187,7 @@ def test_interrupted_chaos_run_still_stops_the_load(tpcc_db, tmp_path, healthy):
 
 def test_load_that_cannot_start_interrupts_before_the_method(tmp_path, pg_cluster):
     method = [{"type": "action", "name": "must-not-run", "provider": {
-        "type": "python", "module": "chaosdb.local.actions", "func": "kill_node", "arguments": {"target": "leader"}}}]
+        "type": "python", "module": "chaosdb.embedded.actions", "func": "kill_node", "arguments": {"target": "leader"}}}]
     exp = _experiment(tmp_path, pg_cluster.dir, method,
                       {"users": 1, "warmup_s": 1, "samples_dir": str(tmp_path / "s"), "start_timeout_s": 15,
                        "dsn": "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1"})

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from chaosdb.embedded.processes import pid_alive
 from chaosdb.load import control
 from chaosdb.load.distributed import lost_workers, read_workers
 from chaosdb.load.distributed_control import master_address
-from chaosdb.local.processes import pid_alive
 from chaosdb.workloads.samples import read_samples, sample_files
 from tests.chaosrun import CHAOSDB
 from tests.polling import poll

@@ -22,9 +22,9 @@ import pytest
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import record_problems
+from chaosdb.embedded import cluster as lc
+from chaosdb.embedded.processes import cpu_time_s, node_processes
 from chaosdb.faults import actions, probes
-from chaosdb.local import cluster as lc
-from chaosdb.local.processes import cpu_time_s, node_processes
 from tests.chaosrun import ChaosRun
 
 pytestmark = [
@@ -522,8 +522,8 @@ def test_two_game_days_on_one_host_keep_their_faults_and_folders_apart(no_residu
     (one records folder, as two runs of one user share). The first run's rollback reverts its own partition only;
     the second cluster's partition stays until its own rollback. A third run wanting a folder a live run writes is
     refused before it injects anything."""
+    from chaosdb.embedded.state import load_layout
     from chaosdb.faults.records import load_records
-    from chaosdb.local.state import load_layout
     from tests.conftest import removed_afterwards
     from tests.polling import poll
 

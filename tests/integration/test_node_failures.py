@@ -12,8 +12,8 @@ import pytest
 
 from chaosdb.core.errors import ChaosDBError, UnsafeFault
 from chaosdb.core.results import record_problems
-from chaosdb.local import actions, probes
-from chaosdb.local import cluster as lc
+from chaosdb.embedded import actions, probes
+from chaosdb.embedded import cluster as lc
 from chaosdb.workloads import ycsb
 from tests.polling import poll
 

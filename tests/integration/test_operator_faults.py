@@ -8,11 +8,11 @@ import psycopg
 import pytest
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.embedded import actions
+from chaosdb.embedded import cluster as lc
+from chaosdb.embedded.processes import node_processes
+from chaosdb.embedded.state import load_layout
 from chaosdb.gameday import cluster_steps
-from chaosdb.local import actions
-from chaosdb.local import cluster as lc
-from chaosdb.local.processes import node_processes
-from chaosdb.local.state import load_layout
 
 pytestmark = pytest.mark.integration
 

@@ -20,8 +20,8 @@ import pytest
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import record_problems
+from chaosdb.embedded.processes import node_processes
 from chaosdb.load.observer import Observer, chosen_sources, read_events
-from chaosdb.local.processes import node_processes
 from chaosdb.tikv import actions, localpd, probes
 from chaosdb.tikv.keys import encode_key
 from tests.chaosrun import build_report

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from chaosdb.local.processes import pid_alive
+from chaosdb.embedded.processes import pid_alive
 from tests.conftest import world_readable_tmpdir
 
 pytestmark = pytest.mark.integration

@@ -36,13 +36,13 @@ def _experiment(tmp_path: Path, cluster_dir: str) -> Path:
             probe("gap", "longest_commit_gap_s"), probe("new-leader", "time_to_new_leader_s", {"source": "patroni"})]},
         "method": [
             {"type": "action", "name": "kill-the-primary-node", "pauses": {"after": 25}, "provider": {
-                "type": "python", "module": "chaosdb.local.actions", "func": "kill_node",
+                "type": "python", "module": "chaosdb.embedded.actions", "func": "kill_node",
                 "arguments": {"target": "leader"}}},
             {"type": "action", "name": "restart-the-killed-node", "pauses": {"after": 8}, "provider": {
-                "type": "python", "module": "chaosdb.local.actions", "func": "restart_nodes",
+                "type": "python", "module": "chaosdb.embedded.actions", "func": "restart_nodes",
                 "arguments": {"nodes": "all", "wait_healthy_s": 90}}}],
         "rollbacks": [{"type": "action", "name": "restart", "provider": {
-            "type": "python", "module": "chaosdb.local.actions", "func": "restart_nodes",
+            "type": "python", "module": "chaosdb.embedded.actions", "func": "restart_nodes",
             "arguments": {"wait_healthy_s": 90}}}],
     }
     path = tmp_path / "experiment.json"

@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.embedded.processes import node_processes
+from chaosdb.embedded.state import load_layout, load_secrets
 from chaosdb.etcd import probes as etcd
-from chaosdb.local.processes import node_processes
-from chaosdb.local.state import load_layout, load_secrets
 from chaosdb.postgres import actions as pg_actions
 from chaosdb.postgres import probes as pg
 from chaosdb.tikv import localpd
@@ -235,7 +235,7 @@ def test_pd_members_over_mutual_tls_and_a_shipped_experiment_refused_before_its_
 def etcd_with_login(tmp_path_factory):
     """One real etcd member with its authentication on (root user and role, then ``auth/enable``)."""
     from chaosdb.core.http import request_json
-    from chaosdb.local.runtime import find_binaries
+    from chaosdb.embedded.runtime import find_binaries
     from tests.polling import poll
 
     d = tmp_path_factory.mktemp("etcd-auth")

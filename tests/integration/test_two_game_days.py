@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from chaosdb.local import cluster as lc
-from chaosdb.local.state import load_layout
+from chaosdb.embedded import cluster as lc
+from chaosdb.embedded.state import load_layout
 from chaosdb.workloads.samples import read_samples, sample_files
 from chaosdb.workloads.tpcc.rand import Scale
 from tests.conftest import removed_afterwards

@@ -18,11 +18,11 @@ import pytest
 from chaoslib.exceptions import InvalidActivity
 
 from chaosdb.core.arguments import CheckedSignature, problems_in_call
+from chaosdb.embedded import actions as local_actions
 from chaosdb.experiment.checks import experiment_problems
 from chaosdb.experiment.verdict import verdict_of
 from chaosdb.faults import actions as fault_actions
 from chaosdb.load import probes as load_probes
-from chaosdb.local import actions as local_actions
 
 CHAOS = str(Path(sys.executable).parent / "chaos")
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,10 +95,10 @@ def test_every_activity_has_checked_typed_arguments():
 
 def test_experiment_problems_substitute_the_configuration():
     experiment = {"method": [{"type": "action", "name": "kill", "provider": {
-        "type": "python", "module": "chaosdb.local.actions", "func": "kill_node",
+        "type": "python", "module": "chaosdb.embedded.actions", "func": "kill_node",
         "arguments": {"target": "${victim}", "count": "${n}"}}}],
         "rollbacks": [{"type": "action", "name": "restart", "provider": {
-            "type": "python", "module": "chaosdb.local.actions", "func": "restart_nodes",
+            "type": "python", "module": "chaosdb.embedded.actions", "func": "restart_nodes",
             "arguments": {"wait_healthy_s": -1}}}]}
     problems = experiment_problems(experiment, {"victim": "priamry", "n": "2"})
     assert len(problems) == 2
@@ -191,7 +191,7 @@ def _chaos(tmp_path: Path, *args: str) -> tuple[int, str, dict]:
 
 
 KILL = {"type": "action", "name": "kill-the-primary", "provider": {
-    "type": "python", "module": "chaosdb.local.actions", "func": "kill_node", "arguments": {"target": "leader"}}}
+    "type": "python", "module": "chaosdb.embedded.actions", "func": "kill_node", "arguments": {"target": "leader"}}}
 TOUCH = {"type": "action", "name": "touch-a-file", "provider": {
     "type": "process", "path": "touch", "arguments": "touched"}}
 
@@ -210,7 +210,7 @@ def test_a_substituted_bad_value_stops_the_run_before_any_other_control(tmp_path
     bad["provider"]["arguments"] = {"target": "${victim}"}
     cluster_dir = tmp_path / "would-be-created"
     controls = [{"name": "verdict", "provider": {"type": "python", "module": "chaosdb.experiment.control"}},
-                {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.local.control"}}]
+                {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.embedded.control"}}]
     path = _experiment(tmp_path, [bad], controls=controls,
                        configuration={"victim": "priamry", "chaosdb_cluster_dir": str(cluster_dir)})
     code, out, journal = _chaos(tmp_path, "run", "--journal-path", "journal.json", str(path))

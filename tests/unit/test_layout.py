@@ -3,9 +3,9 @@ from pathlib import Path
 import pytest
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.local.cluster import plan_layout
-from chaosdb.local.runtime import RunAs
-from chaosdb.local.state import ClusterLayout, resolve_cluster_dir
+from chaosdb.embedded.cluster import plan_layout
+from chaosdb.embedded.runtime import RunAs
+from chaosdb.embedded.state import ClusterLayout, resolve_cluster_dir
 
 ME = RunAs("tester", 1000, 1000)
 
@@ -60,7 +60,7 @@ def test_cluster_dir_resolution_order(monkeypatch, tmp_path):
 
 
 def test_node_users_are_the_clusters_own_and_fit_a_user_name():
-    from chaosdb.local.runtime import node_user_name
+    from chaosdb.embedded.runtime import node_user_name
 
     assert node_user_name("chaosdb", 1) == "chaosdb-n1"  # the default cluster keeps its historic names
     assert node_user_name("pytest", 3) == "chaosdb-pytest-n3"
@@ -70,14 +70,14 @@ def test_node_users_are_the_clusters_own_and_fit_a_user_name():
 
 
 def test_patroni_etcd_and_the_load_find_the_embedded_cluster_through_core(tmp_path, monkeypatch):
-    """chaosdb.core.embedded answers for chaosdb.local: the clients of Patroni, etcd and the load fall back to the
+    """chaosdb.core.embedded answers for chaosdb.embedded: the clients of Patroni, etcd and the load fall back to the
     cluster a configuration names without importing the embedded cluster's package."""
     import json
 
     from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster, split_urls
+    from chaosdb.embedded.state import SECRETS_FILE
     from chaosdb.etcd.endpoints import etcd_client
     from chaosdb.load.control import etcd_endpoints
-    from chaosdb.local.state import SECRETS_FILE
     from chaosdb.postgres.endpoints import patroni_client, postgres_dsn
 
     monkeypatch.delenv("CHAOSDB_CLUSTER_DIR", raising=False)

@@ -74,7 +74,7 @@ def test_control_arguments_and_huge_durations_are_refused_before_anything_starts
 
     experiment = {
         "controls": [
-            {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.local.control",
+            {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.embedded.control",
                                                       "arguments": {"nodes": "three", "tpcc_warehouses": -1,
                                                                     "secure": "${secure}",
                                                                     "address_base": "10.0.0.1"}}},
@@ -99,8 +99,8 @@ def test_control_arguments_and_huge_durations_are_refused_before_anything_starts
 def test_a_cluster_name_is_a_name_and_output_folders_do_not_climb(tmp_path):
     """Issue 32: a '/' in the cluster name nested folders outside CHAOSDB_HOME; a report_dir with '../' wrote
     anywhere."""
+    from chaosdb.embedded.state import cluster_dir_for
     from chaosdb.experiment.checks import configuration_problems, experiment_problems
-    from chaosdb.local.state import cluster_dir_for
 
     with pytest.raises(ChaosDBError, match="cluster name '../etc' may contain only letters"):
         cluster_dir_for("../etc")
@@ -117,9 +117,9 @@ def test_a_cluster_name_is_a_name_and_output_folders_do_not_climb(tmp_path):
 def test_a_control_refusal_is_called_a_refusal_and_a_cluster_that_never_started_is_not_stopped(tmp_path, caplog):
     import logging
 
+    from chaosdb.embedded import control as local_control
     from chaosdb.experiment import refusals
     from chaosdb.experiment.verdict import verdict_of
-    from chaosdb.local import control as local_control
 
     refusals.forget()
     exc = refusals.refused("chaosdb load control: users must be >= 1")
@@ -135,13 +135,13 @@ def test_a_control_refusal_is_called_a_refusal_and_a_cluster_that_never_started_
 
 def test_a_node_the_cluster_will_not_have_is_refused_before_the_cluster_starts(tmp_path):
     """Issue 32: `target: node9` passed validation and was refused two minutes in, after the load."""
-    from chaosdb.local import control as local_control
+    from chaosdb.embedded import control as local_control
 
     experiment = {"controls": [], "method": [
         {"type": "action", "name": "kill-node9", "provider": {
-            "type": "python", "module": "chaosdb.local.actions", "func": "kill_node", "arguments": {"target": "node9"}}},
+            "type": "python", "module": "chaosdb.embedded.actions", "func": "kill_node", "arguments": {"target": "node9"}}},
         {"type": "action", "name": "restart", "provider": {
-            "type": "python", "module": "chaosdb.local.actions", "func": "restart_nodes",
+            "type": "python", "module": "chaosdb.embedded.actions", "func": "restart_nodes",
             "arguments": {"nodes": ["node1", "${extra}"]}}}]}
     with pytest.raises(Exception) as exc:
         local_control.before_experiment_control(experiment, {"chaosdb_cluster_dir": str(tmp_path / "new"),

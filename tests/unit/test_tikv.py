@@ -254,8 +254,8 @@ def _can_limit_cpu() -> bool:
 def test_cpu_limit_on_the_leader_store_of_a_key(pd, local_stores):
     import time as _time
 
+    from chaosdb.embedded.processes import cpu_time_s
     from chaosdb.faults import actions as fault_actions
-    from chaosdb.local.processes import cpu_time_s
     res = fault_actions.limit_cpu(target={"role": "tikv-leader", "key": "usertable:user1"}, quota_s=0.05,
                                   period_s=0.5, configuration=pd.cfg)
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaosdb.local.state import load_layout, load_secrets, resolve_cluster_dir
+from chaosdb.embedded.state import load_layout, load_secrets, resolve_cluster_dir
 
 __all__ = ["endpoints"]
 

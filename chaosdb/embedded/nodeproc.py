@@ -11,10 +11,10 @@ import threading
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.local.config import _etcd_argv, _node_run_as, _patroni_env
-from chaosdb.local.processes import node_processes, signal_pids, wait_gone
-from chaosdb.local.runtime import RunAs
-from chaosdb.local.state import (
+from chaosdb.embedded.config import _etcd_argv, _node_run_as, _patroni_env
+from chaosdb.embedded.processes import node_processes, signal_pids, wait_gone
+from chaosdb.embedded.runtime import RunAs
+from chaosdb.embedded.state import (
     ClusterLayout,
     NodeLayout,
 )

@@ -2,7 +2,7 @@
 
 Declare it first among the controls::
 
-    {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.local.control",
+    {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.embedded.control",
       "arguments": {"nodes": 3, "tpcc_warehouses": 2, "tpcc_scale_down": 10, "down_after": true}}}
 
 * before the experiment: ``cluster up`` (the cluster named by configuration
@@ -30,14 +30,14 @@ from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
 from chaosdb.core.tls import as_bool
+from chaosdb.embedded import cluster
+from chaosdb.embedded.chaosd import chaosd_address, start_chaosd
+from chaosdb.embedded.layout import parse_ipv4
+from chaosdb.embedded.nodes import is_node_name
+from chaosdb.embedded.state import STATE_FILE, load_layout, resolve_cluster_dir
 from chaosdb.experiment.checks import activities_of, refuse_bad_arguments
 from chaosdb.experiment.refusals import refused
 from chaosdb.load.control import stop_load
-from chaosdb.local import cluster
-from chaosdb.local.chaosd import chaosd_address, start_chaosd
-from chaosdb.local.layout import parse_ipv4
-from chaosdb.local.nodes import is_node_name
-from chaosdb.local.state import STATE_FILE, load_layout, resolve_cluster_dir
 from chaosdb.workloads import kv, ycsb
 from chaosdb.workloads.tpcc import loader
 from chaosdb.workloads.tpcc.rand import Scale
@@ -45,7 +45,7 @@ from chaosdb.workloads.tpcc.rand import Scale
 __all__ = ["validate_control", "before_experiment_control", "after_experiment_control"]
 
 #: ``chaos validate`` refuses this control when its extra is not installed
-validate_control = control_validator("chaosdb.local.control", ("local",))
+validate_control = control_validator("chaosdb.embedded.control", ("local",))
 
 logger = logging.getLogger("chaostoolkit")
 

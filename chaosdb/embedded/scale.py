@@ -16,11 +16,11 @@ import time
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.local import cluster as _cluster
-from chaosdb.local.config import _etcd_argv, _prepare_dirs, _write_configs
-from chaosdb.local.nodeproc import _check_ports, _spawn
-from chaosdb.local.runtime import RunAs, node_users
-from chaosdb.local.state import ClusterLayout, NodeLayout, load_secrets
+from chaosdb.embedded import cluster as _cluster
+from chaosdb.embedded.config import _etcd_argv, _prepare_dirs, _write_configs
+from chaosdb.embedded.nodeproc import _check_ports, _spawn
+from chaosdb.embedded.runtime import RunAs, node_users
+from chaosdb.embedded.state import ClusterLayout, NodeLayout, load_secrets
 
 __all__ = ["add_node", "remove_node", "rolling_restart", "wait_serving"]
 

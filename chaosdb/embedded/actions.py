@@ -41,12 +41,12 @@ from chaosdb.core.results import action_result
 from chaosdb.core.results import target as target_entry
 from chaosdb.core.targets import Target
 from chaosdb.core.timeutil import Stopwatch
-from chaosdb.local import cluster as _cluster
-from chaosdb.local import scale
-from chaosdb.local.nodes import check_target, choose, is_node_name, open_cluster
-from chaosdb.local.processes import node_processes, signal_pids, wait_gone
-from chaosdb.local.revert import schedule_revert
-from chaosdb.local.state import ClusterLayout, resolve_cluster_dir
+from chaosdb.embedded import cluster as _cluster
+from chaosdb.embedded import scale
+from chaosdb.embedded.nodes import check_target, choose, is_node_name, open_cluster
+from chaosdb.embedded.processes import node_processes, signal_pids, wait_gone
+from chaosdb.embedded.revert import schedule_revert
+from chaosdb.embedded.state import ClusterLayout, resolve_cluster_dir
 
 __all__ = [
     "cluster_up",

@@ -55,7 +55,7 @@ class NodeLayout:
     user: str = ""  # the node's own user; empty: the cluster's run_as
     uid: int = -1
     gid: int = -1
-    tls: bool = False  # a secure cluster: HTTPS, client certificates, hostssl only (chaosdb.local.tls)
+    tls: bool = False  # a secure cluster: HTTPS, client certificates, hostssl only (chaosdb.embedded.tls)
 
     @property
     def path(self) -> Path:

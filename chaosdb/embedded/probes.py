@@ -10,8 +10,8 @@ from chaoslib.types import Configuration
 
 from chaosdb.core.arguments import check_arguments, choice, one_of_or_names
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.local.nodes import is_node_name, open_cluster, status_of, targets_of
-from chaosdb.local.processes import node_processes
+from chaosdb.embedded.nodes import is_node_name, open_cluster, status_of, targets_of
+from chaosdb.embedded.processes import node_processes
 
 __all__ = ["cluster_status", "cluster_is_healthy", "nodes_with_role", "node_process_count"]
 

@@ -1,5 +1,5 @@
 """``chaosdb cluster up|status|down`` for the embedded HA PostgreSQL cluster (``--kind postgres-ha``, the default):
-etcd + Patroni + PostgreSQL nodes on loopback addresses (:mod:`chaosdb.local.cluster`)."""
+etcd + Patroni + PostgreSQL nodes on loopback addresses (:mod:`chaosdb.embedded.cluster`)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 from chaosdb.core.console import fmt
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.local import cluster
-from chaosdb.local.chaosd import chaosd_address, start_chaosd
-from chaosdb.local.endpoints import endpoints as embedded_endpoints
-from chaosdb.local.state import STATE_FILE, load_layout
+from chaosdb.embedded import cluster
+from chaosdb.embedded.chaosd import chaosd_address, start_chaosd
+from chaosdb.embedded.endpoints import endpoints as embedded_endpoints
+from chaosdb.embedded.state import STATE_FILE, load_layout
 
 __all__ = ["KIND", "HELP", "TITLE", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "up", "status", "down",
            "show_up", "show_status", "show_down", "endpoints"]

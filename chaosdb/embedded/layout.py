@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.local.runtime import RunAs, resolve_run_as
-from chaosdb.local.state import (
+from chaosdb.embedded.runtime import RunAs, resolve_run_as
+from chaosdb.embedded.state import (
     ClusterLayout,
     NodeLayout,
 )

@@ -39,14 +39,21 @@ from typing import Any
 from chaosdb.core.console import PROGRESS
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.http import HttpError
-from chaosdb.local.chaosd import stop_chaosd
-from chaosdb.local.config import _new_secrets, _prepare_dirs, _run_as_of, _write_configs, _write_pgpass, _write_private
-from chaosdb.local.health import etcd_client, patroni_client, status, tail, wait_etcd, wait_healthy
-from chaosdb.local.layout import DEFAULT_TIMINGS, parse_ipv4, plan_layout
-from chaosdb.local.nodeproc import _check_ports, start_node, stop_node
-from chaosdb.local.processes import node_processes, pid_alive, signal_pids, wait_gone
-from chaosdb.local.runtime import find_binaries, node_users, prepare_runtime, resolve_run_as
-from chaosdb.local.state import (
+from chaosdb.embedded.chaosd import stop_chaosd
+from chaosdb.embedded.config import (
+    _new_secrets,
+    _prepare_dirs,
+    _run_as_of,
+    _write_configs,
+    _write_pgpass,
+    _write_private,
+)
+from chaosdb.embedded.health import etcd_client, patroni_client, status, tail, wait_etcd, wait_healthy
+from chaosdb.embedded.layout import DEFAULT_TIMINGS, parse_ipv4, plan_layout
+from chaosdb.embedded.nodeproc import _check_ports, start_node, stop_node
+from chaosdb.embedded.processes import node_processes, pid_alive, signal_pids, wait_gone
+from chaosdb.embedded.runtime import find_binaries, node_users, prepare_runtime, resolve_run_as
+from chaosdb.embedded.state import (
     SECRETS_FILE,
     STATE_FILE,
     ClusterLayout,
@@ -54,7 +61,7 @@ from chaosdb.local.state import (
     load_layout,
     load_secrets,
 )
-from chaosdb.local.tls import ensure_cluster_ca
+from chaosdb.embedded.tls import ensure_cluster_ca
 
 #: the cluster's life (up, down) is here; its parts live beside it and are named here too, where callers have
 #: always found them: layout (plan_layout), config (Patroni and etcd configuration, secrets), nodeproc (a

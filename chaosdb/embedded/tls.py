@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 
 from chaosdb.core.pki import cluster_ca, issue
-from chaosdb.local.state import ClusterLayout, NodeLayout
+from chaosdb.embedded.state import ClusterLayout, NodeLayout
 
 __all__ = ["ensure_cluster_ca", "ensure_node_certificate", "node_file", "NODE_CERT", "NODE_KEY", "NODE_CA"]
 

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.local.layout import DEFAULT_TIMINGS
-from chaosdb.local.runtime import RunAs
-from chaosdb.local.state import (
+from chaosdb.embedded.layout import DEFAULT_TIMINGS
+from chaosdb.embedded.runtime import RunAs
+from chaosdb.embedded.state import (
     ClusterLayout,
     NodeLayout,
 )
-from chaosdb.local.tls import NODE_CA, NODE_CERT, NODE_KEY, ensure_node_certificate, node_file
+from chaosdb.embedded.tls import NODE_CA, NODE_CERT, NODE_KEY, ensure_node_certificate, node_file
 
 
 def _secure_patroni(cfg: dict[str, Any], layout: ClusterLayout, node: NodeLayout) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Revert a timed fault from a separate, detached process.
 
-``python -m chaosdb.local.revert --cluster-dir DIR --after SECONDS resume node1 [node2 ...]``
+``python -m chaosdb.embedded.revert --cluster-dir DIR --after SECONDS resume node1 [node2 ...]``
 
 A fault with a duration schedules its own revert through this module, so that
 the fault ends on time even if the process that injected it (``chaos run``)
@@ -15,15 +15,15 @@ import sys
 import time
 
 from chaosdb.core.detach import spawn_detached
-from chaosdb.local.processes import node_processes, signal_pids
-from chaosdb.local.state import load_layout
+from chaosdb.embedded.processes import node_processes, signal_pids
+from chaosdb.embedded.state import load_layout
 
 __all__ = ["schedule_revert", "main"]
 
 
 def schedule_revert(cluster_dir: str, after_s: float, action: str, nodes: list[str]) -> int:
     """Start a detached reverter; return its pid."""
-    return spawn_detached([sys.executable, "-m", "chaosdb.local.revert", "--cluster-dir", cluster_dir,
+    return spawn_detached([sys.executable, "-m", "chaosdb.embedded.revert", "--cluster-dir", cluster_dir,
                            "--after", f"{after_s:.3f}", action, *nodes])
 
 
@@ -36,7 +36,7 @@ def _resume(cluster_dir: str, nodes: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m chaosdb.local.revert")
+    p = argparse.ArgumentParser(prog="python -m chaosdb.embedded.revert")
     p.add_argument("--cluster-dir", required=True)
     p.add_argument("--after", type=float, default=0.0)
     p.add_argument("action", choices=["resume"])

@@ -7,8 +7,8 @@ from typing import Any
 
 from chaosdb.core.arguments import one_of_or_names
 from chaosdb.core.targets import ROLE_SELECTORS, Target, check_quorum, select_targets
-from chaosdb.local import cluster as _cluster
-from chaosdb.local.state import ClusterLayout, load_layout, resolve_cluster_dir
+from chaosdb.embedded import cluster as _cluster
+from chaosdb.embedded.state import ClusterLayout, load_layout, resolve_cluster_dir
 
 __all__ = ["open_cluster", "targets_of", "status_of", "choose", "is_node_name", "check_target"]
 

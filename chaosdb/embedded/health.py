@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.etcd.client import EtcdClient
-from chaosdb.local.nodeproc import _components_running
-from chaosdb.local.processes import node_processes
-from chaosdb.local.state import (
+from chaosdb.embedded.nodeproc import _components_running
+from chaosdb.embedded.processes import node_processes
+from chaosdb.embedded.state import (
     ClusterLayout,
     NodeLayout,
     load_secrets,
 )
+from chaosdb.etcd.client import EtcdClient
 from chaosdb.postgres.patroni import PatroniClient
 
 
