@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from chaosdb.core.binaries import find_binary  # noqa: E402
 from chaosdb.core.http import HttpError, request_json  # noqa: E402
 from chaosdb.embedded.processes import node_processes  # noqa: E402
-from chaosdb.tikv import actions, localpd  # noqa: E402
+from chaosdb.tikv import actions, simulated_cluster  # noqa: E402
 
 ADDRESS = "127.0.40.51"
 
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             alones.append(pd_alone(pd_bin, root))
             t0 = time.monotonic()
-            res = localpd.up(root / "pd", "bench", members=1, stores=5, regions=300, address_base=ADDRESS,
+            res = simulated_cluster.up(root / "pd", "bench", members=1, stores=5, regions=300, address_base=ADDRESS,
                              bin_dir=args.bin_dir)
             ups.append(time.monotonic() - t0)
             cfg = res["configuration"]
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             ev = actions.evict_leaders(store="leader", key="usertable:user1", wait_s=120, configuration=cfg)
             evicts.append(ev["leaderless_after_s"])
             actions.remove_leader_eviction(configuration=cfg)
-            localpd.down(root / "pd")
+            simulated_cluster.down(root / "pd")
             assert not node_processes(root), "processes left behind"
         finally:
             shutil.rmtree(root, ignore_errors=True)

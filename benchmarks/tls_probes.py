@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from chaosdb.core.binaries import find_binary  # noqa: E402
 from chaosdb.embedded.processes import node_processes  # noqa: E402
-from chaosdb.tikv import localpd, probes  # noqa: E402
+from chaosdb.tikv import probes, simulated_cluster  # noqa: E402
 
 
 def _timed(cfg: dict, n: int) -> list[float]:
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # the secure kind has no simulator (it cannot speak TLS): the plain member is started the same way
         clusters["plain"] = _plain_members_only(root / "plain", "127.0.40.61", args.bin_dir)["configuration"]
-        clusters["tls"] = localpd.up(root / "tls", "bench-tls", members=1, address_base="127.0.40.71",
+        clusters["tls"] = simulated_cluster.up(root / "tls", "bench-tls", members=1, address_base="127.0.40.71",
                                      bin_dir=args.bin_dir, secure=True)["configuration"]
         results: dict[str, dict[str, list[float]]] = {m: {"plain": [], "tls": []} for m in ("warm", "cold")}
         for r in range(args.rounds):
@@ -87,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         out.write_text(json.dumps(report, indent=1) + "\n")
     finally:
         for name in ("plain", "tls"):
-            if (root / name / localpd.STATE_FILE).exists():
-                localpd.down(root / name, purge=True)
+            if (root / name / simulated_cluster.STATE_FILE).exists():
+                simulated_cluster.down(root / name, purge=True)
         left = node_processes(root)
         shutil.rmtree(root, ignore_errors=True)
     if left:
@@ -101,14 +101,14 @@ def _plain_members_only(directory: Path, address: str, bin_dir: str | None) -> d
     """A plain PD member without the simulator (the secure kind has none either): the same server, TLS off."""
     from chaosdb.core.servers import spawn_server, wait_ready  # noqa: PLC0415
 
-    layout = localpd.plan(directory, "bench-plain", 1, 1, 1, address)
+    layout = simulated_cluster.plan(directory, "bench-plain", 1, 1, 1, address)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / localpd.STATE_FILE).write_text(json.dumps(layout) + "\n")
+    (directory / simulated_cluster.STATE_FILE).write_text(json.dumps(layout) + "\n")
     m = layout["members"][0]
     spawn_server([find_binary("pd-server", bin_dir), "--name", m["name"], "--data-dir", str(Path(m["dir"]) / "data"),
                   "--client-urls", m["client_url"], "--peer-urls", m["peer_url"],
                   "--log-file", str(Path(m["dir"]) / "pd.log")], m["dir"], Path(m["dir"]) / "stdout.log")
-    cfg = localpd.configuration_of(layout)
+    cfg = simulated_cluster.configuration_of(layout)
 
     def ready() -> tuple[bool, str]:
         try:

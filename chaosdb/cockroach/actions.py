@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Union
 
 from chaoslib.types import Configuration, Secrets
 
-from chaosdb.cockroach import channels, localproc, ranges
+from chaosdb.cockroach import channels, node_processes, ranges
 from chaosdb.cockroach.probes import cluster_health
 from chaosdb.cockroach.records import parse_decommission_output
 from chaosdb.cockroach.targets import check_selector, resolve_node
@@ -72,9 +72,9 @@ def _node_host_config(configuration: Dict[str, Any], node: Dict[str, Any]) -> Di
 def _save_local(cfg: Dict[str, Any], target: Dict[str, Any]) -> None:
     """Before a node is shut down on this machine, keep how to start it again (``restart_node``)."""
     if not _on_k8s(cfg) and target.get("address"):
-        pid = localproc.find_node_process(target["address"])
+        pid = node_processes.find_node_process(target["address"])
         if pid is not None:
-            localproc.save_process(target["id"], pid)
+            node_processes.save_process(target["id"], pid)
 
 
 def _remaining(stderr: str) -> List[int]:
@@ -265,7 +265,7 @@ def kill_node(target: Union[int, str] = "any", signal: str = "KILL", container: 
         engine_action("kubernetes", "kill_container_process")(
             _pod_of(picked), str(cont or ""), sig, pid, wait_restarted=False, configuration=cfg, secrets=secrets)
         return {**base, "where": "kubernetes", "container": cont, "pid": pid}
-    return {**base, "where": "local", **localproc.signal_node(picked["id"], picked["address"], sig)}
+    return {**base, "where": "local", **node_processes.signal_node(picked["id"], picked["address"], sig)}
 
 
 @action_result
@@ -330,10 +330,10 @@ def restart_node(node: Union[int, str], grace_period_s: int = 60, wait: bool = T
                                                   configuration=cfg, secrets=secrets)
         how = {"deleted_pod": target["pod"], "grace_period_s": grace_period_s}
     else:
-        if not localproc.saved_path(nid).exists():
+        if not node_processes.saved_path(nid).exists():
             target = resolve_node(cfg, secrets, nid, require_live=False)
-            localproc.signal_node(nid, target["address"], "TERM", wait_s=float(grace_period_s))
-        how = localproc.restart_saved(nid)
+            node_processes.signal_node(nid, target["address"], "TERM", wait_s=float(grace_period_s))
+        how = node_processes.restart_saved(nid)
     out = {"targets": [target_entry(nid)], "node": nid, **how}
     if wait:
         out["back"] = wait_for_node(nid, timeout_s, configuration=cfg, secrets=secrets)
@@ -374,8 +374,8 @@ def restart_killed_nodes(wait: bool = True, timeout_s: float = 300, configuratio
     the kubelet restarts killed containers: use ``wait_until_healthy``."""
     cfg = channels.settings(configuration, secrets)
     restarted = []
-    for nid in localproc.saved_nodes():
-        rec = localproc.restart_saved(nid)
+    for nid in node_processes.saved_nodes():
+        rec = node_processes.restart_saved(nid)
         if wait and rec.get("started"):
             rec["back"] = wait_for_node(nid, timeout_s, configuration=cfg, secrets=secrets)
         restarted.append(rec)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from chaosdb.cockroach import channels
-from chaosdb.cockroach.localproc import find_node_process
+from chaosdb.cockroach.node_processes import find_node_process
 from chaosdb.cockroach.targets import check_selector, resolve_node
 from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
 from chaosdb.core.dbevents import View

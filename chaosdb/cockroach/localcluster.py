@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chaosdb.cockroach import channels, localproc
+from chaosdb.cockroach import channels, node_processes
 from chaosdb.cockroach.version import parse_version
 from chaosdb.core import processes
 from chaosdb.core.errors import ChaosDBError
@@ -97,7 +97,7 @@ def up(directory: Path, name: str = "crdb", nodes: int = 3, address_base: str = 
     started = []
     for node in layout["nodes"]:
         Path(node["store"]).mkdir(parents=True, exist_ok=True)
-        if localproc.find_node_process(node["address"]) is None:
+        if node_processes.find_node_process(node["address"]) is None:
             _spawn(start_argv(binary, layout, node), node)
             started.append(node["name"])
     _save(layout)
@@ -151,7 +151,7 @@ def _layout(directory: Path) -> dict[str, Any]:
 def status(directory: Path) -> dict[str, Any]:
     layout = _layout(directory)
     cfg = configuration_of(layout)
-    pids = {n["name"]: localproc.find_node_process(n["address"]) for n in layout["nodes"]}
+    pids = {n["name"]: node_processes.find_node_process(n["address"]) for n in layout["nodes"]}
     try:
         nodes, error = channels.cli_node_status(cfg), None
     except ChaosDBError as exc:
@@ -163,7 +163,7 @@ def status(directory: Path) -> dict[str, Any]:
 
 def down(directory: Path, purge: bool = False, timeout: float = 30.0) -> dict[str, Any]:
     layout = _layout(directory)
-    pids = [p for p in (localproc.find_node_process(n["address"]) for n in layout["nodes"]) if p]
+    pids = [p for p in (node_processes.find_node_process(n["address"]) for n in layout["nodes"]) if p]
     processes.signal_pids(pids, signal.SIGTERM)
     left = processes.wait_gone(pids, timeout)
     if left:

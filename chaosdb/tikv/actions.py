@@ -21,8 +21,8 @@ from chaosdb.core.results import target as target_entry
 from chaosdb.core.signals import SIGNALS, signal_name
 from chaosdb.tikv import cluster
 from chaosdb.tikv.keys import MODES
-from chaosdb.tikv.local import store_pids
 from chaosdb.tikv.pd import pd_client
+from chaosdb.tikv.store_processes import store_pids
 
 __all__ = ["transfer_region_leader", "evict_leaders", "remove_leader_eviction", "set_store_state",
            "limit_store_cpu", "limit_store_memory", "kill_store"]

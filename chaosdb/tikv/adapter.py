@@ -9,7 +9,7 @@ from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
 from chaosdb.core.dbevents import View
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.tikv.cluster import check_store_selector, health, members, resolve_store, stores
-from chaosdb.tikv.local import store_pids
+from chaosdb.tikv.store_processes import store_pids
 
 __all__ = ["ADAPTER", "TikvAdapter"]
 

@@ -1,5 +1,5 @@
 """``chaosdb cluster up|status|down --kind pd``: PD members and pd-simulator stores on this machine
-(:mod:`chaosdb.tikv.localpd`)."""
+(:mod:`chaosdb.tikv.simulated_cluster`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from chaosdb.tikv import localpd
+from chaosdb.tikv import simulated_cluster
 
 __all__ = ["KIND", "HELP", "TITLE", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "up", "show_up",
            "show_status", "CLUSTER"]
@@ -17,8 +17,8 @@ TITLE = "PD cluster"
 HELP = "PD members with pd-simulator's simulated TiKV stores (binaries from --bin-dir); addresses 127.0.40.x"
 
 #: the module whose status(directory) and down(directory, purge, timeout) the command calls
-CLUSTER = localpd
-STATE_FILE = localpd.STATE_FILE
+CLUSTER = simulated_cluster
+STATE_FILE = simulated_cluster.STATE_FILE
 DEFAULT_ADDRESS = "127.0.40.1"
 #: the extras ``cluster up`` of this kind needs (:mod:`chaosdb.core.extras`)
 EXTRAS: tuple[str, ...] = ()
@@ -33,7 +33,7 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
 
 def up(args: argparse.Namespace, directory: Path, name: str) -> dict[str, Any]:
     """Start (create on first use) the PD cluster in *directory*, and its simulated stores."""
-    return localpd.up(directory, name, members=args.pd_members, stores=args.stores, regions=args.regions,
+    return simulated_cluster.up(directory, name, members=args.pd_members, stores=args.stores, regions=args.regions,
                       address_base=args.address_base or DEFAULT_ADDRESS, bin_dir=args.bin_dir, timeout=args.timeout,
                       secure=bool(getattr(args, "secure", False)))
 

@@ -34,7 +34,7 @@ from chaosdb.localkube import cluster as localkube
 from chaosdb.manifests.templates import list_templates, render
 from chaosdb.manifests.validate import validate_object
 from chaosdb.tikv import cluster as tikv_cluster
-from chaosdb.tikv import localpd
+from chaosdb.tikv import simulated_cluster
 from tests.chaosrun import CHAOS, build_report
 from tests.polling import poll
 from tests.realservers import real_binaries
@@ -336,9 +336,9 @@ def pd(tmp_path_factory):
     """A real PD with three simulated TiKV stores, standing for the TiDB cluster the fake pods pretend to be."""
     bins = real_binaries(tmp_path_factory, ["pd-server", "pd-simulator"])
     d = tmp_path_factory.mktemp("pd-for-k8s")
-    res = localpd.up(d, "pytest-pd-k8s", members=1, stores=3, regions=30, address_base="127.0.40.21", bin_dir=bins)
+    res = simulated_cluster.up(d, "pytest-pd-k8s", members=1, stores=3, regions=30, address_base="127.0.40.21", bin_dir=bins)
     yield res["configuration"]
-    localpd.down(d, purge=True)
+    simulated_cluster.down(d, purge=True)
     assert not node_processes(d)
 
 

@@ -22,7 +22,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import record_problems
 from chaosdb.embedded.processes import node_processes
 from chaosdb.load.observer import Observer, chosen_sources, read_events
-from chaosdb.tikv import actions, localpd, probes
+from chaosdb.tikv import actions, probes, simulated_cluster
 from chaosdb.tikv.keys import encode_key
 from tests.chaosrun import build_report
 from tests.polling import poll
@@ -47,12 +47,12 @@ def bin_dir(tmp_path_factory):
 @contextmanager
 def _pd_cluster(tmp_path_factory, bin_dir: str, members: int, stores: int, regions: int, address_base: str):
     d = tmp_path_factory.mktemp(f"pd{members}-cluster")
-    res = localpd.up(d, f"pytest-pd{members}", members=members, stores=stores, regions=regions,
+    res = simulated_cluster.up(d, f"pytest-pd{members}", members=members, stores=stores, regions=regions,
                      address_base=address_base, bin_dir=bin_dir)
     try:
         yield {"dir": d, "up": res, "cfg": res["configuration"]}
     finally:
-        localpd.down(d, purge=True)
+        simulated_cluster.down(d, purge=True)
         assert not node_processes(d), "PD or simulator processes left behind"
 
 
@@ -63,7 +63,7 @@ def pd(bin_dir, tmp_path_factory):
 
 
 def test_up_is_ready_with_every_store_up_and_every_region_leader_known(pd):
-    st = localpd.status(pd["dir"])
+    st = simulated_cluster.status(pd["dir"])
     assert st["ready"] and st["healthy"], st
     stores = probes.stores(configuration=pd["cfg"])
     assert len(stores) == 5 and {s["state"] for s in stores} == {"Up"}
@@ -147,7 +147,7 @@ def test_the_tikv_evict_leader_experiment_runs_end_to_end(pd, tmp_path):
 def test_a_store_the_simulator_takes_away_loses_its_leaders_and_is_reported(pd):
     """Last of the one-member cluster's tests: the store does not come back."""
     victim = probes.leader_store_of_key(KEY, configuration=pd["cfg"])["id"]
-    localpd.sim_event(pd["dir"], "down-node", victim)
+    simulated_cluster.sim_event(pd["dir"], "down-node", victim)
     assert _poll(lambda: probes.leader_distribution(configuration=pd["cfg"])["stores"].get(str(victim), {})
                  .get("leaders", 0) == 0, timeout=60), "PD never moved the leaders off the lost store"
     assert probes.leader_store_of_key(KEY, configuration=pd["cfg"])["id"] != victim

@@ -28,8 +28,8 @@ from chaosdb.embedded.state import load_layout, load_secrets
 from chaosdb.etcd import probes as etcd
 from chaosdb.postgres import actions as pg_actions
 from chaosdb.postgres import probes as pg
-from chaosdb.tikv import localpd
 from chaosdb.tikv import probes as tikv
+from chaosdb.tikv import simulated_cluster
 from chaosdb.workloads import kv
 from tests.conftest import removed_afterwards
 from tests.realservers import real_binaries
@@ -193,11 +193,11 @@ def test_a_shipped_etcd_fault_experiment_runs_on_the_secure_cluster_and_leaks_no
 def secure_pd(tmp_path_factory):
     bins = real_binaries(tmp_path_factory, ["pd-server"])
     d = tmp_path_factory.mktemp("secure-pd")
-    res = localpd.up(d, "pytest-secure-pd", members=3, address_base="127.0.40.31", bin_dir=bins, secure=True)
+    res = simulated_cluster.up(d, "pytest-secure-pd", members=3, address_base="127.0.40.31", bin_dir=bins, secure=True)
     try:
         yield {"dir": d, "cfg": res["configuration"]}
     finally:
-        localpd.down(d, purge=True)
+        simulated_cluster.down(d, purge=True)
         assert not node_processes(d), "PD processes left behind"
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from chaoslib.exceptions import InvalidActivity
 
-from chaosdb.cockroach import actions, channels, localproc, probes, ranges
+from chaosdb.cockroach import actions, channels, node_processes, probes, ranges
 from chaosdb.cockroach.version import parse_version
 from chaosdb.core.errors import ChaosDBError, UnsafeFault
 from chaosdb.core.results import record_problems
@@ -261,31 +261,31 @@ def test_kill_local_node_and_restart_it(crdb, tmp_path):
         deadline = time.time() + 10
         while time.time() < deadline and not all("pid" in n for n in crdb.read()["nodes"]):
             time.sleep(0.05)
-        assert localproc.find_node_process("localhost:26259") == procs[1].pid
+        assert node_processes.find_node_process("localhost:26259") == procs[1].pid
         res = actions.kill_node(2, signal="KILL", configuration=cfg)
         assert res["where"] == "local" and res["pid"] == procs[1].pid and res["exited"]
         procs[1].wait(5)
         assert {n["id"]: n["is_live"] for n in probes.node_status(cfg)} == {1: True, 2: False, 3: True}
         back = actions.restart_node(2, timeout_s=120, configuration=cfg)
         assert back["started"] and back["back"]["status"]["is_live"]
-        assert localproc.find_node_process("127.0.0.1:26259") == back["pid"]
-        assert not localproc.saved_path(2).exists()
+        assert node_processes.find_node_process("127.0.0.1:26259") == back["pid"]
+        assert not node_processes.saved_path(2).exists()
         with pytest.raises(ChaosDBError, match="no local 'cockroach start' process"):
-            localproc.signal_node(7, "127.0.0.1:1", "KILL")
+            node_processes.signal_node(7, "127.0.0.1:1", "KILL")
     finally:
         for p in procs:
             p.kill()
             p.wait()
-        for pid in localproc.find_node_process("127.0.0.1:26258"), localproc.find_node_process("127.0.0.1:26259"), \
-                localproc.find_node_process("127.0.0.1:26260"):  # e.g. the restarted one
+        for pid in node_processes.find_node_process("127.0.0.1:26258"), node_processes.find_node_process("127.0.0.1:26259"), \
+                node_processes.find_node_process("127.0.0.1:26260"):  # e.g. the restarted one
             if pid:
                 os.kill(pid, 9)
         # SIGKILL is delivered at once but the process lingers in /proc for a moment while the kernel tears it down
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and any(localproc.find_node_process(f"127.0.0.1:{p}")
+        while time.monotonic() < deadline and any(node_processes.find_node_process(f"127.0.0.1:{p}")
                                                   for p in (26258, 26259, 26260)):
             time.sleep(0.05)
-        assert all(localproc.find_node_process(f"127.0.0.1:{p}") is None for p in (26258, 26259, 26260))
+        assert all(node_processes.find_node_process(f"127.0.0.1:{p}") is None for p in (26258, 26259, 26260))
 
 
 # ---------------------------------------------------------------------------
@@ -488,7 +488,7 @@ def test_local_cockroach_cluster_up_kill_restart_down(crdb, tmp_path, capsys):
     finally:
         assert main(["cluster", "down", "--dir", str(d), "--purge"]) == 0
     assert not d.exists()
-    assert all(localproc.find_node_process(f"127.0.31.{i}:26257") is None for i in (1, 2, 3))
+    assert all(node_processes.find_node_process(f"127.0.31.{i}:26257") is None for i in (1, 2, 3))
 
 
 def test_the_url_can_live_in_the_secrets():
@@ -536,4 +536,4 @@ def test_chaos_run_of_the_local_kill_experiment(crdb, tmp_path):
         assert "topsecret" not in journal_text and "topsecret" not in (tmp_path / "chaos.log").read_text()
     finally:
         localcluster.down(d, purge=True)
-    assert all(localproc.find_node_process(f"127.0.32.{i}:26257") is None for i in (1, 2, 3))
+    assert all(node_processes.find_node_process(f"127.0.32.{i}:26257") is None for i in (1, 2, 3))

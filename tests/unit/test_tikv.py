@@ -228,7 +228,7 @@ def local_stores(pd, tmp_path):
     procs = [subprocess.Popen([exe, "--pd", "127.0.0.1:2379", "--addr", f"127.0.0.1:{20160 + i}",
                                "--data-dir", str(tmp_path / f"s{i}")] + (["--spin"] if i == 1 else []))
              for i in (1, 2, 3)]
-    from chaosdb.tikv.local import store_pids
+    from chaosdb.tikv.store_processes import store_pids
     deadline = __import__("time").time() + 10
     while not all(store_pids(f"127.0.0.1:{20160 + i}") for i in (1, 2, 3)) and __import__("time").time() < deadline:
         __import__("time").sleep(0.05)  # until each has exec'd its command line
@@ -239,7 +239,7 @@ def local_stores(pd, tmp_path):
 
 
 def test_local_store_processes_are_found_by_address(local_stores):
-    from chaosdb.tikv.local import store_pids
+    from chaosdb.tikv.store_processes import store_pids
     assert store_pids("127.0.0.1:20162") == [local_stores[1].pid]
     assert store_pids("localhost:20163") == [local_stores[2].pid]
     assert store_pids("127.0.0.1:2016") == []  # a prefix of another address is not that address
