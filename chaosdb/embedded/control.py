@@ -37,7 +37,7 @@ from chaosdb.embedded.nodes import is_node_name
 from chaosdb.embedded.state import STATE_FILE, load_layout, resolve_cluster_dir
 from chaosdb.experiment.checks import activities_of, refuse_bad_arguments
 from chaosdb.experiment.refusals import refused
-from chaosdb.load.control import stop_load
+from chaosdb.load.control import finish_load
 from chaosdb.workloads import kv, ycsb
 from chaosdb.workloads.tpcc import loader
 from chaosdb.workloads.tpcc.rand import Scale
@@ -163,9 +163,7 @@ def _revert_orphan_faults(directory: Any, configuration: dict[str, Any] | None) 
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None,
                              configuration: dict[str, Any] | None = None, down_after: bool = True,
                              purge: bool = False, **kwargs: Any) -> None:
-    record = stop_load()
-    if state is not None and record and "chaosdb_load" not in state:
-        state["chaosdb_load"] = {k: v for k, v in record.items() if k != "running"}
+    finish_load(state)  # the load is over before its database goes down
     directory = resolve_cluster_dir("", "", configuration)
     if not down_after or not (directory / STATE_FILE).exists():
         return  # nothing to stop: the run was refused before the cluster was created

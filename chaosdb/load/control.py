@@ -66,7 +66,7 @@ from chaosdb.workloads.kv import tls_environment
 from chaosdb.workloads.outcomes import is_success
 from chaosdb.workloads.samples import read_recent, read_samples, sample_files
 
-__all__ = ["validate_control", "before_experiment_control", "after_experiment_control", "cleanup_control", "start_load", "stop_load",
+__all__ = ["validate_control", "before_experiment_control", "after_experiment_control", "cleanup_control", "start_load", "stop_load", "finish_load",
            "before_hypothesis_control", "before_method_control", "before_activity_control",
            "after_method_control", "before_rollback_control"]
 
@@ -423,11 +423,19 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
         raise refused(f"chaosdb load control: {exc}") from None
 
 
+def finish_load(state: dict[str, Any] | None, stop_timeout_s: float = 20.0) -> None:
+    """Stop this run's load if it still runs and put its record in the journal's *state* (``chaosdb_load``) once.
+    Every control that needs the load over before it acts (the cluster going down, the report) calls this, so the
+    load is stopped and recorded in one place, whichever control Chaos Toolkit runs first."""
+    record = stop_load(stop_timeout_s)
+    if state is not None and record and "chaosdb_load" not in state:
+        state["chaosdb_load"] = {k: v for k, v in record.items() if k != "running"}
+
+
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None,
                              **kwargs: Any) -> None:
-    record = stop_load(float(kwargs.get("stop_timeout_s", 20.0)))
-    if state is not None and record:
-        state["chaosdb_load"] = {k: v for k, v in record.items() if k != "running"}
+    """Stop the load and record it in the journal."""
+    finish_load(state, float(kwargs.get("stop_timeout_s", 20.0)))
 
 
 def cleanup_control() -> None:

@@ -23,7 +23,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
 from chaosdb.core.redact import redact
 from chaosdb.experiment.refusals import refused
-from chaosdb.load.control import stop_load
+from chaosdb.load.control import finish_load
 from chaosdb.report.journal import secret_values_of
 
 __all__ = ["validate_control", "after_experiment_control"]
@@ -62,9 +62,7 @@ def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | No
 def _write_report(state: dict[str, Any], out_dir: str, rule: str, window_s: float = 5.0) -> None:
     from chaosdb.report.build import build_report  # noqa: PLC0415 - needs the report extra
 
-    record = stop_load()  # idempotent: normally the load control already stopped it
-    if record and "chaosdb_load" not in state:
-        state["chaosdb_load"] = {k: v for k, v in record.items() if k != "running"}
+    finish_load(state)  # normally the load control already did
     target = Path(out_dir or Path((state.get("chaosdb_load") or {}).get("samples_dir", ".")).parent / "report")
     # the journal as it is now, beside the report (secret values masked), so that `chaosdb report` can rebuild
     # the report from the folder; the report itself is built from the unmasked state (paths in the
