@@ -82,6 +82,7 @@ def _load_dsn(args: argparse.Namespace) -> str:
 
 
 def cmd_load_tpcc(args: argparse.Namespace) -> int:
+    """``chaosdb load tpcc-load``: create the TPC-C schema and load what is missing, saying each part as it goes."""
     scale = Scale.reduced(args.warehouses, args.scale_down)
     result = loader.load(_load_dsn(args), scale, workers=args.workers, drop=args.drop,
                          progress=None if args.json else (lambda m: print(f"  {m}", flush=True)))
@@ -95,6 +96,7 @@ def cmd_load_tpcc(args: argparse.Namespace) -> int:
 
 
 def cmd_load_ycsb(args: argparse.Namespace) -> int:
+    """``chaosdb load ycsb-load``: the YCSB usertable in PostgreSQL, or its keys in the cluster's etcd."""
     if args.backend == "etcd":
         cluster = {"chaosdb_cluster": args.cluster or "chaosdb", "chaosdb_cluster_dir": args.cluster_dir}
         endpoints = args.dsn or etcd_endpoints(cluster)
@@ -125,6 +127,7 @@ def cmd_load_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_load_calibrate(args: argparse.Namespace) -> int:
+    """``chaosdb load calibrate``: raise the offered rate step by step and say the highest the database sustains."""
     result = calibrate(_load_dsn(args), Path(args.out), workload=args.workload, users=args.users,
                        step_pct=args.step_pct, step_s=args.step_s, max_steps=args.max_steps,
                        start_rate=args.start_rate, progress=None if args.json else (lambda m: print(m, flush=True)))
@@ -147,6 +150,8 @@ def _positive_seconds(text: str) -> float:
 
 
 def cmd_report_build(args: argparse.Namespace) -> int:
+    """``chaosdb report JOURNAL``: metrics, Markdown, HTML and plots of one run, with a summary (or the files as JSON).
+    """
     if args.json:
         from chaosdb.report.build import build_report  # noqa: PLC0415 - needs the report extra
 
@@ -162,6 +167,7 @@ def cmd_report_build(args: argparse.Namespace) -> int:
 
 
 def cmd_report_compare(args: argparse.Namespace) -> int:
+    """``chaosdb report compare``: the runs side by side (Table 6.1 of the thesis), as Markdown or JSON."""
     result = compare(load_runs(args.inputs))
     text = json.dumps(result, indent=2) if args.json else render_compare_markdown(result)
     if args.output:
@@ -171,6 +177,7 @@ def cmd_report_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report_upb(args: argparse.Namespace) -> int:
+    """``chaosdb report upb``: the UPB availability indices from measured throughputs."""
     try:
         data = json.loads(Path(args.input).read_text())
     except (OSError, ValueError) as exc:
@@ -181,6 +188,8 @@ def cmd_report_upb(args: argparse.Namespace) -> int:
 
 
 def cmd_local_cleanup(args: argparse.Namespace) -> int:
+    """``chaosdb local cleanup``: revert one cluster's faults (or every fault on this host) and remove what they left;
+    exit 1 while something is left."""
     if args.all_clusters:
         result = cleanup()
     else:
@@ -210,6 +219,8 @@ def cmd_local_cleanup(args: argparse.Namespace) -> int:
 
 
 def cmd_local_residue(args: argparse.Namespace) -> int:
+    """``chaosdb local residue``: anything of the fault engine on this host (records, rules, cgroups, qdiscs, helper
+    processes); exit 1 when there is."""
     left = residue()
     if args.json:
         print_json(left)
@@ -222,6 +233,7 @@ def cmd_local_residue(args: argparse.Namespace) -> int:
 
 
 def cmd_local_faults(args: argparse.Namespace) -> int:
+    """``chaosdb local faults``: the active local faults and what each did so far."""
     faults = active_faults()
     if args.json:
         print_json(faults)
@@ -398,6 +410,8 @@ def _command_words(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``chaosdb`` command: parse, check the extras the command needs, run it; an error is one line on standard
+    error (exit 2), never a traceback."""
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     # 'chaosdb report JOURNAL' is short for 'chaosdb report build JOURNAL'

@@ -133,6 +133,8 @@ class Route:
         return self.machines.get(node) or self.where
 
     def k8s(self) -> dict[str, Any]:
+        """The Kubernetes settings of the configuration (kubeconfig, context, namespace) for the PhysicalMachineChaos
+        objects."""
         return {k: self.configuration[k] for k in physical.K8S_KEYS if self.configuration.get(k) not in (None, "")}
 
 

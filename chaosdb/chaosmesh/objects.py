@@ -28,6 +28,8 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "chaostoolkit-db"}
 
 
 def plural_of(kind: str) -> str:
+    """The resource plural of a Chaos Mesh kind (``NetworkChaos`` -> ``networkchaos``), from the bundled CRDs; an
+    unknown kind is refused with every known one."""
     if kind not in KINDS + OTHER_KINDS:
         raise ChaosDBError(f"unknown Chaos Mesh kind {kind!r}; one of {', '.join(KINDS + OTHER_KINDS)}")
     return kind_of(f"{GROUP}/{VERSION}", kind).plural

@@ -28,10 +28,13 @@ class CockroachAdapter(DatabaseAdapter):
     roles = ("leaseholder", "not-leaseholder", "node")
 
     def check(self, role: str, target: dict[str, Any]) -> None:
+        """A leaseholder role needs ``table`` and ``row``; ``cockroach-node`` needs ``node``."""
         check_selector(_selector(role, target), target.get("table"), target.get("row"))
 
     def resolve(self, role: str, target: dict[str, Any], configuration: dict[str, Any],
                 secrets: dict[str, Any] | None) -> ResolvedNode:
+        """The node that has the role now: the leaseholder of the row's range, a live replica without the lease, or the
+        node by id."""
         node = resolve_node(configuration, secrets, _selector(role, target), table=target.get("table"),
                             row=target.get("row"))
         return ResolvedNode(name=f"CockroachDB node n{node['id']}", pod=node.get("pod"), address=node.get("address"),
@@ -58,6 +61,7 @@ class CockroachAdapter(DatabaseAdapter):
                                         for n in nodes}, converged=converged if nodes else None)
 
     def local_pids(self, node: ResolvedNode, target: dict[str, Any]) -> list[int]:
+        """The ``cockroach start`` process on this machine serving the node's address."""
         pid = find_node_process(str(node.address or ""))
         if pid is None:
             raise ChaosDBError(f"no local cockroach start serves {node.name} ({node.address})")

@@ -65,6 +65,8 @@ def settings(configuration: dict[str, Any] | None, secrets: dict[str, Any] | Non
 
 
 def channel_of(configuration: dict[str, Any]) -> str:
+    """How to reach CockroachDB: ``cockroach_channel`` when set, else ``sql`` with a ``cockroach_url``, ``http`` with
+    HTTP URLs, else the ``cli``."""
     ch = str(configuration.get("cockroach_channel") or "").lower()
     if not ch:
         ch = "sql" if configuration.get("cockroach_url") else "http" if (
@@ -336,6 +338,7 @@ def sql_node_status(configuration: dict[str, Any], timeout: float = 10.0) -> lis
 
 
 def node_status(configuration: dict[str, Any], secrets: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every node's status, normalised to one record shape, through the configured channel (:func:`channel_of`)."""
     ch = channel_of(configuration)
     if ch == "sql":
         return sql_node_status(configuration)

@@ -30,6 +30,7 @@ STATE_FILE = "cockroach.json"
 
 
 def find_binary(cockroach_bin: str | None = None) -> str:
+    """The ``cockroach`` binary (``cockroach_bin``, else on PATH); refused with where to get one when there is none."""
     path = shutil.which(cockroach_bin or "cockroach")
     if not path:
         raise ChaosDBError(
@@ -42,6 +43,7 @@ def find_binary(cockroach_bin: str | None = None) -> str:
 
 
 def plan(directory: Path, name: str, nodes: int, address_base: str) -> dict[str, Any]:
+    """The cluster's layout: each node's loopback address, HTTP address, store and log folders under *directory*."""
     if not 1 <= nodes <= 9:
         raise ChaosDBError("--nodes must be between 1 and 9")
     octets = [int(x) for x in address_base.split(".")]
@@ -55,6 +57,7 @@ def plan(directory: Path, name: str, nodes: int, address_base: str) -> dict[str,
 
 
 def start_argv(binary: str, layout: dict[str, Any], node: dict[str, Any]) -> list[str]:
+    """The ``cockroach start`` command line of *node* (insecure, its own address, joining the first three nodes)."""
     join = ",".join(n["address"] for n in layout["nodes"][:3])
     return [binary, "start", "--insecure", f"--store={node['store']}", f"--listen-addr={node['address']}",
             f"--http-addr={node['http']}", f"--join={join}", "--cache=64MiB", "--max-sql-memory=128MiB",
@@ -62,6 +65,7 @@ def start_argv(binary: str, layout: dict[str, Any], node: dict[str, Any]) -> lis
 
 
 def configuration_of(layout: dict[str, Any]) -> dict[str, Any]:
+    """The experiment configuration keys that reach this cluster (CLI channel, SQL URL, every node's HTTP URL)."""
     first = layout["nodes"][0]
     return {"cockroach_channel": "cli", "cockroach_bin": layout["binary"], "cockroach_host": first["address"],
             "cockroach_insecure": True,
@@ -86,6 +90,7 @@ def _save(layout: dict[str, Any]) -> None:
 
 def up(directory: Path, name: str = "crdb", nodes: int = 3, address_base: str = "127.0.30.1",
        cockroach_bin: str | None = None, timeout: float = 120.0) -> dict[str, Any]:
+    """Start the cluster in *directory* (create and initialise it on first use) and wait until every node is live."""
     binary = find_binary(cockroach_bin)
     version = parse_version(channels.run_cli([binary, "version"], 30))
     state = directory / STATE_FILE
@@ -149,6 +154,7 @@ def _layout(directory: Path) -> dict[str, Any]:
 
 
 def status(directory: Path) -> dict[str, Any]:
+    """Each node's process, liveness, membership, replicas and leases; healthy when every node is live."""
     layout = _layout(directory)
     cfg = configuration_of(layout)
     pids = {n["name"]: node_processes.find_node_process(n["address"]) for n in layout["nodes"]}
@@ -162,6 +168,7 @@ def status(directory: Path) -> dict[str, Any]:
 
 
 def down(directory: Path, purge: bool = False, timeout: float = 30.0) -> dict[str, Any]:
+    """Stop every node (SIGTERM, then SIGKILL after *timeout*); ``purge`` also removes the cluster's folder."""
     layout = _layout(directory)
     pids = [p for p in (node_processes.find_node_process(n["address"]) for n in layout["nodes"]) if p]
     processes.signal_pids(pids, signal.SIGTERM)

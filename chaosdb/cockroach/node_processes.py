@@ -40,10 +40,13 @@ def find_node_process(address: str) -> int | None:
 
 
 def saved_path(node_id: int) -> Path:
+    """Where the command line of node *node_id* is saved before it is killed (so it can be started again)."""
     return default_home() / "cockroach" / "killed" / f"n{node_id}.json"
 
 
 def save_process(node_id: int, pid: int) -> dict[str, Any]:
+    """Save how node *node_id*'s process *pid* runs (command line, working directory, user, environment) in a private
+    file, before a kill."""
     argv = argv_of(pid)
     env = environ_of(pid)  # the whole environment: the node must start as it ran (file is private, 0600)
     owner, cwd = owner_of(pid), cwd_of(pid)
@@ -79,6 +82,7 @@ def signal_node(node_id: int, address: str, sig: str, wait_s: float = 10.0) -> d
 
 
 def saved_nodes() -> list[int]:
+    """The ids of the nodes whose command lines are saved (killed and not restarted yet)."""
     d = saved_path(0).parent
     return sorted(int(p.stem[1:]) for p in d.glob("n*.json")) if d.is_dir() else []
 
@@ -108,6 +112,7 @@ def restart_saved(node_id: int) -> dict[str, Any]:
 
 
 def find_node_process_from_argv(argv: list[str]) -> int | None:
+    """The live node process listening on an address that *argv*'s listen flags name, or None."""
     addrs = listen_addresses(argv)
     for host, port in addrs:
         pid = find_node_process(f"{host}:{port}")

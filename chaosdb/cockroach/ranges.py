@@ -62,6 +62,7 @@ def range_record(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def leaseholder_statement(table: str | Sequence[str], row: Any, index: str | None = None) -> str:
+    """``SHOW RANGE FROM TABLE|INDEX ... FOR ROW (...)``: the statement that names a row's range and leaseholder."""
     target = f"INDEX {quote_name(table)}@{quote_ident(index)}" if index else f"TABLE {quote_name(table)}"
     return f"SHOW RANGE FROM {target} FOR ROW {row_literal(row)}"
 
@@ -76,6 +77,8 @@ def pod_of(node: dict[str, Any], configuration: dict[str, Any] | None = None) ->
 
 def node_summary(node: dict[str, Any] | None, node_id: int | None,
                  configuration: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A node as a role target's answer gives it: id, addresses, pod and liveness (Nones for a node the cluster does not
+    list)."""
     if node is None:
         return {"id": node_id, "address": None, "sql_address": None, "pod": None, "is_live": None}
     return {"id": node["id"], "address": node.get("address"), "sql_address": node.get("sql_address"),
@@ -84,6 +87,7 @@ def node_summary(node: dict[str, Any] | None, node_id: int | None,
 
 def leaseholder_of_row(configuration: dict[str, Any], secrets: dict[str, Any] | None, table: str | Sequence[str],
                        row: Any, index: str | None = None) -> dict[str, Any]:
+    """The range holding *row* of *table* (or *index*), its leaseholder and replicas, as CockroachDB answers now."""
     statement = leaseholder_statement(table, row, index)
     rows = run_sql(configuration, statement)
     if not rows:
@@ -100,6 +104,7 @@ def leaseholder_of_row(configuration: dict[str, Any], secrets: dict[str, Any] | 
 
 
 def table_ranges_statement(table: str | Sequence[str], show_ranges: str) -> str:
+    """``SHOW RANGES FROM TABLE`` in the form the server's version speaks (``WITH DETAILS`` since 23.1)."""
     base = f"SHOW RANGES FROM TABLE {quote_name(table)}"
     return base if show_ranges == "legacy" else base + " WITH DETAILS"
 
@@ -154,6 +159,8 @@ def rebalance_summary(samples: list[dict[str, Any]], key: str = "replicas", tole
 def sample_ranges_per_node(configuration: dict[str, Any], secrets: dict[str, Any] | None, duration_s: float,
                            interval_s: float, key: str = "replicas", tolerance: float = 0.1,
                            stop_when_balanced: bool = False) -> dict[str, Any]:
+    """Sample the replicas (or leases) per node every *interval_s* for *duration_s*, and say whether and when they were
+    balanced within *tolerance*."""
     if duration_s <= 0 or interval_s <= 0:
         raise ChaosDBError("duration_s and interval_s must be positive")
     if not 0 < tolerance < 1:

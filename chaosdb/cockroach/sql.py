@@ -24,6 +24,7 @@ _PLAIN = re.compile(r"[a-z_][a-z0-9_$]*")
 
 
 def quote_ident(name: str) -> str:
+    """*name* as a SQL identifier, quoted when it is not a plain lower-case name; NUL and empty names refused."""
     if not isinstance(name, str) or not name:
         raise ChaosDBError(f"not a SQL identifier: {name!r}")
     if "\0" in name:
@@ -41,6 +42,8 @@ def quote_name(name: str | Sequence[str]) -> str:
 
 
 def literal(value: Any) -> str:
+    """*value* as a SQL literal (NULL, booleans, numbers, strings quoted and escaped), for statements that take no
+    placeholders."""
     if value is None:
         return "NULL"
     if isinstance(value, bool):

@@ -37,18 +37,22 @@ class Features:
 
     @property
     def has_quit(self) -> bool:  # removed in v22.2 (cockroach#82988)
+        """Whether ``cockroach quit`` exists (removed in v22.2, cockroach#82988)."""
         return self.version < (22, 2)
 
     @property
     def drain_by_node_id(self) -> bool:  # `node drain <id>` / --self since v22.1
+        """Whether ``node drain <id>`` / ``--self`` exist (since v22.1)."""
         return self.version >= (22, 1)
 
     @property
     def json_format(self) -> bool:  # --format=json since v23.2
+        """Whether the CLI has ``--format=json`` (since v23.2)."""
         return self.version >= (23, 2)
 
     @property
     def ndjson_format(self) -> bool:  # since v22.2
+        """Whether the CLI has ``--format=ndjson`` (since v22.2)."""
         return self.version >= (22, 2)
 
     @property
@@ -60,10 +64,12 @@ class Features:
 
     @property
     def membership_column(self) -> bool:  # node status --decommission gained it in v20.2
+        """Whether ``node status --decommission`` prints ``membership`` (since v20.2)."""
         return self.version >= (20, 2)
 
 
 def features_of(text_or_version: Any) -> Features:
+    """What the CockroachDB version (its text or a parsed tuple) supports, as :class:`Features`."""
     if isinstance(text_or_version, tuple):
         return Features(text_or_version)
     return Features(parse_version(text_or_version))

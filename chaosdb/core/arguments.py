@@ -234,6 +234,7 @@ class CheckedSignature(inspect.Signature):
         return found
 
     def bind(self, *args: Any, **kwargs: Any) -> inspect.BoundArguments:
+        """Bind the arguments as :class:`inspect.Signature` does, then refuse values that break the activity's rules."""
         bound = super().bind(*args, **kwargs)
         found = self.problems(bound.arguments)
         if found:

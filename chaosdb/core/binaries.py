@@ -33,6 +33,7 @@ HOW_TO_GET = {
 
 
 def cache_dir() -> Path:
+    """The folder where server binaries are looked for after CHAOSDB_BIN_DIR: ``$XDG_CACHE_HOME/chaosdb/bin``."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "chaosdb" / "bin"
 

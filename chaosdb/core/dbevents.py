@@ -43,6 +43,7 @@ class View:
     converged: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The view as JSON: source, leader, members, term and its name, whether the replicas converged."""
         return {"source": self.source, "leader": self.leader, "members": self.members, "term": self.term,
                 "term_name": self.term_name, "converged": self.converged}
 

@@ -44,6 +44,7 @@ class HttpResponse:
     body: str
 
     def json(self) -> Any:
+        """The body as JSON; None when it is empty or not JSON."""
         try:
             return json.loads(self.body) if self.body else None
         except json.JSONDecodeError:

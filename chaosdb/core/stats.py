@@ -24,6 +24,7 @@ def percentile(sorted_values: Sequence[float], p: float) -> float:
 
 
 def percentiles(values: Sequence[float], ps: Sequence[float]) -> dict[float, float]:
+    """The nearest-rank percentile of *values* for each of *ps* (sorted once)."""
     ordered = sorted(values)
     return {p: percentile(ordered, p) for p in ps}
 

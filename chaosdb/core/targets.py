@@ -61,6 +61,8 @@ class Target:
 
     def as_dict(self) -> dict[str, Any]:
         # "node" is the name's old key (deprecated, kept until the next release)
+        """The target as an action's result names it (``node`` is the old key of ``name``, kept until the next release).
+        """
         return {"name": self.name, "node": self.name, "roles": sorted(self.roles), "up": self.up, **self.details}
 
 

@@ -28,6 +28,7 @@ def iso_from_epoch(ts: float) -> str:
 
 
 def now_iso() -> str:
+    """The time now as ISO 8601 in UTC."""
     return iso_from_epoch(time.time())
 
 
@@ -39,10 +40,12 @@ class Stopwatch:
         self.end: float | None = None
 
     def stop(self) -> "Stopwatch":
+        """Note the end time; the stopwatch itself."""
         self.end = time.time()
         return self
 
     def as_dict(self) -> dict[str, object]:
+        """``started_at``, ``ended_at`` (now, while running), their epoch seconds and the duration."""
         end = self.end if self.end is not None else time.time()
         return {
             "started_at": iso_from_epoch(self.start),

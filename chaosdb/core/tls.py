@@ -71,9 +71,11 @@ class ClientTls:
 
     @property
     def label(self) -> str:
+        """What the service is called in messages (``Patroni REST API``, ``etcd``, ...)."""
         return SERVICES.get(self.service, self.service)
 
     def key(self, suffix: str) -> str:
+        """The configuration key of this service's *suffix* (``patroni_ca_file``)."""
         return f"{self.service}_{suffix}"
 
     @property

@@ -163,6 +163,8 @@ def _revert_orphan_faults(directory: Any, configuration: dict[str, Any] | None) 
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None,
                              configuration: dict[str, Any] | None = None, down_after: bool = True,
                              purge: bool = False, **kwargs: Any) -> None:
+    """After the run: the load stopped and recorded, this run's faults reverted, then the cluster down (unless
+    ``down_after`` is false)."""
     finish_load(state)  # the load is over before its database goes down
     directory = resolve_cluster_dir("", "", configuration)
     if not down_after or not (directory / STATE_FILE).exists():

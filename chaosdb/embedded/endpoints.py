@@ -12,6 +12,8 @@ __all__ = ["endpoints"]
 
 
 def endpoints(configuration: dict[str, Any]) -> dict[str, Any]:
+    """The embedded cluster the configuration names: Patroni and etcd URLs and their client TLS, the application and
+    admin DSNs, Patroni's credentials."""
     layout = load_layout(resolve_cluster_dir("", "", configuration))
     return {"patroni_urls": layout.patroni_urls,
             "patroni_auth": ("patroni", load_secrets(layout.path)["patroni_password"]),

@@ -22,16 +22,19 @@ from chaosdb.postgres.patroni import PatroniClient
 
 
 def patroni_client(layout: ClusterLayout, timeout: float = 2.0) -> PatroniClient:
+    """A Patroni REST client for the cluster, with its password and client certificate."""
     secrets = load_secrets(layout.path)
     return PatroniClient(layout.patroni_urls, auth=("patroni", secrets["patroni_password"]), timeout=timeout,
                          tls=layout.client_tls("patroni"))
 
 
 def etcd_client(layout: ClusterLayout, timeout: float = 1.5, urls: list[str] | None = None) -> EtcdClient:
+    """An etcd client for the cluster (or for *urls*), with its client certificate."""
     return EtcdClient(urls or layout.etcd_urls, timeout=timeout, tls=layout.client_tls("etcd"))
 
 
 def tail(path: Path, lines: int = 20) -> str:
+    """The last *lines* lines of a log file ('' when it cannot be read), to explain a failure."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -60,6 +63,7 @@ def _node_logs(node: NodeLayout, lines: int = 15) -> str:
 
 
 def wait_etcd(layout: ClusterLayout, timeout: float) -> None:
+    """Wait until a quorum of etcd members is healthy; refused with their logs after *timeout*."""
     client = etcd_client(layout)
     need = len(layout.nodes) // 2 + 1
     deadline = time.monotonic() + timeout

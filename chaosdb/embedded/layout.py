@@ -16,6 +16,7 @@ SUPPORTED_KINDS = ("postgres-ha",)
 
 
 def parse_ipv4(addr: str) -> list[int]:
+    """The four octets of an IPv4 address; refused when it is not one."""
     try:
         parts = [int(p) for p in addr.split(".")]
     except ValueError:

@@ -24,10 +24,12 @@ check_target = one_of_or_names("target", ROLE_SELECTORS, is_node_name, "node1, n
 
 def open_cluster(cluster: str = "", cluster_dir: str = "",
                  configuration: dict[str, Any] | None = None) -> ClusterLayout:
+    """The layout of the embedded cluster named by the arguments, the configuration or the environment."""
     return load_layout(resolve_cluster_dir(cluster, cluster_dir, configuration))
 
 
 def status_of(layout: ClusterLayout) -> dict[str, Any]:
+    """The cluster's status now (members, roles, lag, processes)."""
     return _cluster.status(layout)
 
 

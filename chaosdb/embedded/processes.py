@@ -39,6 +39,7 @@ class NodeProcess:
     state: str  # R S D T Z ..., as ps shows it
 
     def as_dict(self) -> dict[str, object]:
+        """The process as JSON: pid, kind, state."""
         return {"pid": self.pid, "kind": self.kind, "state": self.state}
 
 

@@ -36,6 +36,8 @@ def _resume(cluster_dir: str, nodes: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m chaosdb.embedded.revert``: wait *after* seconds, then resume the suspended nodes (the detached timer
+    of ``suspend_node``)."""
     p = argparse.ArgumentParser(prog="python -m chaosdb.embedded.revert")
     p.add_argument("--cluster-dir", required=True)
     p.add_argument("--after", type=float, default=0.0)

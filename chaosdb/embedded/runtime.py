@@ -48,9 +48,11 @@ class RunAs:
 
     @property
     def is_self(self) -> bool:
+        """Whether the cluster's user is the one running this process."""
         return self.uid == os.geteuid()
 
     def popen_kwargs(self) -> dict:
+        """The ``subprocess.Popen`` arguments that start a process as the cluster's user (none when it is this one)."""
         if self.is_self:
             return {}
         return {"user": self.uid, "group": self.gid, "extra_groups": []}
@@ -148,6 +150,7 @@ class Binaries:
     ld_path: str = ""
 
     def as_dict(self) -> dict[str, str]:
+        """The binaries' paths by name."""
         return dict(self.__dict__)
 
 

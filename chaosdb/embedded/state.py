@@ -59,6 +59,7 @@ class NodeLayout:
 
     @property
     def path(self) -> Path:
+        """The node's folder."""
         return Path(self.dir)
 
     @property
@@ -68,38 +69,47 @@ class NodeLayout:
 
     @property
     def scheme(self) -> str:
+        """``https`` for a secure cluster, else ``http``."""
         return "https" if self.tls else "http"
 
     @property
     def data_dir(self) -> Path:
+        """PostgreSQL's data folder."""
         return self.path / "data"
 
     @property
     def etcd_dir(self) -> Path:
+        """etcd's data folder."""
         return self.path / "etcd"
 
     @property
     def log_dir(self) -> Path:
+        """The servers' logs."""
         return self.path / "log"
 
     @property
     def run_dir(self) -> Path:
+        """Sockets and pid files."""
         return self.path / "run"
 
     @property
     def patroni_config(self) -> Path:
+        """The node's ``patroni.yml``."""
         return self.path / "patroni.yml"
 
     @property
     def api_url(self) -> str:
+        """Patroni's REST API URL."""
         return f"{self.scheme}://{self.host}:{self.api_port}"
 
     @property
     def etcd_client_url(self) -> str:
+        """etcd's client URL."""
         return f"{self.scheme}://{self.host}:{self.etcd_client_port}"
 
     @property
     def etcd_peer_url(self) -> str:
+        """etcd's peer URL."""
         return f"{self.scheme}://{self.host}:{self.etcd_peer_port}"
 
 
@@ -120,6 +130,7 @@ class ClusterLayout:
 
     @property
     def path(self) -> Path:
+        """The cluster's folder."""
         return Path(self.dir)
 
     def node_user(self, node: NodeLayout) -> tuple[str, int, int]:
@@ -129,6 +140,7 @@ class ClusterLayout:
         return self.run_as, self.uid, self.gid
 
     def node(self, name: str) -> NodeLayout:
+        """The node called *name*; refused with every node's name when there is none."""
         for n in self.nodes:
             if n.name == name:
                 return n
@@ -137,6 +149,7 @@ class ClusterLayout:
 
     @property
     def secure(self) -> bool:
+        """Whether the cluster speaks TLS (``--secure``)."""
         return any(n.tls for n in self.nodes)
 
     @property
@@ -158,10 +171,12 @@ class ClusterLayout:
 
     @property
     def patroni_urls(self) -> list[str]:
+        """Every node's Patroni REST API URL."""
         return [n.api_url for n in self.nodes]
 
     @property
     def etcd_urls(self) -> list[str]:
+        """Every node's etcd client URL."""
         return [n.etcd_client_url for n in self.nodes]
 
     def dsn(self, user: str | None = None, database: str | None = None, read_write: bool = True,
@@ -174,20 +189,24 @@ class ClusterLayout:
         return f"postgresql://{user or self.app_user}@{hosts}/{database or self.database}?{'&'.join(params)}"
 
     def node_dsn(self, node: str, user: str = "postgres", database: str = "postgres") -> str:
+        """A DSN of one node's PostgreSQL (not the cluster's primary), with the pgpass file and TLS parameters."""
         n = self.node(node)
         return (f"postgresql://{user}@{n.host}:{n.pg_port}/{database}"
                 f"?connect_timeout=3&passfile={self.path / 'pgpass'}" + "".join(f"&{p}" for p in self.tls_params()))
 
     def to_json(self) -> dict[str, Any]:
+        """The layout as JSON (what ``cluster.json`` holds)."""
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ClusterLayout":
+        """The layout ``cluster.json`` holds."""
         data = dict(data)
         data["nodes"] = [NodeLayout(**n) for n in data["nodes"]]
         return cls(**data)
 
     def save(self) -> None:
+        """Write ``cluster.json`` (through a temporary file, so a reader never sees half of it)."""
         path = self.path / STATE_FILE
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.to_json(), indent=2) + "\n")
@@ -195,6 +214,7 @@ class ClusterLayout:
 
 
 def load_layout(path: Path | str) -> ClusterLayout:
+    """The cluster in folder *path* (its ``cluster.json``); refused with how to start one when there is none."""
     path = Path(path)
     state = path / STATE_FILE
     if not state.is_file():
@@ -209,6 +229,7 @@ def load_layout(path: Path | str) -> ClusterLayout:
 
 
 def load_secrets(path: Path | str) -> dict[str, str]:
+    """The cluster's passwords (``secrets.json``); refused when the file is missing."""
     f = Path(path) / SECRETS_FILE
     try:
         return json.loads(f.read_text())

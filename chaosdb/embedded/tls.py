@@ -51,4 +51,5 @@ def ensure_node_certificate(layout: ClusterLayout, node: NodeLayout) -> None:
 
 
 def node_file(node: NodeLayout, name: str) -> str:
+    """The path of a node's TLS file *name* (``server.crt``, ...)."""
     return str(Path(node.tls_dir) / name)

@@ -82,6 +82,8 @@ class EtcdClient:
         return self._post(url, "/v3/maintenance/status", {})
 
     def health(self, url: str) -> bool:
+        """Whether the member at *url* says it is healthy; a TLS failure is an error, an unreachable member is not
+        healthy."""
         try:
             body = request_json("GET", f"{url}/health", timeout=self.timeout, tls=self.tls).json() or {}
         except HttpError as exc:
@@ -91,6 +93,7 @@ class EtcdClient:
         return str(body.get("health")).lower() == "true"
 
     def members(self) -> list[EtcdMember]:
+        """The cluster's members, asked of the first member that answers."""
         last: Exception | None = None
         for url in self.urls:
             try:

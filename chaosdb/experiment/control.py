@@ -61,6 +61,7 @@ class _JournalHandle(RunEventHandler):
 
 
 def configure_control(experiment: dict[str, Any] | None = None, event_registry: Any = None, **kwargs: Any) -> None:
+    """A new run: forget the last one's refusal and state, say the environment variables used by their old names."""
     global _run
     _run = _Run()
     refusals.forget()
@@ -72,18 +73,23 @@ def configure_control(experiment: dict[str, Any] | None = None, event_registry: 
 
 def before_experiment_control(context: dict[str, Any], configuration: dict[str, Any] | None = None,
                               secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    """Refuse the run before anything starts when an activity's arguments cannot work (the refusal is kept for the
+    verdict)."""
     refuse_bad_arguments(context, configuration, secrets)  # a refusal is kept by chaosdb.experiment.refusals
 
 
 def before_method_control(context: dict[str, Any], **kwargs: Any) -> None:
+    """The method starts: a failed action from now on stops it."""
     _run.in_method = True
 
 
 def after_method_control(context: dict[str, Any], **kwargs: Any) -> None:
+    """The method is over."""
     _run.in_method = False
 
 
 def after_activity_control(context: dict[str, Any], state: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    """A failed action of the method (not a background one) stops the method; the rollbacks still run."""
     if not (_run.in_method and isinstance(context, dict) and context.get("type") == "action"):
         return
     if not isinstance(state, dict) or state.get("status") != "failed" or context.get("background"):
@@ -127,6 +133,7 @@ def after_hypothesis_control(context: dict[str, Any], state: dict[str, Any] | No
 
 
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    """The verdict: the run's status and one sentence, in the journal and the log."""
     if not isinstance(state, dict):
         return
     if refusals.reason():

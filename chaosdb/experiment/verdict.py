@@ -41,6 +41,7 @@ class Verdict:
     hypothesis: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
+        """The verdict as JSON."""
         return asdict(self)
 
 

@@ -23,6 +23,7 @@ PARENT = "chaosdb"
 
 
 def group_path(host: CgroupHost, controller: str, fault_id: str) -> Path:
+    """The cgroup folder of fault *fault_id* under the engine's parent group of *controller*."""
     return host.hierarchy(controller) / PARENT / fault_id
 
 
@@ -39,6 +40,7 @@ def _read(path: Path) -> str:
 
 
 def create_group(host: CgroupHost, controller: str, fault_id: str) -> Path:
+    """Create fault *fault_id*'s cgroup of *controller* (and the engine's parent group on first use); its folder."""
     parent = host.hierarchy(controller) / PARENT
     if not parent.exists():
         parent.mkdir()
@@ -54,6 +56,8 @@ def create_group(host: CgroupHost, controller: str, fault_id: str) -> Path:
 
 
 def set_cpu_quota(host: CgroupHost, path: Path, quota_s: float, period_s: float) -> dict[str, int]:
+    """Limit the group to *quota_s* of CPU per *period_s* (cgroup v1 ``cfs_quota_us``/``cfs_period_us`` or v2
+    ``cpu.max``); the values written."""
     period_us = int(round(period_s * 1_000_000))
     quota_us = int(round(quota_s * 1_000_000))
     if host.version == 2:

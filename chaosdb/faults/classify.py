@@ -64,6 +64,7 @@ class NodeIdentity:
 
     @property
     def bit(self) -> int:
+        """The packet mark bit of this node."""
         return 1 << (MARK_SHIFT + self.index)
 
 
@@ -72,6 +73,8 @@ def _hex(v: int) -> str:
 
 
 def check_identities(nodes: Iterable[NodeIdentity]) -> list[NodeIdentity]:
+    """The nodes, when the classifier can tell them apart (at most 8, each on its own address and with its own
+    unprivileged user); refused with what to change otherwise."""
     nodes = list(nodes)
     if len(nodes) > 8:
         raise ChaosDBError(f"network faults tell at most 8 nodes apart, this cluster has {len(nodes)}")

@@ -20,6 +20,8 @@ logger = logging.getLogger("chaostoolkit")
 
 
 def after_experiment_control(context: Any = None, state: Any = None, **kwargs: Any) -> None:
+    """After the run, whatever happened: revert every fault this run injected and did not revert (timed faults are left
+    to their timers)."""
     try:
         done = engine.revert_all(scope=RunScope.this_run(), include_timed=False)
     except Exception as exc:  # never break the run's own ending; say what to do

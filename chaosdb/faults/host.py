@@ -16,6 +16,7 @@ CGROUP_ROOT = Path(os.environ.get("CHAOSDB_CGROUP_ROOT", "/sys/fs/cgroup"))
 
 
 def require_root(what: str) -> None:
+    """Refuse, saying why, when this process is not root."""
     if os.geteuid() != 0:
         raise ChaosDBError(f"{what} needs root (it changes cgroups / packet filters of the host): "
                            "run the experiment as root, e.g. with sudo")
@@ -30,6 +31,7 @@ class CgroupHost:
     controllers: frozenset[str]
 
     def hierarchy(self, controller: str) -> Path:
+        """The folder of *controller*'s hierarchy; refused when this host does not offer it."""
         if controller not in self.controllers:
             raise ChaosDBError(
                 f"the {controller} cgroup controller is not available on this host "
@@ -64,6 +66,7 @@ def cgroup_host(root: Path | None = None) -> CgroupHost:
 
 
 def require_tool(name: str, package: str) -> str:
+    """The path of the tool *name*; refused with the package that brings it when it is not installed."""
     path = shutil.which(name) or next((p for p in (f"/usr/sbin/{name}", f"/sbin/{name}") if os.path.exists(p)), None)
     if not path:
         raise ChaosDBError(f"{name} is not installed: network faults need it (Debian/Ubuntu: apt-get install {package})")

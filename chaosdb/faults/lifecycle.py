@@ -197,6 +197,8 @@ def keep_timer_result(done: dict[str, Any], rec: FaultRecord | None = None) -> N
 
 def take_timer_results(kinds: set[str] | None = None, targets: set[str] | None = None,
                        scope: RunScope | None = None) -> list[dict]:
+    """The results detached timers wrote when they reverted faults (of *kinds*, on *targets*, of this run's *scope*),
+    removed as they are taken, so a rollback can say the timer already did it."""
     out = []
     d = _timer_dir()
     for p in sorted(d.glob("*.json")) if d.is_dir() else []:

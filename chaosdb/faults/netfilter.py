@@ -22,6 +22,7 @@ TABLES = ("filter", "mangle", "nat")
 
 
 def iptables(table: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``iptables -w 5 -t TABLE ARGS``; with *check* a failure is refused with iptables' own words."""
     exe = require_tool("iptables", "iptables")
     proc = subprocess.run([exe, "-w", "5", "-t", table, *args], capture_output=True, text=True)
     if check and proc.returncode != 0:
@@ -30,11 +31,13 @@ def iptables(table: str, *args: str, check: bool = True) -> subprocess.Completed
 
 
 def create_chain(table: str, chain: str) -> None:
+    """Create *chain* in *table*, or empty it when it exists."""
     if iptables(table, "-N", chain, check=False).returncode != 0:
         iptables(table, "-F", chain)
 
 
 def append_rule(table: str, chain: str, rule: Sequence[str]) -> None:
+    """Append *rule* to *chain* of *table*."""
     iptables(table, "-A", chain, *rule)
 
 

@@ -120,6 +120,8 @@ async def _serve(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m chaosdb.faults.netproxy``: a TCP proxy from ``--listen`` to ``--upstream`` adding delay and jitter,
+    until it is stopped."""
     p = argparse.ArgumentParser(prog="python -m chaosdb.faults.netproxy")
     p.add_argument("--listen", required=True)
     p.add_argument("--upstream", required=True)

@@ -30,6 +30,7 @@ __all__ = ["FaultRecord", "faults_dir", "new_record", "load_records", "load_reco
 
 
 def faults_dir() -> Path:
+    """Where fault records are kept: CHAOSDB_FAULTS_DIR, else ``$CHAOSDB_HOME/faults``, else the default home's."""
     env = os.environ.get("CHAOSDB_FAULTS_DIR")
     if env:
         return Path(env)
@@ -61,9 +62,11 @@ class FaultRecord:
 
     @property
     def path(self) -> Path:
+        """Where the record is kept."""
         return faults_dir() / f"{self.id}.json"
 
     def save(self) -> None:
+        """Write the record (private folder and file), before the fault changes anything."""
         d = faults_dir()
         d.mkdir(parents=True, exist_ok=True)
         os.chmod(d, 0o700)
@@ -72,12 +75,14 @@ class FaultRecord:
         os.replace(tmp, self.path)
 
     def delete(self) -> None:
+        """Remove the record (the fault is reverted); nothing when it is already gone."""
         try:
             self.path.unlink()
         except FileNotFoundError:
             pass
 
     def summary(self) -> dict[str, Any]:
+        """The record as ``chaosdb local faults`` and the probes show it: id, kind, targets, parameters, age, owner."""
         return {
             "id": self.id, "kind": self.kind, "targets": [t.get("name") for t in self.targets],
             "params": self.params, "created": round(self.created, 3),
@@ -86,6 +91,7 @@ class FaultRecord:
         }
 
     def owned_by_live_process(self) -> bool:
+        """Whether the process that made the fault still runs (its pid with the same start time)."""
         return self.owner_start != 0 and process_start_time(self.owner_pid) == self.owner_start
 
 
@@ -106,25 +112,31 @@ class RunScope:
 
     @classmethod
     def this_run(cls, cluster_dir: str = "", all_clusters: bool = False) -> "RunScope":
+        """The scope of this process's run (of *cluster_dir*, or of every cluster)."""
         pid = os.getpid()
         return cls(pid, process_start_time(pid), cluster_dir, all_clusters)
 
     def owns(self, owner_pid: int, owner_start: int) -> bool:
+        """Whether the process (pid and start time) is this run."""
         return owner_pid == self.owner_pid and owner_start == self.owner_start
 
     def matches(self, rec: "FaultRecord") -> bool:
+        """Whether the scope may touch *rec*: this run's own, an orphan of its cluster, or anything with
+        ``all_clusters``."""
         if self.all_clusters or self.owns(rec.owner_pid, rec.owner_start):
             return True
         return same_cluster(rec.cluster_dir, self.cluster_dir) and not rec.owned_by_live_process()
 
 
 def new_record(kind: str, **fields: Any) -> FaultRecord:
+    """A fault record of *kind* owned by this process (its pid and start time), not yet written."""
     pid = os.getpid()
     return FaultRecord(id=secrets.token_hex(4), kind=kind, created=time.time(), owner_pid=pid,
                        owner_start=process_start_time(pid), **fields)
 
 
 def load_record(fault_id: str) -> FaultRecord | None:
+    """The record of fault *fault_id*, or None when it is gone (reverted)."""
     path = faults_dir() / f"{fault_id}.json"
     try:
         return FaultRecord(**json.loads(path.read_text()))
@@ -136,6 +148,7 @@ def load_record(fault_id: str) -> FaultRecord | None:
 
 
 def load_records() -> list[FaultRecord]:
+    """Every fault record on this host (unreadable ones left out), oldest name first."""
     d = faults_dir()
     if not d.is_dir():
         return []

@@ -18,6 +18,8 @@ from chaosdb.faults.records import load_record
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m chaosdb.faults.reverter``: wait until ``--at`` (epoch seconds), then revert fault ``--fault-id`` and
+    leave the result for the rollback."""
     p = argparse.ArgumentParser(prog="python -m chaosdb.faults.reverter")
     p.add_argument("--fault-id", required=True)
     p.add_argument("--at", type=float, required=True, help="epoch seconds")

@@ -42,6 +42,8 @@ def check_components(value: Any) -> None:
 def choose_nodes(target: str | Sequence[str], count: int | str, configuration: Any, cluster: str = "",
                  cluster_dir: str = "", quorum_what: str = "", allow_quorum_loss: bool = False,
                  ) -> tuple[ClusterLayout, list[Target], dict[str, Any]]:
+    """The embedded cluster's layout, the nodes *target* and *count* choose now, and the quorum rule's verdict on them.
+    """
     layout = open_cluster(cluster, cluster_dir, configuration)
     chosen, verdict, _ = choose(layout, target, count, allow_quorum_loss, quorum_what)
     return layout, chosen, verdict
@@ -73,6 +75,8 @@ def _kinds(components: Sequence[str] | None) -> set[str] | None:
 
 
 def process_groups(layout: ClusterLayout, chosen: list[Target], components: Sequence[str] | None) -> list[ProcessGroup]:
+    """One process group per chosen node: its processes of the chosen *components* (all when none), listed anew whenever
+    the engine looks."""
     kinds = _kinds(components)
     groups = []
     for t in chosen:
@@ -119,6 +123,7 @@ def matching_processes(pattern: str) -> ProcessGroup:
 
 
 def node_ports(layout: ClusterLayout, name: str, ports: Sequence[str | int]) -> list[int]:
+    """The ports of node *name* that *ports* names (``postgres``, ``patroni``, ``etcd``, ``etcd-peer`` or numbers)."""
     node = layout.node(name)
     by_name = {"postgres": node.pg_port, "patroni": node.api_port, "etcd": node.etcd_client_port,
                "etcd-peer": node.etcd_peer_port}
@@ -136,6 +141,7 @@ def node_ports(layout: ClusterLayout, name: str, ports: Sequence[str | int]) -> 
 
 
 def identities(layout: ClusterLayout) -> list[NodeIdentity]:
+    """Every node's identity for the packet classifier: name, index, address, user id and ports."""
     ids = []
     for i, n in enumerate(layout.nodes):
         _, uid, _ = layout.node_user(n)

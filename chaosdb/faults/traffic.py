@@ -37,6 +37,7 @@ def _root_line(dev: str = DEV) -> str:
 
 
 def our_root(dev: str = DEV) -> bool:
+    """Whether *dev*'s root qdisc is the htb this engine installs."""
     return _root_line(dev).startswith(f"qdisc htb {ROOT_HANDLE} ")
 
 
@@ -85,6 +86,7 @@ def add_class(rate_kbit: int, delay_ms: float = 0.0, jitter_ms: float = 0.0, dev
 
 
 def remove_class(entry: dict) -> None:
+    """Remove a bandwidth class the engine added (and its root qdisc when nothing else uses it)."""
     dev = entry.get("dev", DEV)
     if not our_root(dev):
         return
@@ -93,6 +95,7 @@ def remove_class(entry: dict) -> None:
 
 
 def remove_root_if_unused(dev: str = DEV, force: bool = False) -> bool:
+    """Remove the engine's root qdisc of *dev* when no class uses it (or with *force*); whether it was removed."""
     if our_root(dev) and (force or not _used_slots(dev)):
         _tc("qdisc", "del", "dev", dev, "root", check=False)
         return True

@@ -203,6 +203,8 @@ def runs_by_scenario(results: Path | str) -> dict[str, list[tuple[str, dict[str,
 
 
 def aggregate(results: Path | str) -> dict[str, Any]:
+    """The numbers of a game day's results folder: per scenario the median and range of every metric over its runs, and
+    the runs' states."""
     results = Path(results)
     manifest = read_manifest(results)
     entries = manifest["runs"]

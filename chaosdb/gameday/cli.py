@@ -73,6 +73,7 @@ def _gate(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
+    """``chaosdb gameday validate|run|status|report|gate``."""
     gd = sub.add_parser("gameday", help="game days: suites of repeated runs, sweeps, UPB; aggregated report; gate")
     gsub = gd.add_subparsers(dest="gameday_command", required=True)
     p = gsub.add_parser("validate", help="check a suite file and list the runs it expands to (runs nothing)")

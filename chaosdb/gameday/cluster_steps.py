@@ -112,6 +112,8 @@ def _reinitialize_stuck_replicas(directory: Path, timeout: float) -> list[str]:
 
 
 def wait_healthy(directory: Path, timeout: float) -> dict[str, Any]:
+    """Wait until the cluster in *directory* is healthy again; how long it took (skipped when there is no cluster yet).
+    """
     t0 = time.monotonic()
     layout = _layout(directory)
     if layout is None:
@@ -178,6 +180,7 @@ def set_synchronous_standbys(directory: Path, k: int, timeout: float = 60.0) -> 
 
 
 def replication_of(directory: Path) -> str | None:
+    """The replication mode of the cluster in *directory* (``sync``/``async``), None when there is none."""
     layout = _layout(directory)
     return layout.replication if layout is not None else None
 
@@ -274,6 +277,7 @@ def reset_tpcc(directory: Path, warehouses: int, scale_down: int) -> dict[str, A
 
 
 def take_down(directory: Path, purge: bool) -> dict[str, Any]:
+    """Stop the cluster in *directory* (``purge``: and remove it); skipped when there is none."""
     layout = _layout(directory)
     if layout is None:
         return {"skipped": "no cluster"}

@@ -33,6 +33,8 @@ CHECK_RE = re.compile(r"^(?P<metric>[a-z0-9_]+):(?P<sign>[+]?)(?P<amount>\d+(\.\
 
 
 def parse_check(text: str) -> dict[str, Any]:
+    """``METRIC:+N%`` (relative) or ``METRIC:+N`` (absolute) as a check; anything else is refused with the forms it
+    takes."""
     m = CHECK_RE.match(text.strip())
     if not m:
         raise ChaosDBError(f"--check {text!r}: write METRIC:+N% (relative) or METRIC:+N (absolute), e.g. "
@@ -45,6 +47,7 @@ def parse_check(text: str) -> dict[str, Any]:
 
 
 def load_summary(path: Path | str) -> dict[str, Any]:
+    """The ``summary.json`` of a results folder (built when missing) or the file given."""
     path = Path(path)
     if path.is_dir():
         if not (path / "summary.json").is_file():
@@ -74,6 +77,8 @@ def _value(scenario: dict[str, Any], metric: str) -> float | None:
 
 def gate(current: dict[str, Any], baseline: dict[str, Any], checks: list[dict[str, Any]],
          scenarios: list[str] | None = None, allow_missing: bool = False) -> dict[str, Any]:
+    """Compare each scenario of *current* with *baseline* under *checks*: a row per scenario and metric, and whether all
+    passed."""
     cur = {s["scenario"]: s for s in current["scenarios"]}
     rows = []
     for b in baseline["scenarios"]:
@@ -112,6 +117,7 @@ def gate(current: dict[str, Any], baseline: dict[str, Any], checks: list[dict[st
 
 
 def render_gate(result: dict[str, Any]) -> str:
+    """The gate's rows as a text table, with the verdict."""
     lines = [f"{'scenario':<32}{'metric':<18}{'baseline':>12}{'current':>12}  {'limit':<20}verdict"]
     for r in result["rows"]:
         fmt = lambda v: "–" if v is None else f"{v:.4g}"  # noqa: E731

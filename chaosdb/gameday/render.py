@@ -169,6 +169,7 @@ def _sweep_rows(sweep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 
 
 def render_markdown(summary: dict[str, Any], images: dict[str, str]) -> str:
+    """The game day's report in Markdown: the scenarios' table, the overlaid timelines and each run."""
     parts = [f"# Game day: {summary['suite']}\n\n", (summary.get("description") or "") + "\n\n",
              "Runs: " + ", ".join(f"{v} {k}" for k, v in sorted(summary["runs"].items())) + ".\n\n",
              "Cells are the median over runs with [min–max]; *hypothesis failed* and *manifested* are fractions "
@@ -201,6 +202,7 @@ def render_markdown(summary: dict[str, Any], images: dict[str, str]) -> str:
 
 
 def render_html(summary: dict[str, Any], pngs: dict[str, Path]) -> str:
+    """The game day's report as one self-contained HTML page (the plots inlined)."""
     def img(key: str, alt: str) -> str:
         if key not in pngs:
             return ""

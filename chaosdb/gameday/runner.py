@@ -49,6 +49,7 @@ __all__ = ["run_suite", "read_manifest", "rebuild_runs", "RERUN_STATES", "DONE_S
 
 
 def default_results_dir(suite: Suite) -> Path:
+    """Where a suite's results go when none is given: ``reports/gamedays/<suite name>``."""
     return Path("reports") / "gamedays" / suite.name
 
 
@@ -280,6 +281,8 @@ class Runner:
 
     # the suite -----------------------------------------------------------------------------------
     def run(self) -> int:
+        """Run every planned run not done yet, one at a time under the results folder's lock, with the between-run
+        steps; then the report. The exit status."""
         self.results.mkdir(parents=True, exist_ok=True)
         lock = open(self.results / ".lock", "w")
         try:
@@ -413,6 +416,7 @@ def rebuild_runs(results: str | Path, say: Callable[[str], None] = print) -> int
 
 def run_suite(suite_path: str | Path, results: str | Path | None = None, say: Callable[[str], None] = print,
               fail_on_deviation: bool = False, only: list[str] | None = None) -> int:
+    """Run the suite at *suite_path* into *results* (resuming what is there); the exit status."""
     suite = load_suite(suite_path)
     target = Path(results) if results else default_results_dir(suite)
     return Runner(suite, target, say=say, fail_on_deviation=fail_on_deviation, only=only).run()

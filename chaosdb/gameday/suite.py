@@ -137,11 +137,14 @@ class PlannedRun:
 
     @property
     def spec_hash(self) -> str:
+        """A short hash of what defines the run (experiment, preparation, parameters): a resumed game day reruns a run
+        whose definition changed."""
         body = json.dumps({"experiment": self.experiment, "prepare": self.prepare, "parameters": self.parameters},
                           sort_keys=True, default=str)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
     def summary(self) -> dict[str, Any]:
+        """The run as the manifest and ``gameday validate`` show it."""
         return {"id": self.id, "scenario": self.scenario, "repetition": self.repetition,
                 "parameters": self.parameters, "sweep": self.sweep, "upb": self.upb, "experiment": self.source,
                 "prepare": self.prepare, "spec": self.spec_hash}

@@ -47,6 +47,7 @@ def _setting(configuration: dict[str, Any] | None, secrets: dict[str, Any] | Non
 
 
 def namespace_of(configuration: dict[str, Any] | None, namespace: str | None = None) -> str:
+    """*namespace*, else configuration ``k8s_namespace``, else ``default``."""
     return str(namespace or (configuration or {}).get("k8s_namespace") or "default")
 
 
@@ -103,16 +104,19 @@ def reset_clients() -> None:
 
 
 def custom_objects(configuration=None, secrets=None):
+    """The CustomObjectsApi of the experiment's Kubernetes."""
     client, _ = _import_client()
     return client.CustomObjectsApi(api_client(configuration, secrets))
 
 
 def core_v1(configuration=None, secrets=None):
+    """The CoreV1Api of the experiment's Kubernetes."""
     client, _ = _import_client()
     return client.CoreV1Api(api_client(configuration, secrets))
 
 
 def apps_v1(configuration=None, secrets=None):
+    """The AppsV1Api of the experiment's Kubernetes."""
     client, _ = _import_client()
     return client.AppsV1Api(api_client(configuration, secrets))
 

@@ -28,6 +28,8 @@ logger = logging.getLogger("chaostoolkit")
 
 
 def after_experiment_control(context: Any = None, state: Any = None, **kwargs: Any) -> None:
+    """After the run, whatever happened: delete every chaos object and ChaosEngine this run created and did not delete.
+    """
     delete_chaos = engine_action("chaosmesh", "delete_chaos")  # the engines built on this client, by name
     delete_chaos_engine = engine_action("litmus", "delete_chaos_engine")
     for kind, namespace, name, configuration, secrets in created.pending():

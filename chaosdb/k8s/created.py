@@ -15,11 +15,13 @@ _CREATED: dict[tuple[str, str, str], tuple[dict[str, Any], dict[str, Any]]] = {}
 
 def remember(kind: str, name: str, namespace: str, configuration: dict[str, Any] | None,
              secrets: dict[str, Any] | None) -> None:
+    """Note an object this run created, so the after-experiment control deletes it if nothing else does."""
     with _LOCK:
         _CREATED[(kind, namespace, name)] = (dict(configuration or {}), dict(secrets or {}))
 
 
 def forget(kind: str, name: str, namespace: str) -> None:
+    """The object was deleted: nothing left to do for it after the run."""
     with _LOCK:
         _CREATED.pop((kind, namespace, name), None)
 

@@ -34,6 +34,7 @@ class DowntimeTracker:
         self.max_gap_s = 0.0  # the real resolution: the longest time between two observations
 
     def observe(self, t: float, ready: dict[str, bool]) -> None:
+        """Note which pods were Ready at time *t* (one poll)."""
         self.polls += 1
         if self.last_t is not None:
             self.max_gap_s = max(self.max_gap_s, t - self.last_t)
@@ -49,6 +50,8 @@ class DowntimeTracker:
         self.max_down_together = max(self.max_down_together, down_now)
 
     def result(self, t_end: float, t0: float) -> dict[str, Any]:
+        """Each pod's spans without readiness and their total, the longest gap between polls (the measurement's
+        resolution), from *t0* to *t_end*."""
         pods = {}
         for name in self.expected:
             spans = [list(x) for x in self.intervals[name]]

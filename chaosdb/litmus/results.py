@@ -12,10 +12,12 @@ FINAL_VERDICTS = ("Pass", "Fail", "Stopped", "Error")
 
 
 def result_name(engine: str, experiment: str) -> str:
+    """The name Litmus gives the ChaosResult of *experiment* run by *engine*."""
     return f"{engine}-{experiment}"
 
 
 def summarise_result(obj: dict[str, Any]) -> dict[str, Any]:
+    """A ChaosResult as verdict, phase, probe success percentage and each probe's verdict."""
     status = obj.get("status") or {}
     exp = status.get("experimentStatus") or {}
     raw = exp.get("probeSuccessPercentage")

@@ -64,6 +64,9 @@ def calibrate(dsn: str, out_dir: Path, workload: str = "tpcc", users: int = 16, 
               step_s: float = 10.0, settle_s: float = 3.0, max_steps: int = 20, min_ratio: float = 0.95,
               p90_limit_ms: float = 1000.0, start_rate: float = 0.0,
               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Find the highest rate the database sustains: offer the workload at rising rates (*step_pct* more each *step_s*)
+    until throughput falls below *min_ratio* of the offer or p90 exceeds *p90_limit_ms*; the steps' samples go to
+    *out_dir*."""
     if workload not in LOCUSTFILES:
         raise ChaosDBError(f"workload must be one of {', '.join(LOCUSTFILES)}")
     if not (0 < min_ratio <= 1 and step_pct > 0 and step_s > 0 and users > 0):

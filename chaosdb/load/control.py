@@ -378,10 +378,12 @@ _progress = _Progress()
 
 
 def before_hypothesis_control(context: dict[str, Any], **kwargs: Any) -> None:
+    """The progress line says the hypothesis is being checked."""
     _progress.phase = "steady-state hypothesis"
 
 
 def before_method_control(context: dict[str, Any], **kwargs: Any) -> None:
+    """The progress line says the method runs."""
     _progress.phase = "method"
 
 
@@ -398,16 +400,20 @@ def before_activity_control(context: dict[str, Any], **kwargs: Any) -> None:
 
 
 def after_method_control(context: dict[str, Any], **kwargs: Any) -> None:
+    """The progress line says the method is over."""
     _progress.phase = "after the method"
 
 
 def before_rollback_control(context: dict[str, Any], **kwargs: Any) -> None:
+    """The progress line says the rollbacks run."""
     _progress.phase = "rollbacks"
 
 
 
 def before_experiment_control(context: dict[str, Any], configuration: dict[str, Any] | None = None,
                               secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    """Before the run: refuse bad arguments, then start the load (warm-up and baseline included) so the hypothesis and
+    the method run under it."""
     refuse_bad_arguments(context, configuration, secrets)  # nothing starts on bad input
     args = {k: v for k, v in kwargs.items() if k in start_load.__code__.co_varnames}
     if kwargs.get("only_with_dsn"):  # e.g. the Kubernetes experiments: a load (and figures) where a DSN is given
@@ -439,6 +445,7 @@ def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | No
 
 
 def cleanup_control() -> None:
+    """The run is over, however it ended: the load is stopped."""
     stop_load()
 
 

@@ -56,12 +56,14 @@ class ShippingWriter:
         self._batch = 0
 
     def add(self, sample: Sample) -> None:
+        """Queue a sample; ship the queue to the master when it is full or old enough."""
         self._buf.append(sample.to_line())
         self.count += 1
         if len(self._buf) >= self.flush_rows or time.monotonic() - self._last >= self.flush_every_s:
             self.flush()
 
     def flush(self) -> None:
+        """Ship the queued samples to the master now."""
         self._last = time.monotonic()
         if not self._buf:
             return
@@ -72,6 +74,7 @@ class ShippingWriter:
         self.sent += len(lines)
 
     def close(self) -> None:
+        """Ship what is left."""
         self.flush()
 
 
@@ -112,6 +115,7 @@ class MasterCollector:
         return w
 
     def on_samples(self, environment: Any, msg: Any, **_kw: Any) -> None:
+        """A worker's samples arrived: append them to its own file, note its count and when it was last heard of."""
         w = self._worker(msg.node_id)
         f = self._files.get(msg.node_id)
         if f is None:
@@ -154,6 +158,7 @@ class MasterCollector:
             self._dirty = False
 
     def stop_requested(self) -> bool:
+        """Whether the load control asked the master to stop (its request file exists)."""
         return (self.dir / STOP_REQUEST).exists()
 
     def drain(self, timeout_s: float = 10.0) -> None:
@@ -183,6 +188,7 @@ class MasterCollector:
             gevent.sleep(self.poll_s)
 
     def close(self) -> None:
+        """Close every worker's samples file."""
         for f in self._files.values():
             f.close()
         self._files.clear()

@@ -52,12 +52,15 @@ class NullWriter(SampleWriter):
         self._buf = []
 
     def add(self, sample: Sample) -> None:
+        """Count the sample, keep nothing (a calibration step that needs no samples)."""
         self.count += 1
 
     def flush(self) -> None:
+        """Nothing to write."""
         pass
 
     def close(self) -> None:
+        """Nothing to close."""
         pass
 
 
@@ -73,6 +76,8 @@ class ProcessState:
         self.collector: MasterCollector | None = None
 
     def setup(self, environment: Any, prefix: str = "samples") -> None:
+        """Once per Locust process: this worker's index and count, and the writer of its samples (a file, or shipped to
+        the master)."""
         if self.writer is not None:
             return
         opts = environment.parsed_options
@@ -105,13 +110,16 @@ class ProcessState:
         gevent.spawn(self.collector.run)
 
     def next_terminal(self) -> int:
+        """The next terminal number of this process, unique across the workers."""
         return next(self._local) * self.workers + self.worker_index
 
     def flush(self) -> None:
+        """Write the process's buffered samples."""
         if self.writer is not None:
             self.writer.flush()
 
     def close(self) -> None:
+        """Write and close the process's samples."""
         if self.writer is not None:
             self.writer.close()
 
@@ -157,6 +165,7 @@ class Pacer:
         self.next_due: float | None = None
 
     def wait(self, rate: float, users: int) -> None:
+        """Sleep so that *users* users together offer *rate* operations per second (no wait when *rate* is 0)."""
         if rate <= 0:
             return
         now = self._time.monotonic()

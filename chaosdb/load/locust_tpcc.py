@@ -69,16 +69,19 @@ class TpccUser(User):
     wait_time = constant(0)
 
     def on_start(self) -> None:
+        """A TPC-C terminal of its own, paced as the run asks."""
         config = _config(self.environment)
         self.terminal = Terminal(_process.next_terminal(), config)
         self.pacer = Pacer()
 
     def on_stop(self) -> None:
+        """Close the terminal's connection, write the samples."""
         self.terminal.close()
         _process.flush()
 
     @task
     def transaction(self) -> None:
+        """The deck's next transaction, with keying and think time when the run waits, recorded as a sample."""
         name = self.terminal.next_transaction()
         wait = self.terminal.config.wait
         if wait:

@@ -37,6 +37,7 @@ class YcsbUser(User):
     wait_time = constant(0)
 
     def on_start(self) -> None:
+        """A backend (SQL or etcd) and a workload A generator of its own."""
         opts = self.environment.parsed_options
         resolve_dsn(opts, "YCSB")
         _process.setup(self.environment)
@@ -52,11 +53,13 @@ class YcsbUser(User):
         self.pacer = Pacer()
 
     def on_stop(self) -> None:
+        """Close the backend, write the samples."""
         self.backend.close()
         _process.flush()
 
     @task
     def operation(self) -> None:
+        """The next read or update, recorded as a sample, paced to the run's rate."""
         report(self.environment, _process, self.backend.execute(self.workload.next(), self.client_number), "YCSB")
         runner = self.environment.runner
         self.pacer.wait(self.environment.parsed_options.chaosdb_rate, runner.user_count if runner else 1)

@@ -61,6 +61,7 @@ class Observer:
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
+        """A watching thread per source."""
         for adapter, source in self.sources:
             th = threading.Thread(target=self._watch, args=(adapter, source), name=f"chaosdb-observe-{source}",
                                   daemon=True)

@@ -34,10 +34,12 @@ def pause_group() -> list[int]:
 
 
 def current() -> dict[str, Any]:
+    """The record of this process's load (settings, times, the actions seen), empty when none ran."""
     return _record
 
 
 def process() -> subprocess.Popen | None:
+    """The Locust process of this process's load, None when none runs."""
     return _proc
 
 

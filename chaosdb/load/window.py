@@ -27,10 +27,12 @@ class Window:
 
     @property
     def seconds(self) -> float:
+        """The window's length."""
         return self.end - self.start
 
 
 def window_bounds(now: float, window_s: float, lag_s: float = DEFAULT_LAG_S) -> Window:
+    """The window of *window_s* seconds ending *lag_s* before *now* (samples are written when a transaction ends)."""
     if window_s <= 0:
         raise ValueError("window_s must be > 0")
     end = now - lag_s
@@ -38,6 +40,7 @@ def window_bounds(now: float, window_s: float, lag_s: float = DEFAULT_LAG_S) -> 
 
 
 def select(samples: Iterable[Sample], window: Window, transaction: str = "") -> list[Sample]:
+    """The samples that started inside *window* (of *transaction* only, when given)."""
     return [s for s in samples if window.start <= s.start_ts < window.end and (not transaction or s.name == transaction)]
 
 

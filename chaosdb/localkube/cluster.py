@@ -56,6 +56,8 @@ PORTS = {"etcd": 2379, "etcd-peer": 2380, "apiserver": 6443, "controller-manager
 def plan(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1", nodes: int = 3,
          workload_names: list[str] | None = None, replicas: int = 3, chaos_mesh: bool = True,
          chaosd_tls: bool = False) -> dict[str, Any]:
+    """The control plane's layout: its address, ports, fake nodes, database-shaped workloads and whether Chaos Mesh runs
+    (and over mutual TLS to chaosd)."""
     octets = address.split(".")
     if len(octets) != 4 or octets[0] != "127" or not all(o.isdigit() and int(o) < 256 for o in octets):
         raise ChaosDBError(f"--address-base must be a 127.x.y.z address, got {address!r}")

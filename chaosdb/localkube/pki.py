@@ -31,6 +31,7 @@ class Pki:
         self.chaosd_dir = self.dir / "chaosd"  # server.* for chaosd --cert/--key, client.* for the controller
 
     def complete(self) -> bool:
+        """Whether every key and certificate is there already."""
         return all(p.exists() for p in (self.ca_key, self.ca_crt, self.apiserver_key, self.apiserver_crt,
                                          self.sa_key, self.sa_pub, self.webhook_dir / "tls.crt",
                                          self.webhook_dir / "tls.key"))

@@ -88,12 +88,14 @@ def open_crds() -> list[dict[str, Any]]:
 
 
 def all_crds() -> list[dict[str, Any]]:
+    """Every CRD the local Kubernetes installs: the bundled Chaos Mesh ones, then the others the pack's objects need."""
     bundled = bundled_crds()
     names = {c["metadata"]["name"] for c in bundled}
     return bundled + [c for c in open_crds() if c["metadata"]["name"] not in names]
 
 
 def chaos_mesh_namespace() -> dict[str, Any]:
+    """The ``chaos-mesh`` namespace the controller runs in."""
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "chaos-mesh"}}
 
 

@@ -24,6 +24,7 @@ def _parse_sets(items: list[str]) -> dict[str, str]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """``chaosdb manifests list``: the templates and their variables."""
     templates = list_templates(args.dir or None)
     if args.json:
         print(json.dumps([t.as_dict() for t in templates], indent=2))
@@ -39,6 +40,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
+    """``chaosdb manifests render``: the exact YAML a template gives with the values set, validated first."""
     result = render(args.template, _parse_sets(args.set), args.dir or None)
     if args.json:
         print(json.dumps({"template": result.template, "values": result.values, "objects": result.objects},
@@ -49,6 +51,8 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    """``chaosdb manifests validate``: check files against the CRD schemas and the admission rules; exit 1 when an
+    object would be refused."""
     from chaosdb.manifests.validate import validate_file, validate_text  # noqa: PLC0415 - needs the k8s extra
 
     reports: list[Any] = []
@@ -73,6 +77,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
+    """``chaosdb manifests list|render|validate``."""
     mp = sub.add_parser("manifests", help="Chaos Mesh / Litmus templates: list, render, validate offline")
     msub = mp.add_subparsers(dest="manifests_command", required=True)
     p = msub.add_parser("list", help="the templates and their variables")

@@ -43,6 +43,7 @@ class CustomResourceKind:
 
     @property
     def api_version(self) -> str:
+        """``group/version``."""
         return f"{self.group}/{self.version}"
 
 
@@ -79,6 +80,7 @@ def crd_kinds() -> list[CustomResourceKind]:
 
 
 def kind_of(api_version: str, kind: str) -> CustomResourceKind:
+    """The bundled CRD of *kind* in *api_version*; :class:`SchemaUnavailable` when none is bundled."""
     try:
         return _index()[(api_version, kind)][0]
     except KeyError:

@@ -95,9 +95,11 @@ class Variable:
 
     @property
     def required(self) -> bool:
+        """Whether the variable has no default."""
         return self.default is None
 
     def as_dict(self) -> dict[str, Any]:
+        """The variable as JSON."""
         return {"name": self.name, "type": self.type, "default": self.default, "required": self.required,
                 "description": self.description}
 
@@ -112,6 +114,7 @@ class Template:
     kinds: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
+        """The template as JSON: name, path, summary, kinds, variables."""
         return {"name": self.name, "path": str(self.path), "summary": self.summary, "kinds": self.kinds,
                 "variables": [v.as_dict() for v in self.variables.values()]}
 
@@ -226,6 +229,7 @@ def inline_defaults(text: str, defaults: Mapping[str, str]) -> str:
 
 
 def list_templates(directory: str | os.PathLike | None = None) -> list[Template]:
+    """Every template in *directory* (the shipped ones by default), by name."""
     root = templates_dir(directory)
     out = []
     for path in sorted(root.rglob("*.yaml")):
@@ -235,6 +239,8 @@ def list_templates(directory: str | os.PathLike | None = None) -> list[Template]
 
 
 def load_template(name: str, directory: str | os.PathLike | None = None) -> Template:
+    """The template called *name*; refused with every known name when there is none (a name never reaches outside the
+    folder)."""
     root = templates_dir(directory)
     clean = name.removesuffix(".yaml")
     path = (root / f"{clean}.yaml").resolve()

@@ -40,13 +40,16 @@ class ObjectReport:
 
     @property
     def ok(self) -> bool:
+        """Whether nothing would refuse the object."""
         return not self.errors
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as JSON."""
         return {"source": self.source, "index": self.index, "kind": self.kind, "name": self.name, "ok": self.ok,
                 "errors": list(self.errors), "warnings": list(self.warnings), "checked_with": self.checked_with}
 
     def lines(self) -> list[str]:
+        """The report as text lines: ok, or each error and warning."""
         head = f"{self.source}#{self.index} {self.kind}/{self.name}"
         if self.ok:
             out = [f"ok    {head} ({self.checked_with})"]
@@ -101,6 +104,7 @@ def load_documents(text: str, source: str = "<text>") -> list[Any]:
 
 
 def validate_documents(docs: Iterable[Any], source: str = "<text>") -> list[ObjectReport]:
+    """A report per object of *docs* (the items of a ``List`` one by one)."""
     reports = []
     for i, doc in enumerate(docs):
         if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
@@ -111,10 +115,12 @@ def validate_documents(docs: Iterable[Any], source: str = "<text>") -> list[Obje
 
 
 def validate_text(text: str, source: str = "<text>") -> list[ObjectReport]:
+    """A report per object of a YAML or JSON text."""
     return validate_documents(load_documents(text, source), source)
 
 
 def validate_file(path: str | Path) -> list[ObjectReport]:
+    """A report per object of a YAML or JSON file."""
     p = Path(path)
     return validate_text(p.read_text(encoding="utf-8"), str(path))
 

@@ -40,9 +40,11 @@ class Member:
 
     @property
     def is_replica(self) -> bool:
+        """Whether the member replicates (a replica, sync or async standby)."""
         return self.role in REPLICA_ROLES
 
     def as_dict(self) -> dict[str, Any]:
+        """The member as JSON."""
         return asdict(self)
 
 
@@ -63,6 +65,7 @@ def _api_base(url: str) -> str:
 
 
 def parse_members(cluster_json: dict[str, Any]) -> list[Member]:
+    """Patroni's ``/cluster`` answer as members: name, role, state, timeline, lag and whether it leads."""
     members = []
     for m in cluster_json.get("members", []):
         role = str(m.get("role", ""))
@@ -115,9 +118,11 @@ class PatroniClient:
         raise ChaosDBError("no Patroni member answered GET /cluster: " + "; ".join(errors))
 
     def members(self) -> list[Member]:
+        """The cluster's members, as ``/cluster`` says."""
         return parse_members(self.cluster())
 
     def leader(self) -> Member | None:
+        """The leader, None when there is none."""
         return next((m for m in self.members() if m.is_leader), None)
 
     def node_status(self, url: str) -> dict[str, Any]:
@@ -158,12 +163,14 @@ class PatroniClient:
         return resp.body.strip()
 
     def switchover(self, leader: str, candidate: str | None = None) -> str:
+        """Ask for a switchover from *leader* (to *candidate*, else Patroni's choice); Patroni's answer."""
         body: dict[str, Any] = {"leader": leader}
         if candidate:
             body["candidate"] = candidate
         return self._post_to_leader("/switchover", body)
 
     def failover(self, candidate: str) -> str:
+        """Ask for a failover to *candidate*; Patroni's answer."""
         return self._post_to_leader("/failover", {"candidate": candidate})
 
     def wait_for_leader(self, timeout: float, not_named: str | None = None, poll: float = 0.5,

@@ -188,6 +188,7 @@ SPAN_HEADER = ["fault", "from (s)", "to (s)", "in effect (s)", "ended by"]
 
 
 def span_rows(m: dict[str, Any]) -> list[list[str]]:
+    """The report's table of fault spans: name, start and end since the first fault, seconds, what ended it."""
     zero = m.get("first_fault_ts") or m.get("first_ts") or 0.0
     return [[sp["name"], format_value(sp["start_ts"] - zero), format_value(sp["end_ts"] - zero),
              format_value(sp["seconds"]), sp["ended_by"]] for sp in m.get("fault_spans") or []]
@@ -269,6 +270,8 @@ FAULT_ALIGN = ["---", "---", "---:", "---:", "---"]
 
 
 def render_markdown(title: str, info: JournalInfo, m: dict[str, Any], images: dict[str, str]) -> str:
+    """The run's report in Markdown: verdict, hypothesis, headline figures, baseline and impact, plots, transactions,
+    what the database did."""
     v = m.get("verdict") or {}
     out = [f"# {title}", "", f"**Verdict: {v.get('sentence', '')}**", "",
            f"Journal: `{Path(info.path).name}` · status **{v.get('status', info.status)}**"
@@ -314,6 +317,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def render_html(title: str, info: JournalInfo, m: dict[str, Any], png: dict[str, Path]) -> str:
+    """The run's report as one self-contained HTML page (plots inlined)."""
     r, d = m.get("recovery") or {}, m.get("degradation") or {}
 
     def img(key: str, alt: str) -> str:

@@ -31,6 +31,7 @@ def _metrics_file(p: Path) -> Path:
 
 
 def load_runs(inputs: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """The metrics of each input (a run folder or a metrics.json, optionally ``NAME=PATH``) with its name."""
     runs = []
     for item in inputs:
         name, _, path = item.rpartition("=") if "=" in item else ("", "", item)
@@ -45,6 +46,7 @@ def _median(values: list[float | None]) -> float | None:
 
 
 def compare(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The runs side by side: the median baseline, and per scenario each metric with its change from the baseline."""
     if not runs:
         raise ChaosDBError("nothing to compare: give run directories or metrics.json files")
     baseline = {c: _median([m["baseline"].get(c) for _, m in runs]) for c in COLUMNS}
@@ -68,6 +70,7 @@ def compare(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
 
 
 def render_compare_markdown(result: dict[str, Any]) -> str:
+    """The comparison as a Markdown table."""
     def cell(v: Any, ch: Any = None) -> str:
         if v is None:
             return "–"

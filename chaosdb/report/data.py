@@ -42,10 +42,12 @@ class Samples:
         return int(self.ts.size)
 
     def subset(self, mask: np.ndarray) -> "Samples":
+        """The samples where *mask* is true."""
         return Samples(self.ts[mask], self.lat[mask], self.ok[mask], self.name[mask], self.outcome[mask],
                        self.names, self.outcomes, self.sources)
 
     def between(self, start: float, end: float) -> "Samples":
+        """The samples that started in [*start*, *end*) (they are sorted by start)."""
         lo, hi = np.searchsorted(self.ts, [start, end], side="left")
         return Samples(self.ts[lo:hi], self.lat[lo:hi], self.ok[lo:hi], self.name[lo:hi], self.outcome[lo:hi],
                        self.names, self.outcomes, self.sources)

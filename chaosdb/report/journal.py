@@ -41,6 +41,7 @@ RESTORING = frozenset({
 
 
 def parse_ts(value: Any) -> float | None:
+    """A journal time (ISO 8601 text, epoch seconds, or nothing) as epoch seconds, or None."""
     if value is None or value == "":
         return None
     if isinstance(value, (int, float)):
@@ -77,6 +78,7 @@ class Activity:
 
     @property
     def restores(self) -> bool:
+        """Whether the activity restores what a fault took (a rollback, or an action that restarts or resumes)."""
         return self.rollback or self.func in RESTORING
 
     @property
@@ -85,6 +87,7 @@ class Activity:
         return isinstance(self.output, dict) and isinstance(self.output.get("reverts_at"), (int, float))
 
     def as_dict(self) -> dict[str, Any]:
+        """The activity as the report's metrics list it."""
         return {"name": self.name, "type": self.kind, "start_ts": self.start, "end_ts": self.end,
                 "status": self.status, "rollback": self.rollback, "restores": self.restores,
                 "timed": self.timed, "operator": self.func in OPERATOR, "waits": self.func in WAITS}
@@ -106,10 +109,12 @@ class JournalInfo:
 
     @property
     def faults(self) -> list[Activity]:
+        """The method's actions that ran."""
         return [a for a in self.activities if a.kind == "action" and a.start is not None]
 
     @property
     def first_fault_start(self) -> float | None:
+        """When the first action started, None when none ran."""
         starts = [a.start for a in self.faults if a.start is not None]
         return min(starts) if starts else None
 
@@ -166,6 +171,8 @@ def secret_values_of(journal: dict[str, Any]) -> list[str]:
 
 
 def read_journal(path: Path | str) -> tuple[JournalInfo, dict[str, Any]]:
+    """A Chaos Toolkit journal file and what the report needs of it; refused with the reason when it is missing or not a
+    journal."""
     p = Path(path)
     try:
         journal = json.loads(p.read_text())

@@ -83,6 +83,7 @@ def _pct(sorted_vals: np.ndarray, p: float) -> float:
 
 
 def window_stats(s: Samples, seconds: float) -> dict[str, Any]:
+    """Count, successes, mean, σ, p50/p95/p99, max and throughput of the samples of a window *seconds* long."""
     ok = np.sort(s.lat[s.ok])
     out: dict[str, Any] = {"count": int(len(s)), "successes": int(ok.size), "seconds": round(seconds, 3)}
     if ok.size:
@@ -195,6 +196,9 @@ def _silence_within(healthy_done: np.ndarray, after: float, quiet_s: float, max_
 def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float, rule: str = "runs",
              run_length: int = 5, quiet_s: float = 5.0, concurrency: float = 0.0,
              max_gap_s: float | None = None) -> dict[str, Any]:
+    """When the transactions recovered after *fault_start*, by *rule* (``runs``: the thesis's rule, *run_length* healthy
+    transactions in a row and no disturbance for *quiet_s*; ``literal``: the first healthy one), with its onset and how
+    it was measured."""
     if rule not in ("runs", "literal"):
         raise ValueError("rule must be 'runs' or 'literal'")
     base = {"rule": rule, "run_length": run_length, "quiet_s": quiet_s, "threshold_ms": round(threshold_ms, 3),
@@ -366,6 +370,7 @@ def overlap_s(start: float, end: float, spans: list[tuple[float, float]]) -> flo
 
 
 def pause_spans(pauses: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """The load's pauses (integrity checks) as (start, end) pairs."""
     return [(float(p["start_ts"]), float(p["end_ts"])) for p in pauses]
 
 
@@ -390,6 +395,8 @@ def unavailability(s: Samples, start: float, end: float, pauses: list[dict[str, 
 def time_to_throughput(s: Samples, fault_start: float, end: float, baseline_tps: float, width: float = 5.0,
                        step: float = 1.0, fraction: float = 0.95,
                        pauses: list[dict[str, Any]] | None = None) -> float | None:
+    """Seconds from *fault_start* until a *width*-second window's throughput is back to *fraction* of the baseline, None
+    when it never was."""
     if baseline_tps <= 0 or end - fault_start < width:
         return None
     starts = np.arange(fault_start, end - width + 1e-9, step)
@@ -470,6 +477,7 @@ class SampleSets:
 
 def sample_sets(s: Samples, faults: list[dict[str, Any]], baseline_start: float | None = None,
                 end_ts: float | None = None, pauses: list[dict[str, Any]] | None = None) -> SampleSets:
+    """The samples split into baseline (up to the first fault) and impact (from it), pauses left out."""
     if pauses:
         s = _without_pauses(s, pauses)
     first_ts, last_ts = float(s.ts[0]), float(s.ts[-1])

@@ -35,6 +35,8 @@ def _table(data: dict[str, Any]) -> dict[int, dict[int, float]]:
 
 
 def upb_indices(data: dict[str, Any]) -> dict[str, Any]:
+    """The UPB availability indices (D_K0, D_KF, DF_K, D_T, D_F) from throughputs measured by replicas down K and faults
+    F."""
     t = _table(data)
     if 0 not in t or 0 not in t[0] or t[0][0] <= 0:
         raise ChaosDBError("UPB input needs the baseline T[0][0] > 0")
@@ -66,6 +68,7 @@ def upb_indices(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def render_upb_markdown(result: dict[str, Any]) -> str:
+    """The UPB indices as a Markdown table."""
     lines = ["| K | D_K,0 (%) | D_K,F (%) by F | DF_K (%) |", "| ---: | ---: | --- | ---: |"]
     for k, v in result["D_K0"].items():
         kf = ", ".join(f"F={f}: {x:.3f}" for f, x in result["D_KF"].get(k, {}).items()) or "–"

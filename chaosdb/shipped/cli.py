@@ -12,6 +12,7 @@ __all__ = ["add_parser"]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """``chaosdb experiments list``: every shipped experiment and game-day suite."""
     names = list_experiments()
     if args.json:
         print(json.dumps({"dir": str(experiments_dir()), "experiments": names}, indent=2))
@@ -21,6 +22,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_copy(args: argparse.Namespace) -> int:
+    """``chaosdb experiments copy DIR``: the shipped experiments, the locustfiles and the chosen templates into a folder
+    of your own."""
     written = copy_shipped(args.dir, templates=args.template, force=args.force)
     if args.json:
         print(json.dumps(written, indent=2))
@@ -32,6 +35,7 @@ def cmd_copy(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
+    """``chaosdb experiments list|copy``."""
     ep = sub.add_parser("experiments", help="the shipped experiments: list them, copy them into your own folder")
     esub = ep.add_subparsers(dest="experiments_command", required=True)
     p = esub.add_parser("list", help="every shipped experiment and game-day suite")

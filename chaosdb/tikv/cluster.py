@@ -36,16 +36,20 @@ STORE_SELECTORS = ("leader", "follower")
 
 
 def stores(cfg: dict[str, Any], include_tombstone: bool = False) -> list[dict[str, Any]]:
+    """Every store PD knows (tombstones too with *include_tombstone*), normalised."""
     query = [("state", "0"), ("state", "1"), ("state", "2")] if include_tombstone else None
     return normalise_stores(pd_client(cfg).get("/stores", query))
 
 
 def store(cfg: dict[str, Any], store_id: int) -> dict[str, Any]:
+    """One store by id, normalised."""
     return normalise_store(pd_client(cfg).get(f"/store/{int(store_id)}"))
 
 
 def region_for_key(cfg: dict[str, Any], key: str, mode: str = "raw", api_version: int = 1, keyspace_id: int = 0,
                    key_format: str = "utf8") -> dict[str, Any]:
+    """The region holding *key* (encoded as TiKV stores it: *mode*, *api_version*, keyspace), with its leader and peers.
+    """
     encoded = encode_key(key, mode, api_version, keyspace_id, key_format)
     try:
         body = pd_client(cfg).get(f"/region/key/{encoded.hex().upper()}", [("format", "hex")])
@@ -59,10 +63,12 @@ def region_for_key(cfg: dict[str, Any], key: str, mode: str = "raw", api_version
 
 
 def region_by_id(cfg: dict[str, Any], region_id: int) -> dict[str, Any]:
+    """One region by id, with its leader and peers."""
     return normalise_region(pd_client(cfg).get(f"/region/id/{int(region_id)}"))
 
 
 def members(cfg: dict[str, Any]) -> dict[str, Any]:
+    """PD's members, its leader and its etcd leader."""
     body = pd_client(cfg).get("/members")
     return {"members": [normalise_member(m) for m in body.get("members") or []],
             "leader": (body.get("leader") or {}).get("name"),
@@ -70,6 +76,7 @@ def members(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def health(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each PD member's health."""
     return normalise_health(pd_client(cfg).get("/health"))
 
 
@@ -89,6 +96,8 @@ def region_problems(cfg: dict[str, Any]) -> dict[str, int] | None:
 
 
 def cluster_health(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Whether the TiKV cluster is healthy: every store Up, every PD member healthy, no region missing or down peers;
+    the problems named."""
     problems = []
     all_stores = stores(cfg)
     for s in all_stores:

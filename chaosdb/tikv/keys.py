@@ -21,6 +21,7 @@ _PAD = 0x00
 
 
 def encode_bytes(key: bytes) -> bytes:
+    """TiKV's memcomparable encoding of *key*: groups of 8 bytes, each padded and followed by its marker."""
     out = bytearray()
     for i in range(0, len(key) + 1, _GROUP):
         group = key[i:i + _GROUP]

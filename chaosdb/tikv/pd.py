@@ -77,12 +77,15 @@ class PDClient:
         raise PDError(f"no PD endpoint answered: {'; '.join(errors)}", last_status)
 
     def get(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
+        """GET *path* of PD's API (with *query*); the JSON answer."""
         return self._call("GET", path, query=query)
 
     def post(self, path: str, payload: Any = None, query: list[tuple[str, str]] | None = None) -> Any:
+        """POST *payload* to *path*; the JSON answer."""
         return self._call("POST", path, payload, query)
 
     def delete(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
+        """DELETE *path*; the JSON answer."""
         return self._call("DELETE", path, query=query)
 
     def metrics(self) -> str:
@@ -96,6 +99,7 @@ class PDClient:
 
 
 def pd_client(configuration: dict[str, Any] | None, timeout: float = 5.0) -> PDClient:
+    """A PD HTTP client for the configured ``pd_url`` with its TLS keys (``pd_timeout_s`` overrides *timeout*)."""
     tls = client_tls("pd", configuration)
     return PDClient(tls.check_urls(_urls(configuration or {}), "pd_url"),
                     float((configuration or {}).get("pd_timeout_s", timeout)), tls)

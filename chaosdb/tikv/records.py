@@ -113,6 +113,7 @@ def normalise_store(item: dict[str, Any], now: float | None = None, down_after_s
 
 
 def normalise_stores(body: Any, now: float | None = None) -> list[dict[str, Any]]:
+    """PD's ``/stores`` answer as store records sorted by id; refused when it is not a store list."""
     if not isinstance(body, dict) or "stores" not in body:
         raise ChaosDBError(f"PD /stores did not return a store list: {str(body)[:120]}")
     return sorted((normalise_store(s, now) for s in body.get("stores") or []), key=lambda s: s["id"])
@@ -150,6 +151,7 @@ def normalise_region(body: Any) -> dict[str, Any]:
 
 
 def normalise_member(m: dict[str, Any]) -> dict[str, Any]:
+    """A PD member as name, id, URLs, version and leader priority."""
     return {"name": m.get("name"), "member_id": m.get("member_id"), "client_urls": list(m.get("client_urls") or []),
             "peer_urls": list(m.get("peer_urls") or []), "binary_version": m.get("binary_version"),
             "leader_priority": int(m.get("leader_priority", 0))}

@@ -46,6 +46,7 @@ PD_VERSION_FOR_STORES = "8.5.7"  # PD refuses stores without a dotted version
 
 def plan(directory: Path, name: str = "pd", members: int = 1, stores: int = 5, regions: int = 60,
          address_base: str = "127.0.40.1", secure: bool = False) -> dict[str, Any]:
+    """The PD cluster's layout: 1 or 3 members, the simulator's stores and regions, addresses from *address_base*."""
     if members not in (1, 3):
         raise ChaosDBError(f"--pd-members must be 1 or 3, got {members}")
     if not 1 <= stores <= 50:
@@ -212,6 +213,7 @@ def _summary(layout: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 
 def status(directory: Path) -> dict[str, Any]:
+    """Whether PD is ready and healthy, and each store's state."""
     layout = _layout(Path(directory))
     cfg = configuration_of(layout)
     ok, why = _ready(cfg, layout)
@@ -235,6 +237,7 @@ def sim_event(layout_or_dir: dict[str, Any] | Path, event: str, node_id: int) ->
 
 
 def down(directory: Path, purge: bool = False, timeout: float = 20.0) -> dict[str, Any]:
+    """Stop the members and the simulator (SIGTERM, then SIGKILL after *timeout*); ``purge`` also removes the folder."""
     directory = Path(directory)
     layout = _layout(directory)
     pids = pids_under(directory)

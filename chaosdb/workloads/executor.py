@@ -63,6 +63,7 @@ class Executor:
         self._backoff = random.Random(self.seed)
 
     def connection(self) -> Any:
+        """The open connection, or a new one after the last broke."""
         import psycopg  # noqa: PLC0415 - needs the postgres extra
 
         if self.conn is not None and not self.conn.closed and not self.conn.broken:
@@ -83,6 +84,7 @@ class Executor:
         return self.conn
 
     def close(self) -> None:
+        """Close the connection (errors on closing a broken one are ignored)."""
         if self.conn is not None:
             try:
                 self.conn.close()

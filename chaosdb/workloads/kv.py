@@ -83,6 +83,7 @@ def parse_endpoints(dsn: str) -> list[tuple[str, int]]:
 
 
 def record_key(n_or_name: int | str) -> str:
+    """The etcd key of record *n* (or of a YCSB key name)."""
     return PREFIX + (key_name(n_or_name) if isinstance(n_or_name, int) else n_or_name)
 
 
@@ -121,14 +122,17 @@ class EtcdKV:
 
     @property
     def endpoint(self) -> str:
+        """The etcd endpoint in use (``host:port``)."""
         h, p = self.endpoints[self.index]
         return f"{h}:{p}"
 
     def rotate(self) -> None:
+        """Move to the next endpoint (after a failure)."""
         self.close()
         self.index = (self.index + 1) % len(self.endpoints)
 
     def close(self) -> None:
+        """Close the connection."""
         if self.conn is not None:
             self.conn.close()
             self.conn = None
@@ -178,20 +182,24 @@ class EtcdKV:
         return answer, True
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The key-value of *key*, None when it is missing."""
         answer, _ = self.call("/v3/kv/range", {"key": _b64(key)})
         kvs = answer.get("kvs") or []
         return kvs[0] if kvs else None
 
     def put(self, key: str, value: str) -> int:
+        """Write *key*; the revision it was written at."""
         answer, _ = self.call("/v3/kv/put", {"key": _b64(key), "value": _b64(value)})
         return int((answer.get("header") or {}).get("revision", 0))
 
     def put_many(self, items: list[tuple[str, str]]) -> int:
+        """Write *items* in one transaction; its revision."""
         ops = [{"requestPut": {"key": _b64(k), "value": _b64(v)}} for k, v in items]
         answer, _ = self.call("/v3/kv/txn", {"success": ops})
         return int((answer.get("header") or {}).get("revision", 0))
 
     def count(self, prefix: str) -> int:
+        """How many keys start with *prefix*."""
         end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
         answer, _ = self.call("/v3/kv/range", {"key": _b64(prefix), "range_end": _b64(end), "count_only": True})
         return int(answer.get("count", 0))
@@ -213,6 +221,7 @@ class EtcdBackend:
         self.rng = random.Random(seed)
 
     def execute(self, op: Operation, client: int) -> Sample:
+        """A YCSB read or update on etcd, as a sample."""
         start_ts = time.time()
         t0 = time.perf_counter()
         outcome, code, key = "committed", "", ""
@@ -238,6 +247,7 @@ class EtcdBackend:
         return Sample(start_ts, (time.perf_counter() - t0) * 1000.0, op.kind, outcome, code, 0, client, key)
 
     def close(self) -> None:
+        """Close the connection."""
         self.kv.close()
 
 

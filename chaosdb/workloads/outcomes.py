@@ -29,6 +29,7 @@ RECONNECT = frozenset({"57P01", "57P02", "57P03", "25006", "08000", "08001", "08
 
 
 def is_success(outcome: str) -> bool:
+    """Whether a transaction's outcome counts as a success (committed)."""
     return outcome in SUCCESS
 
 

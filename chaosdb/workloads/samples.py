@@ -44,6 +44,7 @@ class Sample:
     key: str = ""
 
     def to_line(self) -> str:
+        """The sample as one CSV line of a samples file."""
         return (f"{self.start_ts:.6f},{self.latency_ms:.3f},{self.name},{self.outcome},{self.sqlstate},"
                 f"{self.retries},{self.terminal},{self.key}\n")
 
@@ -66,12 +67,14 @@ class SampleWriter:
         self.count = 0
 
     def add(self, sample: Sample) -> None:
+        """Buffer a sample (written at the next flush, at most a second later)."""
         self._buf.append(sample.to_line())
         self.count += 1
         if len(self._buf) >= self.flush_rows or time.monotonic() - self._last >= self.flush_every_s:
             self.flush()
 
     def flush(self) -> None:
+        """Write the buffered samples."""
         if self._f is None:
             return
         if self._buf:
@@ -81,6 +84,7 @@ class SampleWriter:
         self._last = time.monotonic()
 
     def close(self) -> None:
+        """Write what is left and close the file."""
         if self._f is not None:
             self.flush()
             self._f.close()

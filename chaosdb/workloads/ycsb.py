@@ -29,6 +29,7 @@ FIELD_LENGTH = 100
 
 
 def fnv1a_64(value: int) -> int:
+    """The 64-bit FNV-1a hash YCSB scrambles record numbers with."""
     h = 0xCBF29CE484222325
     for _ in range(8):
         h ^= value & 0xFF
@@ -52,6 +53,7 @@ class Zipfian:
         self._half_pow = 1.0 + 0.5 ** theta
 
     def next(self) -> int:
+        """The next record number, Zipfian distributed (YCSB's generator)."""
         u = self.rng.random()
         uz = u * self.zetan
         if uz < 1.0:
@@ -63,10 +65,12 @@ class Zipfian:
 
 class ScrambledZipfian(Zipfian):
     def next(self) -> int:
+        """The next record number, Zipfian popularity scattered over the key space by a hash."""
         return fnv1a_64(super().next()) % self.n
 
 
 def key_name(n: int) -> str:
+    """YCSB's key of record *n* as ``insertorder=ordered`` names it: ``user`` and its number (go-ycsb names it so too)."""
     return f"user{n}"
 
 
@@ -92,6 +96,7 @@ class WorkloadA:
         self.keys = ScrambledZipfian(records, rng=self.rng)
 
     def next(self) -> Operation:
+        """The next operation: a read or an update of a Zipfian-chosen key, 50/50 by default."""
         key = key_name(self.keys.next())
         if self.rng.random() < self.read_proportion:
             return Operation("read", key)
@@ -99,9 +104,13 @@ class WorkloadA:
 
 
 class Backend(Protocol):
-    def execute(self, op: Operation, client: int) -> Sample: ...
+    def execute(self, op: Operation, client: int) -> Sample:
+        """Run *op* for client *client*; what happened, as a sample (never an exception)."""
+        ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Close the backend's connections."""
+        ...
 
 
 class SqlBackend:
@@ -112,6 +121,7 @@ class SqlBackend:
         self.executor = Executor(dsn, isolation, max_retries, application_name=f"ycsb-{client}", seed=seed)
 
     def execute(self, op: Operation, client: int) -> Sample:
+        """A YCSB read or update on ``usertable`` in autocommit, as a sample."""
         if op.kind == "read":
             def body(conn: Any) -> str:
                 conn.execute("SELECT * FROM usertable WHERE ycsb_key = %s", (op.key,)).fetchone()
@@ -126,6 +136,7 @@ class SqlBackend:
                                  key="" if op.kind == "read" else op.key)
 
     def close(self) -> None:
+        """Close the connection."""
         self.executor.close()
 
 

@@ -41,18 +41,21 @@ def _connect(dsn: str):
 
 
 def create_schema(conn) -> None:
+    """Create the TPC-C tables, their indexes and the loader's bookkeeping tables."""
     for stmt in schema.BOOKKEEPING + schema.CREATE_STATEMENTS + schema.INDEX_STATEMENTS:
         conn.execute(stmt)
     conn.commit()
 
 
 def drop_schema(conn) -> None:
+    """Drop every TPC-C table."""
     for table in schema.DROP_ORDER:
         conn.execute(f"DROP TABLE IF EXISTS {table}")
     conn.commit()
 
 
 def read_meta(conn) -> dict[str, str]:
+    """What the loader recorded about the data (scale, seed), {} before the first load."""
     try:
         return dict(conn.execute("SELECT k, v FROM tpcc_meta").fetchall())
     except Exception:
@@ -61,6 +64,7 @@ def read_meta(conn) -> dict[str, str]:
 
 
 def loaded_parts(conn) -> set[str]:
+    """The parts of the data already loaded (a load resumes with the others)."""
     return {r[0] for r in conn.execute("SELECT part FROM tpcc_load_progress").fetchall()}
 
 

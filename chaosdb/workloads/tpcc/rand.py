@@ -94,6 +94,7 @@ class Scale:
 
     @property
     def orders_per_district(self) -> int:
+        """Orders loaded per district: one per customer."""
         return self.customers_per_district
 
     @property
@@ -103,18 +104,22 @@ class Scale:
 
     @property
     def last_names(self) -> int:
+        """How many distinct last names the customers have (1000 at full scale)."""
         return min(1000, self.customers_per_district)
 
     @property
     def a_item(self) -> int:
+        """NURand's A for item ids, scaled from the spec's 8191."""
         return scaled_a(8191, SPEC_ITEMS, self.items)
 
     @property
     def a_customer(self) -> int:
+        """NURand's A for customer ids, scaled from the spec's 1023."""
         return scaled_a(1023, SPEC_CUSTOMERS, self.customers_per_district)
 
     @property
     def a_last(self) -> int:
+        """NURand's A for last names, scaled from the spec's 255."""
         return scaled_a(255, 1000, self.last_names)
 
 
@@ -138,14 +143,17 @@ def valid_c_run(c_load: int, rng: random.Random) -> int:
 
 
 def astring(rng: random.Random, lo: int, hi: int) -> str:
+    """A random alphanumeric string of *lo* to *hi* characters (TPC-C's a-string)."""
     return "".join(rng.choices(string.ascii_letters + string.digits, k=rng.randint(lo, hi)))
 
 
 def nstring(rng: random.Random, lo: int, hi: int) -> str:
+    """A random numeric string of *lo* to *hi* digits (TPC-C's n-string)."""
     return "".join(rng.choices(string.digits, k=rng.randint(lo, hi)))
 
 
 def zip_code(rng: random.Random) -> str:
+    """A TPC-C zip code: 4 random digits and ``11111``."""
     return nstring(rng, 4, 4) + "11111"
 
 
@@ -165,6 +173,7 @@ class Deck:
         self._pile: list[str] = []
 
     def next(self) -> str:
+        """The next card (transaction name); a new shuffled deck when the pile is empty."""
         if not self._pile:
             self._pile = list(self.cards)
             self.rng.shuffle(self._pile)
@@ -182,15 +191,19 @@ class RandomSource:
         self.c_item = self.rng.randint(0, scale.a_item)
 
     def customer_id(self) -> int:
+        """A customer id by NURand (clause 2.1.6)."""
         return nurand(self.rng, self.scale.a_customer, 1, self.scale.customers_per_district, self.c_id)
 
     def item_id(self) -> int:
+        """An item id by NURand."""
         return nurand(self.rng, self.scale.a_item, 1, self.scale.items, self.c_item)
 
     def customer_last_name(self) -> str:
+        """A customer last name by NURand."""
         return last_name(nurand(self.rng, self.scale.a_last, 0, self.scale.last_names - 1, self.c_last))
 
     def other_warehouse(self, home: int) -> int:
+        """A warehouse other than *home* (*home* itself when there is one)."""
         if self.scale.warehouses == 1:
             return home
         other = self.rng.randint(1, self.scale.warehouses - 1)

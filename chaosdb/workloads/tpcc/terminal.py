@@ -55,6 +55,7 @@ class Terminal:
                                  f"tpcc-{number}", seed, sleep)
 
     def close(self) -> None:
+        """Close the terminal's connection."""
         self.executor.close()
 
     def run(self, name: str) -> Sample:
@@ -70,10 +71,13 @@ class Terminal:
         return self.executor.run(name, body, self.number)
 
     def next_transaction(self) -> str:
+        """The deck's next transaction name."""
         return self.deck.next()
 
     def keying_time(self, name: str) -> float:
+        """TPC-C's keying time before *name*, scaled by the run's wait factor."""
         return KEYING_TIME_S[name] * self.config.wait
 
     def think_time(self, name: str) -> float:
+        """TPC-C's think time after *name* (negative exponential around its mean), scaled by the run's wait factor."""
         return think_time(self.rnd.rng, THINK_TIME_MEAN_S[name] * self.config.wait)

@@ -62,6 +62,8 @@ _WRITE = (
 
 
 def new_order(conn, rnd: RandomSource, w_id: int, d_id: int | None = None, info: TxnInfo | None = None) -> TxnInfo:
+    """TPC-C New-Order (clause 2.4): an order of 5 to 15 lines for a customer of district *d_id*, 1 % rolled back by an
+    unused item."""
     rng = rnd.rng
     info = info or TxnInfo()
     d_id = d_id or rng.randint(1, DISTRICTS_PER_WAREHOUSE)
@@ -146,6 +148,7 @@ def _customer_by_name(cur, w_id: int, d_id: int, c_last: str) -> int | None:
 
 
 def payment(conn, rnd: RandomSource, w_id: int, d_id: int | None = None, info: TxnInfo | None = None) -> TxnInfo:
+    """TPC-C Payment (clause 2.5): a customer pays, by id or by last name, 15 % of them from another warehouse."""
     rng = rnd.rng
     info = info or TxnInfo()
     d_id = d_id or rng.randint(1, DISTRICTS_PER_WAREHOUSE)
@@ -171,6 +174,7 @@ def payment(conn, rnd: RandomSource, w_id: int, d_id: int | None = None, info: T
 
 def order_status(conn, rnd: RandomSource, w_id: int, d_id: int | None = None,
                  info: TxnInfo | None = None) -> TxnInfo:
+    """TPC-C Order-Status (clause 2.6): a customer's last order and its lines, read only."""
     rng = rnd.rng
     info = info or TxnInfo()
     d_id = d_id or rng.randint(1, DISTRICTS_PER_WAREHOUSE)
@@ -206,6 +210,7 @@ _DELIVERY = (
 
 
 def delivery(conn, rnd: RandomSource, w_id: int, d_id: int | None = None, info: TxnInfo | None = None) -> TxnInfo:
+    """TPC-C Delivery (clause 2.7): the oldest new order of each district delivered."""
     info = info or TxnInfo()
     carrier = rnd.rng.randint(1, 10)
     rows = conn.execute(_DELIVERY, {"w": w_id, "carrier": carrier, "now": datetime.now()}).fetchall()
@@ -228,6 +233,8 @@ _STOCK_LEVEL = (
 
 def stock_level(conn, rnd: RandomSource, w_id: int, d_id: int | None = None,
                 info: TxnInfo | None = None) -> TxnInfo:
+    """TPC-C Stock-Level (clause 2.8): how many items of a district's last 20 orders are below a threshold, read only.
+    """
     info = info or TxnInfo()
     d_id = d_id or rnd.rng.randint(1, DISTRICTS_PER_WAREHOUSE)
     threshold = rnd.rng.randint(10, 20)
