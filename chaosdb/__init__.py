@@ -3,6 +3,30 @@
 ``discover()`` is what ``chaos discover chaostoolkit-db`` calls: it lists every
 probe and action of the activity modules of every plug-in package (found by
 convention, :func:`activity_modules`) with their docstrings and typed arguments.
+
+What is in it:
+
+* ``cli``: The ``chaosdb`` command
+* ``renamed``: old import paths of moved packages, answered for one release with a warning
+* ``chaosd/``: faults carried out by chaosd, Chaos Mesh's agent for physical and virtual machines
+* ``chaosmesh/``: Chaos Mesh objects aimed at database roles
+* ``cockroach/``: CockroachDB: node status, drain, quit, decommission, ranges and leaseholders
+* ``core/``: shared building blocks every other package may use (imports nothing above it)
+* ``embedded/``: the embedded PostgreSQL HA cluster (etcd + Patroni + PostgreSQL per node)
+* ``etcd/``: etcd v3 through its JSON gateway: client, probes, adapter
+* ``experiment/``: the run as a whole: arguments checked before anything starts, the verdict after
+* ``faults/``: the local fault engine (processes, cgroups, iptables, tc, a delay proxy)
+* ``gameday/``: game days: suites of repeated runs, the resumable runner, the aggregated report, the gate
+* ``k8s/``: The Kubernetes engine, through the official ``kubernetes`` client
+* ``litmus/``: LitmusChaos engines and their verdicts
+* ``load/``: the load: Locust users, the load control, live-sample and integrity probes
+* ``localkube/``: A local Kubernetes control plane with Chaos Mesh, made of real servers and fake pods (``chaosdb cluster up --kind kubernetes``)
+* ``manifests/``: Chaos Mesh, Litmus and Kubernetes manifest templates, rendered and validated offline
+* ``postgres/``: Patroni and PostgreSQL: REST and SQL clients, probes, actions, the adapter
+* ``report/``: reports: journal and samples to metrics, Markdown, HTML and plots
+* ``shipped/``: What ships with the pack for users to run or copy
+* ``tikv/``: TiKV through PD: stores, regions and leaders, leader transfer and eviction
+* ``workloads/``: Workload logic (schema, loaders, transactions, checks), independent of Locust
 """
 
 from __future__ import annotations

@@ -1,4 +1,12 @@
-"""Chaos Mesh: create, watch, pause and delete chaos objects aimed at database roles."""
+"""Chaos Mesh: create, watch, pause and delete chaos objects aimed at database roles.
+
+What is in it:
+
+* ``actions``: create, pause, resume and delete chaos objects, a role target narrowing the selector to the resolved pod
+* ``objects``: the objects built and read: kinds, plurals, selectors, their status conditions
+* ``physical``: PhysicalMachineChaos and PhysicalMachine objects for chaosd on the database's machines
+* ``probes``: whether an object is injected, paused or recovered
+"""
 
 #: this package is the fault engine called so (:mod:`chaosdb.core.engines`)
 ENGINE = "chaosmesh"

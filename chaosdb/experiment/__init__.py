@@ -1,1 +1,10 @@
-"""The run of an experiment as a whole: its arguments checked before anything starts, its verdict after."""
+"""The run of an experiment as a whole: its arguments checked before anything starts, its verdict after.
+
+What is in it:
+
+* ``checks``: Every activity of an experiment checked against its function's argument rules, values substituted
+* ``control``: Chaos Toolkit control
+* ``malformed``: What is wrong with a malformed experiment file, in plain sentences
+* ``refusals``: Why a control stopped the run
+* ``verdict``: What a run's journal says happened, in one plain sentence, and the status the run must end with
+"""

@@ -19,6 +19,14 @@ module             job
 ``probes``
 ``control``        reverts this run's faults after the experiment, whatever happened
 =================  ==========================================================
+What is in it:
+
+* ``cgroup_faults``: CPU and memory faults
+* ``lifecycle``: A fault's life on this machine
+* ``network_faults``: network faults: iptables partitions and loss, tc htb bandwidth, matched by the nodes' users
+* ``proxy_delay``: Latency without netem
+* ``sweep``: Finding and removing what the fault engine left on this machine
+* ``targets``: Fault targets on one machine
 """
 
 #: this package is the fault engine called so (:mod:`chaosdb.core.engines`)

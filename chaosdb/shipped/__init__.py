@@ -9,6 +9,9 @@ are links to these folders).
 
 :func:`copy_shipped` puts a copy of the experiments (with the locustfiles and any chosen templates) into a
 folder the user owns: ``chaosdb experiments copy DIR``.
+What is in it:
+
+* ``cli``: ``chaosdb experiments list|copy``
 """
 
 from __future__ import annotations

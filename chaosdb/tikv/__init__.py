@@ -3,4 +3,11 @@
 ``keys`` encodes user keys the way TiKV stores them (raw, transactional, API V2); ``records`` normalises
 PD's JSON (tolerant of the zero values PD omits); ``pd`` talks to PD's HTTP API; ``probes`` and
 ``actions`` are the Chaos Toolkit activities.
+What is in it:
+
+* ``adapter``: TiKV's answer to "which node has this role", asked of PD
+* ``cluster``: Reading a TiKV cluster through PD
+* ``cluster_command``: ``chaosdb cluster up|status|down --kind pd``
+* ``simulated_cluster``: A local PD cluster with simulated TiKV stores (``chaosdb cluster up --kind pd``)
+* ``store_processes``: TiKV stores running on this machine
 """

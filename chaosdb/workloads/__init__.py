@@ -1,1 +1,11 @@
-"""Workload logic (schema, loaders, transactions, checks), independent of Locust."""
+"""Workload logic (schema, loaders, transactions, checks), independent of Locust.
+
+What is in it:
+
+* ``executor``: One client connection that runs transactions with the pack's failure semantics
+* ``kv``: YCSB workload A on a key-value store
+* ``outcomes``: How every attempted transaction ended, and which errors may be retried
+* ``samples``: Per-transaction samples
+* ``ycsb``: YCSB-style workload A (50 % reads, 50 % updates, zipfian keys) on a SQL table
+* ``tpcc/``: TPC-C-like workload
+"""
