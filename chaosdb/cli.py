@@ -28,8 +28,9 @@ from chaosdb.faults.engine import cleanup, residue
 from chaosdb.faults.probes import active_faults
 from chaosdb.gameday.cli import add_parser as add_gameday_parser
 from chaosdb.load.calibrate import calibrate
-from chaosdb.load.control import LOCUSTFILES, etcd_endpoints, etcd_tls
 from chaosdb.load.distributed_control import worker_argv
+from chaosdb.load.dsn import etcd_endpoints, etcd_tls
+from chaosdb.load.runner import LOCUSTFILES
 from chaosdb.manifests.cli import add_parser as add_manifests_parser
 from chaosdb.report.compare import compare, load_runs, render_compare_markdown
 from chaosdb.report.upb import render_upb_markdown, upb_indices

@@ -4,7 +4,10 @@ What is in it:
 
 * ``actions``: Actions that prepare or drive the load
 * ``calibrate``: capacity calibration in the spirit of the UPB method: the highest sustainable rate
-* ``control``: Chaos Toolkit control that runs the load for the whole experiment
+* ``control``: Chaos Toolkit control that runs the load for the whole experiment (its hooks only)
+* ``dsn``: where the load goes: its DSN, or the etcd URLs, with their TLS
+* ``progress``: the load's progress lines in the run's log
+* ``runner``: starting and stopping Locust (or a master with workers) and the load's record
 * ``distributed``: Locust's master/worker mode for the pack's load
 * ``distributed_control``: The load control's side of Locust's master/worker mode
 * ``integrity``: Integrity probes for after the chaos

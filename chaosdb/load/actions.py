@@ -7,7 +7,7 @@ from chaoslib.types import Configuration, Secrets
 from chaosdb.core.arguments import check_arguments, number
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import action_result
-from chaosdb.load.control import _resolve_dsn
+from chaosdb.load.dsn import resolve_dsn
 from chaosdb.workloads.tpcc import loader
 from chaosdb.workloads.tpcc.rand import Scale
 
@@ -25,7 +25,7 @@ def load_tpcc_data(warehouses: int = 1, scale_down: int = 1, workers: int = 2, d
         scale = Scale.reduced(int(warehouses), int(scale_down))
     except ValueError as exc:
         raise ChaosDBError(str(exc)) from None
-    return {"targets": [], **loader.load(_resolve_dsn(dsn, configuration, secrets), scale, workers=workers, drop=drop)}
+    return {"targets": [], **loader.load(resolve_dsn(dsn, configuration, secrets), scale, workers=workers, drop=drop)}
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from chaosdb.core.detach import source_env
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.stats import percentile
-from chaosdb.load.control import LOCUSTFILES
+from chaosdb.load.runner import LOCUSTFILES
 from chaosdb.workloads.outcomes import is_success
 from chaosdb.workloads.samples import read_samples
 

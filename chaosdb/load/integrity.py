@@ -33,7 +33,7 @@ from chaosdb.core.redact import redact
 from chaosdb.core.timeutil import iso_from_epoch
 from chaosdb.core.tls import credentials
 from chaosdb.load import state as load_state
-from chaosdb.load.control import _resolve_dsn, etcd_endpoints, etcd_tls
+from chaosdb.load.dsn import etcd_endpoints, etcd_tls, resolve_dsn
 from chaosdb.postgres.endpoints import patroni_client
 from chaosdb.workloads.kv import lost_acknowledged_puts
 from chaosdb.workloads.samples import read_samples
@@ -60,7 +60,7 @@ def tpcc_consistency(conditions: List[int] = None, dsn: str = "", configuration:
     wanted = [int(c) for c in (conditions or consistency.ALL_CONDITIONS)]
     if any(c not in consistency.CONDITIONS for c in wanted):
         raise ChaosDBError(f"conditions must be among {sorted(consistency.CONDITIONS)}")
-    with _connect(_resolve_dsn(dsn, configuration, secrets), target_session_attrs="read-write") as conn:
+    with _connect(resolve_dsn(dsn, configuration, secrets), target_session_attrs="read-write") as conn:
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         return consistency.check_conditions(conn, wanted)
 
@@ -85,7 +85,7 @@ def acknowledged_writes(samples: str = "", dsn: str = "", configuration: Configu
     for s in read_samples(location):
         if s.name == "new_order" and s.key:
             (committed if s.outcome == "committed" else ambiguous if s.outcome == "ambiguous" else []).append(s.key)
-    with _connect(_resolve_dsn(dsn, configuration, secrets), target_session_attrs="read-write") as conn:
+    with _connect(resolve_dsn(dsn, configuration, secrets), target_session_attrs="read-write") as conn:
         result = consistency.check_ledger(conn, committed, ambiguous)
     result["samples"] = str(location)
     return result
@@ -214,7 +214,7 @@ def replica_convergence(timeout_s: float = 60.0, pause_load: bool = True, dsn: s
                         configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Per-table checksums of the TPC-C tables on the primary and on every replica once each has
     replayed up to the primary's WAL position (the load paused meanwhile); ``ok`` when all match."""
-    base = _resolve_dsn(dsn, configuration, secrets)
+    base = resolve_dsn(dsn, configuration, secrets)
     nodes = _node_dsns(base, configuration, secrets)
     deadline = time.monotonic() + timeout_s
     with _load_paused(pause_load):
