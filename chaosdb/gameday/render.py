@@ -4,8 +4,6 @@ scenario, operation and sweep tables, Table 6.1 and the UPB indices."""
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ import numpy as np
 from chaosdb.gameday.aggregate import aggregate, runs_by_scenario
 from chaosdb.report.build import format_value as _f
 from chaosdb.report.compare import render_compare_markdown
+from chaosdb.report.html import render_page
 from chaosdb.report.plots import pyplot
 from chaosdb.report.upb import render_upb_markdown
 
@@ -154,12 +153,6 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _html_table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def _sweep_rows(sweep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["value", "runs", "hypothesis failed", "manifested", "p99 ms", "recovery s", "errors"]
     rows = [[str(p["value"]), str(p["finished"]), _f(p["hypothesis_failed"], 2), _f(p["manifested"], 2),
@@ -202,65 +195,39 @@ def render_markdown(summary: dict[str, Any], images: dict[str, str]) -> str:
 
 
 def render_html(summary: dict[str, Any], pngs: dict[str, Path]) -> str:
-    """The game day's report as one self-contained HTML page (the plots inlined)."""
-    def img(key: str, alt: str) -> str:
-        if key not in pngs:
-            return ""
-        data = base64.b64encode(pngs[key].read_bytes()).decode()
-        return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
-
-    parts = [f"<h1>Game day: {html.escape(summary['suite'])}</h1>",
-             f"<p>{html.escape(summary.get('description') or '')}</p>",
-             "<p>Runs: " + html.escape(", ".join(f"{v} {k}" for k, v in sorted(summary["runs"].items()))) + "</p>",
-             "<p>Cells are the median over runs with [min–max]. <em>hypothesis failed</em> and <em>manifested</em> "
-             "are fractions of runs (the flakiness of a setting).</p>",
-             "<h2>Scenarios</h2>", _html_table(*_scenario_rows(summary))]
-    overlays = [k for k in pngs if k.startswith("timelines-")]
-    if overlays:
-        parts.append("<h2>Runs over time, aligned on the fault</h2>")
-        parts += [img(k, f"every run of {k[len('timelines-'):]} aligned on its fault") for k in overlays]
-    ops = _operation_rows(summary)
-    if ops:
-        parts += ["<h2>Operations under load</h2>", _html_table(OPS_HEADER, ops),
-                  "<p>serving/healthy after: measured by the action (for a rolling restart, per node); no commit, "
-                  "disturbed (seconds inside a disturbance of the recovery rule), failed tx and tx/s vs baseline: "
-                  "what the load saw while the operation ran.</p>"]
-    if summary["table_6_1"]:
-        t = summary["table_6_1"]
-        header = ["scenario", "runs", "μ ms", "σ ms", "p50 ms", "p95 ms", "p99 ms", "recovery s"]
+    """The game day's report as one self-contained HTML page (the plots inlined; ``templates/gameday.html`` of
+    :mod:`chaosdb.report`)."""
+    comparison: list[list[str]] = []
+    t = summary["table_6_1"]
+    if t:
         cols = ("mean_ms", "std_ms", "p50_ms", "p95_ms", "p99_ms")
 
         def cell(v: Any, ch: Any = None) -> str:
             return "–" if v is None else f"{v:.1f}" + (f" ({ch:+.0f} %)" if ch is not None else "")
 
-        rows = [["baseline", str(t["baseline"]["runs"])] + [cell(t["baseline"][c]) for c in cols] + ["–"]]
-        rows += [[r["scenario"], str(r["runs"])] + [cell(r[c], r[c.replace("_ms", "_change_pct")]) for c in cols]
-                 + [cell(r["recovery_s"])] for r in t["scenarios"]]
-        parts += ["<h2>Comparison (thesis Table 6.1 style)</h2>", _html_table(header, rows)]
-    parts.append(img("recovery", "recovery time per run"))
-    for sw in summary["sweeps"]:
-        parts += [f"<h2>Sweep: {html.escape(sw['scenario'])} ({html.escape(sw['parameter'])})</h2>",
-                  img(f"sweep-{sw['scenario']}", f"sweep {sw['scenario']}"), _html_table(*_sweep_rows(sw))]
-    if summary["upb"]:
-        parts += ["<h2>UPB</h2>", f"<pre>{html.escape(json.dumps(summary['upb'], indent=2))}</pre>"]
-    run_rows: list[str] = []
-    for r in summary.get("run_list", []):
-        link = (f'<a href="{html.escape(r["dir"])}/report.html">{html.escape(r["id"])}</a>'
-                if r.get("dir") and r["status"] in ("completed", "deviated", "unsteady") else html.escape(r["id"]))
-        params = ", ".join(f"{k}={v}" for k, v in r["parameters"].items())
-        run_rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in (
-            link, html.escape(r["status"]), str(r["attempts"]), html.escape(params), _f(r["p99_ms"]),
-            _f(r["recovery_s"]), _f(r["error_rate"], 4))) + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("run", "status", "attempts", "parameters", "p99 ms", "recovery s",
-                                              "errors"))
-    parts += ["<h2>Runs</h2><p>Each run's own report (timeline, latency ECDF) is linked.</p>",
-              f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(run_rows)}</tbody></table>"]
-    style = ("body{font-family:sans-serif;margin:2em}"
-             "table{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto}"
-             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;white-space:nowrap}"
-             "td:first-child,th:first-child{text-align:left}img{max-width:100%}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>Game day {html.escape(summary['suite'])}"
-            f"</title><style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
+        comparison = [["baseline", str(t["baseline"]["runs"])] + [cell(t["baseline"][c]) for c in cols] + ["–"]]
+        comparison += [[r["scenario"], str(r["runs"])] + [cell(r[c], r[c.replace("_ms", "_change_pct")])
+                                                         for c in cols] + [cell(r["recovery_s"])]
+                       for r in t["scenarios"]]
+    runs = [{"id": r["id"], "link": f"{r['dir']}/report.html"
+             if r.get("dir") and r["status"] in ("completed", "deviated", "unsteady") else "",
+             "cells": [r["status"], str(r["attempts"]), ", ".join(f"{k}={v}" for k, v in r["parameters"].items()),
+                       _f(r["p99_ms"]), _f(r["recovery_s"]), _f(r["error_rate"], 4)]}
+            for r in summary.get("run_list", [])]
+    scenario_header, scenario_rows = _scenario_rows(summary)
+    return render_page(
+        "gameday.html", title=f"Game day {summary['suite']}", suite=summary["suite"],
+        description=summary.get("description") or "",
+        runs=", ".join(f"{v} {k}" for k, v in sorted(summary["runs"].items())),
+        scenario_header=scenario_header, scenarios=scenario_rows,
+        overlays=[(k[len("timelines-"):], pngs[k]) for k in pngs if k.startswith("timelines-")],
+        ops_header=OPS_HEADER, operations=_operation_rows(summary),
+        comparison_header=["scenario", "runs", "μ ms", "σ ms", "p50 ms", "p95 ms", "p99 ms", "recovery s"],
+        comparison=comparison, recovery=pngs.get("recovery"),
+        sweeps=[{"scenario": sw["scenario"], "parameter": sw["parameter"], "image": pngs.get(f"sweep-{sw['scenario']}"),
+                 "header": _sweep_rows(sw)[0], "rows": _sweep_rows(sw)[1]} for sw in summary["sweeps"]],
+        upb=json.dumps(summary["upb"], indent=2) if summary["upb"] else "",
+        run_header=["run", "status", "attempts", "parameters", "p99 ms", "recovery s", "errors"], run_list=runs)
 
 
 def _file_part(name: str) -> str:

@@ -8,6 +8,7 @@ What is in it:
 * ``console``: The reporter from a terminal
 * ``control``: Chaos Toolkit control that writes the report when the experiment ends
 * ``data``: Samples as numpy arrays for the reporter
+* ``html``: HTML reports from Jinja2 templates (``templates/``), plots inlined
 * ``journal``: Reading Chaos Toolkit journals
 * ``metrics``: Degradation and recovery metrics from samples and fault windows (``metrics.json``)
 * ``operations``: Operator actions measured under load

@@ -10,8 +10,6 @@ DSNs, are masked (``***``) in every output, whatever field they appear in.
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from chaosdb.core.redact import redact, redact_dsn
 from chaosdb.experiment.verdict import verdict_of
 from chaosdb.load.observer import read_events
 from chaosdb.report.data import Samples, load_samples
+from chaosdb.report.html import render_page
 from chaosdb.report.journal import JournalInfo, read_journal
 from chaosdb.report.metrics import compute_metrics, sample_sets
 from chaosdb.report.operations import measure_operations, operations_from_journal
@@ -302,32 +301,11 @@ def render_markdown(title: str, info: JournalInfo, m: dict[str, Any], images: di
     return "\n".join(out)
 
 
-CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:70rem;
-color:#1d2330;padding:0 1rem}h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;font-size:.9rem}td,th{border:1px solid #d9dce3;padding:.25rem .6rem;text-align:right}
-td:first-child,th:first-child{text-align:left}.kpi{display:flex;gap:1rem;flex-wrap:wrap;margin:1rem 0}
-.kpi div{background:#f4f6fa;border-radius:.5rem;padding:.6rem 1rem;min-width:10rem}.kpi b{display:block;font-size:1.4rem}
-.bad{color:#b3261e}.ok{color:#1b7f3b}img{max-width:100%;border:1px solid #eee}small{color:#666}"""
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    h = "".join(f"<th>{html.escape(c)}</th>" for c in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def render_html(title: str, info: JournalInfo, m: dict[str, Any], png: dict[str, Path]) -> str:
-    """The run's report as one self-contained HTML page (plots inlined)."""
+    """The run's report as one self-contained HTML page (plots inlined; ``templates/run.html``)."""
     r, d = m.get("recovery") or {}, m.get("degradation") or {}
-
-    def img(key: str, alt: str) -> str:
-        data = base64.b64encode(png[key].read_bytes()).decode()
-        return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
-
     v = m.get("verdict") or {}
     status = str(v.get("status", info.status))
-    status_class = "ok" if v.get("ok", status == "completed" and not info.deviated) else "bad"
-    rows = _hypothesis_rows(v)
     after = r.get("after_restore") or {}
     kpis = [("recovery from the fault", f"{r['duration_s']:.1f} s" if r.get("duration_s") is not None else "–"),
             ("after the restore", f"{after['duration_s']:.1f} s" if after.get("duration_s") is not None else "–"),
@@ -335,32 +313,18 @@ def render_html(title: str, info: JournalInfo, m: dict[str, Any], png: dict[str,
             ("throughput drop", f"{d['throughput_pct']:.1f} %" if d.get("throughput_pct") is not None else "–"),
             ("p99 increase", f"{d['p99_increase_pct']:.0f} %" if d.get("p99_increase_pct") is not None else "–"),
             ("availability", f"{d['availability'] * 100:.2f} %" if d.get("availability") is not None else "–")]
-    fault_rows = _fault_rows(m["faults"], m.get("first_fault_ts") or m["first_ts"])
-    parts = [
-        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
-        "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">",
-        f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>",
-        f"<p class={status_class}><b>Verdict: {html.escape(str(v.get('sentence', '')))}</b></p>",
-        f"<p>Status <b class={status_class}>{html.escape(status)}{' · deviated' if info.deviated else ''}</b>"
-        f" · {m['samples']:,} transactions · journal <code>{html.escape(Path(info.path).name)}</code></p>",
-        _table(HYPOTHESIS_HEADER, rows) if rows else "",
-        "<div class=kpi>" + "".join(f"<div>{html.escape(k)}<b>{html.escape(v)}</b></div>" for k, v in kpis) + "</div>",
-        "<ul>" + "".join(f"<li>{html.escape(line.replace('**', '').replace('*', ''))}</li>" for line in recovery_lines(m)) + "</ul>",
-        "<h2>Baseline and impact</h2>", _table(["", "baseline", "impact", "change"], _summary_rows(m)),
-        "<h2>Over time</h2>", img("timeline", "latency percentiles and throughput over time"),
-        img("ecdf", "latency ECDF, baseline versus impact"),
-        "<h2>By transaction</h2>", _table(TX_HEADER, _tx_rows(m)),
-        ("<h2>What the database did</h2>" + _table(EFFECT_HEADER, effect_rows(m))) if m.get("effects") else "",
-        "<h2>Faults and rollbacks</h2>", _table(SPAN_HEADER, span_rows(m)) if m.get("fault_spans") else "",
-        _table(FAULT_HEADER, fault_rows),
-        ("<h2>Operations under load</h2>" + _table(OPS_HEADER, _ops_rows(m))) if m.get("operations") else "",
-        "<p><small>Times are seconds from the first fault. The tables and both figures are of the same "
-        "transactions: those that did not start while the load was paused for an integrity check (grey spans); "
-        "latency statistics are of successful transactions, percentiles nearest-rank. Generated by "
-        "chaostoolkit-db.</small></p></body></html>",
-    ]
-    return "\n".join(parts)
+    return render_page(
+        "run.html", title=title, status=status, deviated=info.deviated, sentence=str(v.get("sentence", "")),
+        status_class="ok" if v.get("ok", status == "completed" and not info.deviated) else "bad",
+        samples=m["samples"], journal=Path(info.path).name, hypothesis_header=HYPOTHESIS_HEADER,
+        hypothesis=_hypothesis_rows(v), kpis=kpis,
+        recovery_lines=[line.replace("**", "").replace("*", "") for line in recovery_lines(m)],
+        summary=_summary_rows(m), images={"timeline": png["timeline"], "ecdf": png["ecdf"]},
+        tx_header=TX_HEADER, transactions=_tx_rows(m), effect_header=EFFECT_HEADER,
+        effects=effect_rows(m) if m.get("effects") else [], span_header=SPAN_HEADER,
+        spans=span_rows(m) if m.get("fault_spans") else [], fault_header=FAULT_HEADER,
+        faults=_fault_rows(m["faults"], m.get("first_fault_ts") or m["first_ts"]), ops_header=OPS_HEADER,
+        operations=_ops_rows(m) if m.get("operations") else [])
 
 
 def build_report(journal_path: Path | str, samples: Path | str | None = None, out_dir: Path | str | None = None,
@@ -465,19 +429,10 @@ def _journal_report(info: JournalInfo, journal: dict[str, Any], out: Path, journ
         md += _markdown_table(HYPOTHESIS_HEADER, hyp) + [""]
     md += ["## Faults and rollbacks", ""] + _markdown_table(FAULT_HEADER, fault_rows, FAULT_ALIGN)
     md += ["", "Times are seconds from the first fault.", ""]
-    status_class = "ok" if v.get("ok") else "bad"
-    page = "\n".join([
-        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
-        "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; style-src 'unsafe-inline'\">",
-        f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>",
-        f"<p class={status_class}><b>Verdict: {html.escape(str(v.get('sentence', '')))}</b></p>",
-        f"<p>Status <b class={status_class}>{html.escape(status)}{' · deviated' if info.deviated else ''}</b>"
-        f" · journal <code>{html.escape(Path(info.path).name)}</code></p>",
-        f"<p>{html.escape(NO_LOAD)}</p>",
-        _table(HYPOTHESIS_HEADER, hyp) if hyp else "",
-        "<h2>Faults and rollbacks</h2>", _table(FAULT_HEADER, fault_rows),
-        "<p><small>Times are seconds from the first fault. Generated by chaostoolkit-db.</small></p></body></html>"])
+    page = render_page("journal.html", title=title, status=status, deviated=info.deviated,
+                       sentence=str(v.get("sentence", "")), status_class="ok" if v.get("ok") else "bad",
+                       journal=Path(info.path).name, no_load=NO_LOAD, hypothesis_header=HYPOTHESIS_HEADER,
+                       hypothesis=hyp, fault_header=FAULT_HEADER, faults=fault_rows)
     (out / "metrics.json").write_text(json.dumps(m, indent=2) + "\n")
     (out / "report.md").write_text(_scrub("\n".join(md), info.secrets))
     (out / "report.html").write_text(_scrub(page, info.secrets))
