@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,7 +23,7 @@ import psutil
 
 __all__ = ["read_proc", "argv_of", "proc_state", "start_time", "cmdline", "cpu_time_s", "pid_alive", "same_process",
            "stop_process", "signal_pids", "wait_gone", "pids_under", "listen_addresses", "processes_serving",
-           "cwd_of", "environ_of", "owner_of", "other_processes"]
+           "cwd_of", "environ_of", "owner_of", "other_processes", "end_groups"]
 
 _ADDR_FLAGS = ("--listen-addr", "--advertise-addr", "--addr", "--advertise-host", "--host")
 _LOCAL = {"localhost", "127.0.0.1", "::1", "0.0.0.0", ""}
@@ -237,3 +238,25 @@ def processes_serving(address: str, is_server: Callable[[list[str]], bool]) -> l
         if argv and is_server(argv) and want in listen_addresses(argv) and pid_alive(proc.pid):
             out.append(proc.pid)
     return sorted(out)
+
+
+def end_groups(procs: list[subprocess.Popen], timeout_s: float) -> None:
+    """End children started in sessions of their own: SIGCONT (a stopped one must be able to exit) and SIGTERM to
+    each live one's process group, SIGKILL to the groups still there after *timeout_s* in all; each is reaped."""
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGCONT)
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + timeout_s
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait(timeout=10)

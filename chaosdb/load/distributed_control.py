@@ -4,7 +4,6 @@ side)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 
 from chaosdb.core.commands import die_with_parent
 from chaosdb.core.detach import source_env
+from chaosdb.core.processes import end_groups
 from chaosdb.load.distributed import STOP_REQUEST, STOPPED, read_workers
 
 __all__ = ["MasterAddress", "master_address", "master_args", "worker_argv", "start_worker", "connected", "drain",
@@ -85,20 +85,4 @@ def drain(samples_dir: Path, master: subprocess.Popen, timeout_s: float = 15.0) 
 
 def stop_workers(workers: list[subprocess.Popen], timeout_s: float = 20.0) -> None:
     """End the workers started here (the master told them to quit; this makes sure)."""
-    for p in workers:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGCONT)
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-    deadline = time.monotonic() + timeout_s
-    for p in workers:
-        try:
-            p.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait(timeout=10)
+    end_groups(workers, timeout_s)

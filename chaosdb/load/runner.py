@@ -4,7 +4,6 @@ beside it, and the load's record (:mod:`chaosdb.load.state`) with its samples, t
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from chaosdb.core.claims import OutputFolder, claim, release
 from chaosdb.core.commands import die_with_parent
 from chaosdb.core.detach import source_env
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.processes import end_groups
 from chaosdb.core.redact import redact_dsn
 from chaosdb.core.timeutil import iso_from_epoch
 from chaosdb.core.tls import credentials
@@ -207,20 +207,8 @@ def stop_load(stop_timeout_s: float = 20.0) -> dict[str, Any]:
     if record.get("master") and proc is not None and proc.poll() is None:
         # the master stops the test and waits for every worker's last samples before it is ended
         dist_control.drain(Path(record["samples_dir"]), proc, timeout_s=min(15.0, stop_timeout_s))
-    if proc is not None and proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGCONT)  # a paused load must be able to exit
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=stop_timeout_s)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(timeout=10)
+    if proc is not None:
+        end_groups([proc], stop_timeout_s)  # a paused load is continued so that it can exit
     dist_control.stop_workers(load_state.workers(), stop_timeout_s)
     if record.get("running"):
         record["running"] = False
