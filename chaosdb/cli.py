@@ -189,7 +189,7 @@ def cmd_report_upb(args: argparse.Namespace) -> int:
 
 
 def cmd_local_cleanup(args: argparse.Namespace) -> int:
-    """``chaosdb local cleanup``: revert one cluster's faults (or every fault on this host) and remove what they left;
+    """``chaosdb faults cleanup``: revert one cluster's faults (or every fault on this host) and remove what they left;
     exit 1 while something is left."""
     if args.all_clusters:
         result = cleanup()
@@ -220,7 +220,7 @@ def cmd_local_cleanup(args: argparse.Namespace) -> int:
 
 
 def cmd_local_residue(args: argparse.Namespace) -> int:
-    """``chaosdb local residue``: anything of the fault engine on this host (records, rules, cgroups, qdiscs, helper
+    """``chaosdb faults residue``: anything of the fault engine on this host (records, rules, cgroups, qdiscs, helper
     processes); exit 1 when there is."""
     left = residue()
     if args.json:
@@ -229,12 +229,12 @@ def cmd_local_residue(args: argparse.Namespace) -> int:
         for key in ("records", "iptables", "cgroups", "tc", "processes"):
             for item in left[key]:
                 print(f"{key}: {item}")
-        print("clean" if left["clean"] else "residue found: 'chaosdb local cleanup' removes it")
+        print("clean" if left["clean"] else "residue found: 'chaosdb faults cleanup' removes it")
     return 0 if left["clean"] else 1
 
 
 def cmd_local_faults(args: argparse.Namespace) -> int:
-    """``chaosdb local faults``: the active local faults and what each did so far."""
+    """``chaosdb faults list``: the active local faults and what each did so far."""
     faults = active_faults()
     if args.json:
         print_json(faults)
@@ -358,9 +358,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="chaosdb-calibration", help="directory for the steps' samples")
     p.set_defaults(func=cmd_load_calibrate, extras=("load",))
 
-    lo = sub.add_parser("local", help="the local fault engine: active faults, residue, cleanup")
-    losub = lo.add_subparsers(dest="local_command", required=True)
-    p = losub.add_parser("faults", help="active CPU/memory/network faults and what they did so far")
+    lo = sub.add_parser("faults", aliases=["local"],
+                        help="the host fault engine: active faults, residue, cleanup ('local' is its old name)")
+    losub = lo.add_subparsers(dest="faults_command", required=True)
+    p = losub.add_parser("list", aliases=["faults"],
+                         help="active CPU/memory/network/process faults and what they did so far")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_local_faults)
     p = losub.add_parser("residue", help="anything of the fault engine on this host (exit 1 if so)")
@@ -418,6 +420,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # 'chaosdb report JOURNAL' is short for 'chaosdb report build JOURNAL'
     if len(argv) >= 2 and argv[0] == "report" and argv[1] not in ("build", "compare", "upb", "-h", "--help"):
         argv.insert(1, "build")
+    if argv[:1] == ["local"]:  # the fault engine's commands were 'chaosdb local ...' (deprecated)
+        print("chaosdb: 'chaosdb local' is deprecated and will be removed in the next release: use 'chaosdb "
+              "faults' (list, residue, cleanup)", file=sys.stderr)
     args = parser.parse_args(argv)
     what = f"'chaosdb {_command_words(args)}'"
     try:

@@ -39,7 +39,7 @@ are resolved here, so the pack runs on the database's machine (or the adapter na
 
 Every fault but a kill is a fault record like the local engine's: written before chaosd is asked, holding each
 attack's uid, so ``revert_attacks``, ``chaosdb.faults.actions.revert_faults``, the faults control after an
-interrupted run and ``chaosdb local cleanup`` recover it from any process. ``duration_s`` > 0 makes it revert itself
+interrupted run and ``chaosdb faults cleanup`` recover it from any process. ``duration_s`` > 0 makes it revert itself
 (a detached timer, also when ``chaos run`` dies).
 """
 
@@ -399,8 +399,8 @@ def drop_packets(target: Union[str, Dict[str, Any]] = "leader", probability: flo
     ``probability`` (0..1) of the packets to the target's address (``inbound``), from it (``outbound``) or both,
     chosen at random per packet (iptables ``statistic`` match; no bursts); recovering deletes the rule. For kernels
     without netem, where chaosd's own loss attack fails (compare ``chaosdb.faults.actions.add_packet_loss``, which
-    can also make bursts and spare clients). The rule carries the comment ``chaosdb:<tag>``, so ``chaosdb local
-    residue`` lists it and ``chaosdb local cleanup --all-clusters`` removes it. Rollback: ``revert_attacks``."""
+    can also make bursts and spare clients). The rule carries the comment ``chaosdb:<tag>``, so ``chaosdb faults
+    residue`` lists it and ``chaosdb faults cleanup --all-clusters`` removes it. Rollback: ``revert_attacks``."""
     groups, cdir = target_groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
     route = _route(chaosd_url, via, physical_machine, configuration, secrets, cdir)
     address = _address(groups[0], cdir)

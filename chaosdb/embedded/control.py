@@ -135,9 +135,9 @@ def _revert_run_faults(directory: Any, configuration: dict[str, Any] | None) -> 
     """This run's faults on the cluster, undone before the cluster goes down (the rollbacks did it unless the run
     was interrupted; the faults control would do it after the cluster, and its chaosd, are gone)."""
     try:
-        engine_action("local", "revert_faults")(cluster_dir=str(directory), configuration=configuration)
+        engine_action("host", "revert_faults")(cluster_dir=str(directory), configuration=configuration)
     except ChaosDBError as exc:
-        logger.error("chaosdb: this run's faults on cluster %s could not be reverted (%s): run 'chaosdb local "
+        logger.error("chaosdb: this run's faults on cluster %s could not be reverted (%s): run 'chaosdb faults "
                      "cleanup --dir %s'", directory.name, exc, directory)
 
 
@@ -147,10 +147,10 @@ def _revert_orphan_faults(directory: Any, configuration: dict[str, Any] | None) 
     if not (directory / STATE_FILE).exists():
         return
     try:
-        done = engine_action("local", "revert_faults")(cluster_dir=str(directory), configuration=configuration)
+        done = engine_action("host", "revert_faults")(cluster_dir=str(directory), configuration=configuration)
     except ChaosDBError as exc:
         logger.warning("chaosdb: faults an earlier run left on cluster %s could not be reverted (%s): run "
-                       "'chaosdb local cleanup --dir %s'", directory.name, exc, directory)
+                       "'chaosdb faults cleanup --dir %s'", directory.name, exc, directory)
         return
     left = [r for r in done.get("reverted") or [] if r.get("reverted_by") != "timer"]
     if left:

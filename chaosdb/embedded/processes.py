@@ -4,7 +4,7 @@ A node's processes are recognised by their working directory: etcd and Patroni
 are started with the node directory as cwd, and PostgreSQL (postmaster and every
 backend) ``chdir``s into its data directory, which lies below it. This survives
 orphaning and pid reuse and needs no bookkeeping, so any fresh process (a
-rollback after a crash, ``chaosdb local cleanup``) finds the same processes.
+rollback after a crash, ``chaosdb faults cleanup``) finds the same processes.
 Reading another process's working directory needs the same uid or root, which is what starts them.
 """
 

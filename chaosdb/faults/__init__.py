@@ -30,4 +30,4 @@ What is in it:
 """
 
 #: this package is the fault engine called so (:mod:`chaosdb.core.engines`)
-ENGINE = "local"
+ENGINE = "host"

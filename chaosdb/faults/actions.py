@@ -258,7 +258,7 @@ def _cluster_dir_of(cluster: str, cluster_dir: str, configuration: Any) -> str:
 def cleanup_faults(configuration: Configuration = None) -> Dict[str, Any]:
     """Revert every recorded fault and remove anything of the fault engine left without a record
     (tagged iptables chains and rules, cgroups, the tc qdisc, proxies, reverters). The same as
-    ``chaosdb local cleanup``; ``clean`` is true when nothing is left."""
+    ``chaosdb faults cleanup``; ``clean`` is true when nothing is left."""
     return {"targets": [], **engine.cleanup()}
 
 

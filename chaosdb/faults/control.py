@@ -25,7 +25,7 @@ def after_experiment_control(context: Any = None, state: Any = None, **kwargs: A
     try:
         done = engine.revert_all(scope=RunScope.this_run(), include_timed=False)
     except Exception as exc:  # never break the run's own ending; say what to do
-        logger.error("chaosdb: could not revert this run's local faults (%s): run 'chaosdb local cleanup'", exc)
+        logger.error("chaosdb: could not revert this run's local faults (%s): run 'chaosdb faults cleanup'", exc)
         return
     if done:
         logger.warning("chaosdb: reverted %d local fault(s) the experiment left active: %s", len(done),

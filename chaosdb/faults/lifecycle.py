@@ -174,7 +174,7 @@ def revert(rec: FaultRecord) -> dict[str, Any]:
         rec.notes.append("revert errors: " + "; ".join(errors))
         rec.save()
         raise ChaosDBError(f"fault {rec.id} ({rec.kind}) could not be fully reverted: " + "; ".join(errors)
-                           + ". Run 'chaosdb local cleanup'")
+                           + ". Run 'chaosdb faults cleanup'")
     rec.delete()
     out["reverted_at"] = round(time.time(), 3)
     return out

@@ -2,7 +2,7 @@
 
 A record is written *before* the fault changes anything and updated after each
 change (a cgroup made, a chain inserted, a proxy started), so that whatever
-happens to the process that injected it, a fresh process (``chaosdb local
+happens to the process that injected it, a fresh process (``chaosdb faults
 cleanup``, the detached reverter, the next run's control) knows exactly what to
 undo. The record is deleted once the fault is fully reverted.
 
@@ -82,7 +82,7 @@ class FaultRecord:
             pass
 
     def summary(self) -> dict[str, Any]:
-        """The record as ``chaosdb local faults`` and the probes show it: id, kind, targets, parameters, age, owner."""
+        """The record as ``chaosdb faults list`` and the probes show it: id, kind, targets, parameters, age, owner."""
         return {
             "id": self.id, "kind": self.kind, "targets": [t.get("name") for t in self.targets],
             "params": self.params, "created": round(self.created, 3),
@@ -144,7 +144,7 @@ def load_record(fault_id: str) -> FaultRecord | None:
         return None
     except (ValueError, TypeError) as exc:
         raise ChaosDBError(f"{path} is not a chaosdb fault record ({exc}); remove it after checking "
-                           "'chaosdb local residue'") from None
+                           "'chaosdb faults residue'") from None
 
 
 def load_records() -> list[FaultRecord]:

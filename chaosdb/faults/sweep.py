@@ -63,7 +63,7 @@ def cleanup(cluster_dir: str = "") -> dict[str, Any]:
     With *cluster_dir*, only that cluster's recorded faults are reverted and nothing else is touched: what has no
     record cannot be told apart from another cluster's live fault, whose record may well live in another records
     directory (another user's ``CHAOSDB_FAULTS_DIR``, another test worker's). Two clusters on one machine (two
-    game days, two test workers) then never undo each other's faults; ``chaosdb local cleanup`` sweeps the whole
+    game days, two test workers) then never undo each other's faults; ``chaosdb faults cleanup`` sweeps the whole
     host."""
     scoped = bool(cluster_dir)
     records = load_records()

@@ -168,7 +168,7 @@ def _store_fault(action: str, store: Union[int, str], key: Optional[str], mode: 
     chosen = {"role": "tikv-store", "store": int(selector)} if selector.isdigit() else \
         {"role": f"tikv-{selector}", "key": key}
     target = {**chosen, "mode": mode, "api_version": api_version, "process_match": process_match}
-    out = engine_action("local", action)(target=target, configuration=configuration, secrets=secrets, **params)
+    out = engine_action("host", action)(target=target, configuration=configuration, secrets=secrets, **params)
     first = out["targets"][0]
     out["store"] = {"id": first.get("store_id"), "address": first.get("address"),
                     "region": first.get("region_id")}

@@ -209,7 +209,7 @@ def test_kill_through_chaos_mesh_leaves_no_object(through_mesh):
 
 def test_a_run_killed_mid_fault_is_cleaned_up(through_mesh, tmp_path):
     """The process that created the fault dies without its rollback (SIGKILL): the object and the stopped process
-    stay until `chaosdb local cleanup` for the cluster, which deletes the object, and the controller resumes it."""
+    stay until `chaosdb faults cleanup` for the cluster, which deletes the object, and the controller resumes it."""
     layout, cfg = through_mesh
     name = replica(layout)
     pm = postmaster(layout, name)
@@ -222,7 +222,7 @@ def test_a_run_killed_mid_fault_is_cleaned_up(through_mesh, tmp_path):
                          timeout=120, cwd=os.getcwd())
     assert run.returncode == -signal.SIGKILL and "injected" in run.stdout, run.stderr
     assert state(pm) == "T" and _objects(cfg)
-    cleaned = subprocess.run([sys.executable, "-m", "chaosdb.cli", "local", "cleanup", "--dir", str(layout.dir)],
+    cleaned = subprocess.run([sys.executable, "-m", "chaosdb.cli", "faults", "cleanup", "--dir", str(layout.dir)],
                              capture_output=True, text=True, timeout=180)
     assert cleaned.returncode == 0, cleaned.stderr
     assert _objects(cfg) == [] and poll(lambda: state(pm) != "T", 30), cleaned.stdout

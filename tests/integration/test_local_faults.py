@@ -359,7 +359,7 @@ def test_cleanup_removes_faults_whose_records_are_lost(no_residue, config):
         f.unlink()  # as if the records were lost: the tagged objects must still be found
     left = probes.fault_residue()
     assert left["iptables"] and left["cgroups"] and left["tc"] and not left["records"]
-    proc = subprocess.run([sys.executable, "-m", "chaosdb.cli", "local", "cleanup", "--all-clusters"],
+    proc = subprocess.run([sys.executable, "-m", "chaosdb.cli", "faults", "cleanup", "--all-clusters"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "clean" in proc.stdout
@@ -431,8 +431,8 @@ def test_a_rollback_reverts_its_own_run_and_its_cluster_orphans_only(no_residue,
         done = actions.revert_faults(configuration=config)
         assert sorted(r["id"] for r in done["reverted"]) == sorted([orphan, mine]), done
         assert [r["id"] for r in probes.fault_residue()["records"]] == [other]
-        # chaosdb local cleanup names a cluster: the other cluster's fault survives this cluster's cleanup
-        proc = subprocess.run([sys.executable, "-m", "chaosdb.cli", "local", "cleanup", "--dir",
+        # chaosdb faults cleanup names a cluster: the other cluster's fault survives this cluster's cleanup
+        proc = subprocess.run([sys.executable, "-m", "chaosdb.cli", "faults", "cleanup", "--dir",
                                config["chaosdb_cluster_dir"]], capture_output=True, text=True)
         assert proc.returncode == 0 and f"kept 1 fault(s) of other clusters or runs ({other})" in proc.stdout, \
             proc.stdout + proc.stderr
@@ -575,7 +575,7 @@ def test_two_game_days_on_one_host_keep_their_faults_and_folders_apart(no_residu
 
 def test_after_a_sigkill_the_documented_recovery_removes_exactly_that_runs_leftovers(no_residue, config, tmp_path):
     """`chaos run` SIGKILLed while its partition is active leaves the partition (no rollback ran, and it has no
-    timer). `chaosdb local cleanup --dir <cluster>` reverts exactly that: another run's live fault on another
+    timer). `chaosdb faults cleanup --dir <cluster>` reverts exactly that: another run's live fault on another
     cluster stays."""
     import signal as _signal
 
@@ -597,7 +597,7 @@ def test_after_a_sigkill_the_documented_recovery_removes_exactly_that_runs_lefto
         run.send_signal(_signal.SIGKILL)
         run.wait()
         assert load_record(killed) is not None  # the partition outlived its run
-        proc = subprocess.run([sys.executable, "-m", "chaosdb.cli", "local", "cleanup", "--dir",
+        proc = subprocess.run([sys.executable, "-m", "chaosdb.cli", "faults", "cleanup", "--dir",
                                config["chaosdb_cluster_dir"], "--json"], capture_output=True, text=True)
         result = json.loads(proc.stdout)
         assert [r["id"] for r in result["reverted"]] == [killed] and result["kept_other_faults"] == [other], result

@@ -76,3 +76,12 @@ def test_progress_lines_carry_the_seconds_since_the_start():
         PROGRESS.setLevel(logging.NOTSET)
     lines = out.getvalue().splitlines()
     assert len(lines) == 1 and lines[0].endswith("s] starting etcd on node1") and lines[0].startswith("  [")
+
+
+def test_the_fault_engine_commands_and_their_old_name():
+    new = subprocess.run([str(BIN / "chaosdb"), "faults", "list", "--json"], capture_output=True, text=True,
+                         timeout=60)
+    old = subprocess.run([str(BIN / "chaosdb"), "local", "faults", "--json"], capture_output=True, text=True,
+                         timeout=60)
+    assert new.returncode == old.returncode == 0 and new.stdout == old.stdout and new.stderr == ""
+    assert "'chaosdb local' is deprecated" in old.stderr and "use 'chaosdb faults'" in old.stderr
