@@ -13,8 +13,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from chaosdb.cockroach import channels, node_processes
 from chaosdb.cockroach.version import parse_version
 from chaosdb.core import processes
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.servers import spawn_server
 
 __all__ = ["STATE_FILE", "find_binary", "plan", "start_argv", "up", "status", "down", "configuration_of"]
 
@@ -74,13 +73,9 @@ def configuration_of(layout: dict[str, Any]) -> dict[str, Any]:
 
 
 def _spawn(argv: list[str], node: dict[str, Any]) -> int:
+    """A node's ``cockroach start``, its output in its log folder."""
     Path(node["logs"]).mkdir(parents=True, exist_ok=True)
-    out = open(Path(node["logs"]) / "stdout.log", "ab")
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                            start_new_session=True, cwd=str(Path(node["store"]).parent))
-    out.close()
-    threading.Thread(target=proc.wait, daemon=True).start()
-    return proc.pid
+    return spawn_server(argv, Path(node["store"]).parent, Path(node["logs"]) / "stdout.log")
 
 
 def _save(layout: dict[str, Any]) -> None:

@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal as _signal
-import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from typing import Any
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.home import default_home
 from chaosdb.core.processes import argv_of, cwd_of, environ_of, listen_addresses, owner_of, processes_serving, wait_gone
+from chaosdb.core.servers import spawn_server
 
 __all__ = ["find_node_process", "signal_node", "restart_saved", "saved_path", "save_process",
            "saved_nodes"]
@@ -100,15 +99,10 @@ def restart_saved(node_id: int) -> dict[str, Any]:
     if not os.path.exists(rec["argv"][0]) and not any(
             os.path.exists(os.path.join(d, rec["argv"][0])) for d in os.environ.get("PATH", "").split(os.pathsep)):
         raise ChaosDBError(f"cannot restart n{node_id}: {rec['argv'][0]} no longer exists")
-    env = dict(rec["env"])
-    kwargs: dict[str, Any] = {}
-    if os.geteuid() == 0 and rec["uid"] != 0:
-        kwargs.update(user=rec["uid"], group=rec["gid"], extra_groups=[])
-    proc = subprocess.Popen(rec["argv"], cwd=rec["cwd"], env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, **kwargs)
-    threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
+    pid = spawn_server(rec["argv"], rec["cwd"], None, dict(rec["env"]), whole_env=True,
+                       user=(rec["uid"], rec["gid"]))  # exactly as it ran: same user, directory, environment
     path.unlink()
-    return {"node": node_id, "pid": proc.pid, "started": True}
+    return {"node": node_id, "pid": pid, "started": True}
 
 
 def find_node_process_from_argv(argv: list[str]) -> int | None:

@@ -1,8 +1,9 @@
-"""Starting the server processes of a local cluster and waiting for them (PD, Kubernetes, ...).
+"""Starting the server processes of a local cluster and waiting for them (the embedded cluster's etcd and Patroni,
+PD, Kubernetes, CockroachDB nodes, a killed node started again): the one way every local cluster starts one.
 
 A server runs in its own session with its working directory inside the cluster folder (which is how ``down``
-finds it again, also after a crash of this program), its output appended to a log file, and a thread reaps it
-if it dies while we run.
+finds it again, also after a crash of this program), its output appended to a log file, as the cluster's
+unprivileged user when one is given, and a thread reaps it if it dies while we run.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from chaosdb.core.console import PROGRESS
 from chaosdb.core.errors import ChaosDBError
@@ -20,14 +22,30 @@ from chaosdb.core.errors import ChaosDBError
 __all__ = ["spawn_server", "wait_ready"]
 
 
-def spawn_server(argv: list[str], cwd: str | Path, log: str | Path, env: dict[str, str] | None = None) -> int:
-    """Start *argv* detached, in *cwd* (created), output appended to *log*; its pid."""
+def spawn_server(argv: list[str], cwd: str | Path, log: str | Path | None, env: dict[str, str] | None = None,
+                 *, whole_env: bool = False, user: tuple[int, int] | None = None) -> int:
+    """Start *argv* detached in a session of its own, in *cwd* (created), its output appended to *log* (mode 0640;
+    discarded when None); *env* is added to this process's environment, or with *whole_env* is the whole of it;
+    as *user* (uid, gid) when this process is root and another user is given (the log then belongs to it). Its
+    pid."""
     Path(cwd).mkdir(parents=True, exist_ok=True)
-    PROGRESS.info("starting %s (log: %s)", Path(argv[0]).name, log)
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True, cwd=cwd, env={**os.environ, **env} if env else None)
-    threading.Thread(target=proc.wait, daemon=True).start()  # reap it if it dies while we run
+    PROGRESS.info("starting %s%s", Path(argv[0]).name, f" (log: {log})" if log else "")
+    as_root = os.geteuid() == 0
+    other_user = user is not None and as_root and user[0] != os.geteuid()
+    kwargs: dict[str, Any] = {"user": user[0], "group": user[1], "extra_groups": []} if user and other_user else {}
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640) if log else None
+    try:
+        if fd is not None and user is not None and as_root:
+            os.fchown(fd, user[0], user[1])
+        output = fd if fd is not None else subprocess.DEVNULL
+        proc = subprocess.Popen(argv, cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=output,
+                                stderr=subprocess.STDOUT if fd is not None else subprocess.DEVNULL,
+                                env=dict(env or {}) if whole_env else ({**os.environ, **env} if env else None),
+                                start_new_session=True, close_fds=True, **kwargs)
+    finally:
+        if fd is not None:
+            os.close(fd)
+    threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()  # never left a zombie
     return proc.pid
 
 

@@ -3,14 +3,12 @@ after checking that their ports are free."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
-import subprocess
-import threading
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.servers import spawn_server
 from chaosdb.embedded.config import _etcd_argv, _node_run_as, _patroni_env
 from chaosdb.embedded.processes import node_processes, signal_pids, wait_gone
 from chaosdb.embedded.runtime import RunAs
@@ -42,20 +40,8 @@ def _check_ports(items: list[tuple[str, int, str]]) -> None:
 
 
 def _spawn(argv: list[str], node: NodeLayout, log_name: str, run_as: RunAs, env: dict[str, str]) -> int:
-    log_path = node.log_dir / log_name
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
-    try:
-        if os.geteuid() == 0:
-            os.fchown(fd, run_as.uid, run_as.gid)
-        proc = subprocess.Popen(
-            argv, cwd=str(node.path), stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT,
-            env=env, start_new_session=True, close_fds=True, **run_as.popen_kwargs(),
-        )
-    finally:
-        os.close(fd)
-    # reap the child when it exits so that it never lingers as a zombie of a long-lived caller
-    threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
-    return proc.pid
+    """One of the node's servers, as the node's user, with exactly *env*."""
+    return spawn_server(argv, node.path, node.log_dir / log_name, env, whole_env=True, user=(run_as.uid, run_as.gid))
 
 
 def _components_running(node: NodeLayout) -> dict[str, list[int]]:
