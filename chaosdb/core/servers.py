@@ -29,7 +29,7 @@ def spawn_server(argv: list[str], cwd: str | Path, log: str | Path | None, env: 
     as *user* (uid, gid) when this process is root and another user is given (the log then belongs to it). Its
     pid."""
     Path(cwd).mkdir(parents=True, exist_ok=True)
-    PROGRESS.info("starting %s%s", Path(argv[0]).name, f" (log: {log})" if log else "")
+    PROGRESS.info("starting %s%s", _program(argv), f" (log: {log})" if log else "")
     as_root = os.geteuid() == 0
     other_user = user is not None and as_root and user[0] != os.geteuid()
     kwargs: dict[str, Any] = {"user": user[0], "group": user[1], "extra_groups": []} if user and other_user else {}
@@ -47,6 +47,14 @@ def spawn_server(argv: list[str], cwd: str | Path, log: str | Path | None, env: 
             os.close(fd)
     threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()  # never left a zombie
     return proc.pid
+
+
+def _program(argv: list[str]) -> str:
+    """What a person calls the program of *argv*: its file's name, or the module a Python runs (``-m patroni``)."""
+    name = Path(argv[0]).name
+    if name.startswith("python") and "-m" in argv[1:-1]:
+        return argv[argv.index("-m", 1) + 1]
+    return name
 
 
 def wait_ready(check: Callable[[], tuple[bool, str]], deadline: float, failure: str,
