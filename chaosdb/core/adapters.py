@@ -45,6 +45,9 @@ class DatabaseAdapter(ABC):
     name: ClassVar[str]
     #: the roles it resolves, without the prefix (``leader``, ``follower``, ``store``)
     roles: ClassVar[tuple[str, ...]]
+    #: where its sources come among a run's watched sources: a database's own first (0), the stores other databases
+    #: keep their state in (etcd for Patroni: 1) after them, so the first source of a run is the database itself
+    watch_order: ClassVar[int] = 0
 
     def check(self, role: str, target: dict[str, Any]) -> None:  # noqa: B027 - optional hook
         """Refuse a target whose other keys do not fit *role*, before anything asks the database (no I/O)."""
@@ -131,9 +134,10 @@ def resolve_role_target(target: dict[str, Any], configuration: dict[str, Any] | 
 
 
 def watched_sources(configuration: dict[str, Any] | None) -> list[tuple[DatabaseAdapter, str]]:
-    """Every (adapter, source) the configuration lets a run watch, in registry order (no I/O)."""
+    """Every (adapter, source) the configuration lets a run watch: the databases' own sources first, then those of
+    the stores they keep their state in (``watch_order``), each in registry order (no I/O)."""
     found = []
-    for adapter in _registry().values():
+    for adapter in sorted(_registry().values(), key=lambda a: a.watch_order):
         found += [(adapter, source) for source in adapter.sources(dict(configuration or {}))]
     return found
 

@@ -24,6 +24,7 @@ class EtcdAdapter(DatabaseAdapter):
 
     name = "etcd"
     roles = ("leader", "follower")
+    watch_order = 1  # Patroni's DCS: a run of the embedded cluster watches Patroni first, then its etcd
 
     def resolve(self, role: str, target: dict[str, Any], configuration: dict[str, Any],
                 secrets: dict[str, Any] | None) -> ResolvedNode:

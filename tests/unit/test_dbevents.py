@@ -78,3 +78,16 @@ def test_cockroachdb_node_status_as_recorded_becomes_a_view(monkeypatch):
     dead = carry(live, ADAPTER.view("cockroach", cfg, None))
     assert [(e["event"], e.get("member")) for e in changes(live, dead, 1.0, 2.0)] == [
         ("member_left", "n5"), ("replicas_behind", None)]
+
+
+def test_a_run_watches_the_database_first_then_the_store_it_keeps_its_state_in():
+    """The report counts the first commit after the election of the first source watched: Patroni's, not its
+    etcd's (etcd elects its own leader, at another moment)."""
+    from chaosdb.core.adapters import watched_sources
+
+    found = [(a.name, s) for a, s in watched_sources({"chaosdb_cluster_dir": "/nowhere"})]
+    assert found == [("patroni", "patroni"), ("etcd", "etcd")]
+    both = [(a.name, s) for a, s in watched_sources({"etcd_urls": "http://127.0.0.1:1", "patroni_urls": "x",
+                                                     "pd_url": "http://127.0.0.1:2"})]
+    assert both.index(("patroni", "patroni")) < both.index(("etcd", "etcd"))
+    assert both.index(("tikv", "pd")) < both.index(("etcd", "etcd"))
