@@ -5,6 +5,7 @@ watches etcd for a run's event log (:func:`chaosdb.etcd.view.etcd_view`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
@@ -12,6 +13,7 @@ from chaosdb.core.dbevents import View
 from chaosdb.core.embedded import names_embedded_cluster
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.podnames import pod_map
+from chaosdb.core.processes import other_processes
 from chaosdb.etcd.endpoints import etcd_client
 from chaosdb.etcd.view import etcd_view
 
@@ -20,7 +22,8 @@ __all__ = ["ADAPTER", "EtcdAdapter"]
 
 class EtcdAdapter(DatabaseAdapter):
     """``etcd-leader`` (the member every answering member names as Raft leader), ``etcd-follower`` (the first
-    healthy member by name that is not the leader)."""
+    healthy member by name that is not the leader). Locally a member is the ``etcd`` process serving its client
+    URL."""
 
     name = "etcd"
     roles = ("leader", "follower")
@@ -52,6 +55,21 @@ class EtcdAdapter(DatabaseAdapter):
         return ResolvedNode(name=chosen.name, pod=pod, address=address,
                             detail={"member": chosen.name, "member_id": chosen.id, "leader": leader.name})
 
+    def local_pids(self, node: ResolvedNode, target: dict[str, Any]) -> list[int]:
+        """The ``etcd`` processes on this machine whose client URLs (``--listen-client-urls`` /
+        ``--advertise-client-urls``) name the member's address."""
+        address = str(node.address or "")
+        if not address:
+            raise ChaosDBError(f"etcd member {node.name} has no client URL to find its process by")
+        found = []
+        for proc in other_processes(("cmdline",)):
+            argv = [a for a in proc.info["cmdline"] or [] if a]
+            if argv and Path(argv[0]).name == "etcd" and address in _client_urls(argv):
+                found.append(proc.pid)
+        if not found:
+            raise ChaosDBError(f"no local etcd process serves member {node.name} ({address})")
+        return sorted(found)
+
     def sources(self, configuration: dict[str, Any]) -> tuple[str, ...]:
         """etcd when ``etcd_urls`` or an embedded cluster (whose Patroni keeps its state in etcd) is configured."""
         if configuration.get("etcd_urls") or names_embedded_cluster(configuration, environment=False):
@@ -63,6 +81,18 @@ class EtcdAdapter(DatabaseAdapter):
         if source != "etcd":
             return super().view(source, configuration, secrets)
         return etcd_view(configuration, secrets)
+
+
+def _client_urls(argv: list[str]) -> set[str]:
+    """``host:port`` of every client URL an etcd command line listens on or advertises."""
+    urls: set[str] = set()
+    for i, arg in enumerate(argv):
+        for flag in ("--listen-client-urls", "--advertise-client-urls"):
+            value = argv[i + 1] if arg == flag and i + 1 < len(argv) else \
+                arg.split("=", 1)[1] if arg.startswith(flag + "=") else None
+            if value:
+                urls |= {u.split("://", 1)[-1].rstrip("/") for u in value.split(",") if u}
+    return urls
 
 
 ADAPTER = EtcdAdapter()

@@ -150,6 +150,13 @@ def test_etcd_roles_are_resolved_by_its_adapter(healthy, config):
     # on Kubernetes the member name is the pod, or configuration etcd_pods maps it
     mapped = resolve_target({"role": "etcd-leader"}, {**config, "etcd_pods": {leader.name: "etcd-2"}})
     assert mapped["pods"] == ["etcd-2"]
+    # on this machine, the member's own etcd process (what the local engine's faults act on)
+    from chaosdb.embedded.processes import node_processes
+    from chaosdb.faults.targets import role_group
+
+    group = role_group({"role": "etcd-leader"}, config)
+    mine = [p.pid for p in node_processes(node.path, node.data_dir) if p.kind == "etcd"]
+    assert group.pids() == mine and len(mine) == 1 and group.target["name"] == leader.name
 
 
 def test_switchover_and_failover_actions(healthy, config):
