@@ -17,9 +17,9 @@ module                 job
 ``chaosd``             chaosd beside the cluster (``--chaosd``)
 ``endpoints``          where the cluster a configuration names is (:func:`chaosdb.core.embedded.embedded_endpoints`)
 ``nodes``              which node a role of the embedded cluster names now
-``actions``            node faults and operator changes (kill, stop, suspend, restart, rolling restart, scale)
+``actions``            node faults and operator changes (kill, stop, suspend through the host engine, restart,
+                       rolling restart, scale)
 ``probes``             its probes
-``revert``             the detached process that resumes a suspended node at its deadline
 ``scale``              adding and removing a node
 ``control``            the control that brings the cluster up for a run and down after it
 =====================  ======================================================================================

@@ -36,6 +36,7 @@ from typing import Any, Dict, List
 from chaoslib.types import Configuration
 
 from chaosdb.core.arguments import check_arguments, choice, number, one_of_or_names
+from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import action_result
 from chaosdb.core.results import target as target_entry
@@ -45,7 +46,6 @@ from chaosdb.embedded import cluster as _cluster
 from chaosdb.embedded import scale
 from chaosdb.embedded.nodes import check_target, choose, is_node_name, open_cluster
 from chaosdb.embedded.processes import node_processes, signal_pids, wait_gone
-from chaosdb.embedded.revert import schedule_revert
 from chaosdb.embedded.state import ClusterLayout, resolve_cluster_dir
 
 __all__ = [
@@ -237,26 +237,23 @@ def suspend_node(target: str = "leader", count: int = 1, duration_s: float = 0.0
                  configuration: Configuration = None) -> Dict[str, Any]:
     """Hang: SIGSTOP every process of the target node(s); they keep their sockets but answer nothing.
 
-    With ``duration_s`` > 0 a detached process resumes them after that many
-    seconds even if ``chaos run`` dies meanwhile; the action itself returns at
-    once (pair it with a pause). Roll back with ``resume_nodes``. A leader hung
-    for longer than Patroni's ``ttl`` loses leadership to a replica.
+    The host fault engine's ``suspend_processes`` does it (:mod:`chaosdb.faults.actions`): a fault record first, so
+    ``resume_nodes``, ``revert_faults``, the faults control after the run and ``chaosdb faults cleanup`` all
+    continue them. With ``duration_s`` > 0 a detached timer resumes them after that many seconds even if ``chaos
+    run`` dies meanwhile; the action itself returns at once (pair it with a pause). Roll back with
+    ``resume_nodes``. A leader hung for longer than Patroni's ``ttl`` loses leadership to a replica.
     """
     if duration_s < 0:
         raise ChaosDBError("duration_s must be >= 0")
     layout = open_cluster(cluster, cluster_dir, configuration)
     chosen, verdict, _status = choose(layout, target, count, allow_quorum_loss, "suspend")
-    pids = {}
-    for t in chosen:
-        node = layout.node(t.name)
-        pids[t.name] = [p.pid for p in node_processes(node.path, node.data_dir)]
     watch = Stopwatch()
-    stopped = {name: signal_pids(p, signal.SIGSTOP) for name, p in pids.items()}
-    reverter = None
-    if duration_s > 0:
-        reverter = schedule_revert(layout.dir, duration_s, "resume", [t.name for t in chosen])
+    done = engine_action("host", "suspend_processes")(  # the nodes chosen (and the quorum checked) here, by name
+        target=[t.name for t in chosen], count="all", duration_s=duration_s, cluster_dir=layout.dir,
+        configuration=configuration)
     return _record("suspend_node", layout, target, chosen, verdict, watch, signal="SIGSTOP",
-                   stopped_pids=stopped, resume_after_s=duration_s or None, reverter_pid=reverter)
+                   stopped_pids=done["stopped_pids"], resume_after_s=duration_s or None,
+                   fault_id=done["fault_id"], reverts_at=done["reverts_at"])
 
 
 def _node_names(layout: ClusterLayout, nodes: str | list[str]) -> List[str]:
@@ -277,12 +274,25 @@ def resume_nodes(nodes: str = "all", cluster: str = "", cluster_dir: str = "",
     Idempotent: nodes that are not suspended are left alone.
     """
     layout = open_cluster(cluster, cluster_dir, configuration)
-    resumed = {}
-    for name in _node_names(layout, nodes):
+    names = _node_names(layout, nodes)
+    # the suspend faults of these nodes end (records, timers) through the host engine that made them ...
+    revert = engine_action("host", "revert_faults")
+    every = set(names) == {n.name for n in layout.nodes}
+    reverted = []
+    for name in ([""] if every else names):
+        reverted += revert(kinds=["suspend"], target=name, cluster_dir=layout.dir,
+                           configuration=configuration)["reverted"]
+    resumed: Dict[str, List[int]] = {}
+    for entry in reverted:
+        if entry.get("reverted_by") != "timer":  # what a timer resumed earlier is not resumed now
+            for name, pids in (entry.get("resumed") or {}).items():
+                resumed.setdefault(name, []).extend(pids)
+    # ... then whatever of theirs is still stopped (suspended by hand, or by a run whose record is gone)
+    for name in names:
         node = layout.node(name)
         stopped = [p.pid for p in node_processes(node.path, node.data_dir) if p.state == "T"]
         if stopped:
-            resumed[name] = signal_pids(stopped, signal.SIGCONT)
+            resumed.setdefault(name, []).extend(signal_pids(stopped, signal.SIGCONT))
     return {"action": "resume_nodes", "targets": [target_entry(name) for name in resumed], "cluster": layout.name,
             "resumed": resumed}
 

@@ -24,6 +24,7 @@ What is in it:
 * ``cgroup_faults``: CPU and memory faults
 * ``lifecycle``: A fault's life on this machine
 * ``network_faults``: network faults: iptables partitions and loss, tc htb bandwidth, matched by the nodes' users
+* ``process_faults``: processes stopped (SIGSTOP) and continued on revert (``suspend_processes``)
 * ``proxy_delay``: Latency without netem
 * ``sweep``: Finding and removing what the fault engine left on this machine
 * ``targets``: Fault targets on one machine

@@ -56,12 +56,14 @@ from chaosdb.faults.targets import (
     choose_nodes,
     identities,
     node_ports,
+    process_groups,
     target_groups,
 )
 
 __all__ = [
     "limit_cpu",
     "limit_memory",
+    "suspend_processes",
     "partition_node",
     "lose_packets",
     "lose_packets_in_bursts",
@@ -121,6 +123,34 @@ def limit_memory(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, 
     """
     groups, cdir = target_groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
     return _result(engine.inject_memory_limit(groups, limit_mb, duration_s, cdir))
+
+
+@action_result
+def suspend_processes(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, components: List[str] = None,
+                      duration_s: float = 0, processes: str = "", allow_quorum_loss: bool = False, cluster: str = "",
+                      cluster_dir: str = "", configuration: Configuration = None,
+                      secrets: Secrets = None) -> Dict[str, Any]:
+    """Hang: SIGSTOP every process of the target (a node of the embedded cluster by role or name, a database role
+    target such as ``{"role": "etcd-leader"}``, or the local processes whose command line contains
+    ``processes``); they keep their sockets and answer nothing. ``components`` as for ``limit_cpu``. Suspending
+    a majority of the embedded cluster's nodes is refused unless ``allow_quorum_loss``.
+
+    Each stopped process is recorded first, so ``revert_faults`` (the rollback), the faults control after the run
+    or ``chaosdb faults cleanup`` continue them (SIGCONT) from any process; with ``duration_s`` > 0 a detached
+    timer continues them then, even when ``chaos run`` dies. Returns at once (pair it with a pause)."""
+    if isinstance(target, str) and not processes:
+        layout, chosen, verdict = choose_nodes(target, count, configuration, cluster, cluster_dir, "suspend",
+                                               bool(allow_quorum_loss))
+        groups, cdir = process_groups(layout, chosen, components), layout.dir
+    else:
+        groups, cdir = target_groups(target, count, components, processes, configuration, cluster, cluster_dir,
+                                     secrets)
+        verdict = {}
+    rec = engine.inject_suspend(groups, duration_s, cdir, {"signal": "SIGSTOP"})
+    stopped: Dict[str, List[int]] = {}
+    for entry in rec.stopped:
+        stopped.setdefault(str(entry["target"]), []).append(int(entry["pid"]))
+    return _result(rec, stopped_pids=stopped, quorum=verdict or None)
 
 
 def _network_targets(target: Any, count: Any, configuration: Any, cluster: str, cluster_dir: str,

@@ -5,6 +5,7 @@ times (with what the fault did: packets matched, limit hits). The kinds of fault
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -14,8 +15,8 @@ from typing import Any, Callable, Iterable
 from chaosdb.core.chaosd import recover_entry, remove_leftovers, undo_without_chaosd
 from chaosdb.core.detach import spawn_detached
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.processes import same_process, signal_pids, stop_process
 from chaosdb.core.processes import start_time as process_start_time
-from chaosdb.core.processes import stop_process
 from chaosdb.faults import cgroups, netfilter, traffic
 from chaosdb.faults.host import cgroup_host
 from chaosdb.faults.records import (
@@ -27,7 +28,7 @@ from chaosdb.faults.records import (
 )
 
 NETWORK_KINDS = ("partition", "loss", "bursty-loss", "bandwidth", "delay")
-FAULT_KINDS = ("cpu", "memory", *NETWORK_KINDS)
+FAULT_KINDS = ("cpu", "memory", "suspend", *NETWORK_KINDS)
 
 PROXY_MARK = 0x10000000
 _OUR_MODULES = ("chaosdb.faults.netproxy", "chaosdb.faults.reverter")
@@ -119,6 +120,15 @@ def _recover_attack(attack: dict[str, Any]) -> bool:
     return recover_entry(attack)
 
 
+def _continue_stopped(entries: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """SIGCONT every recorded stopped process that is still that very process (its start time checked), by target."""
+    resumed: dict[str, list[int]] = {}
+    for entry in entries:
+        if same_process(entry) and signal_pids([int(entry["pid"])], signal.SIGCONT):
+            resumed.setdefault(str(entry.get("target")), []).append(int(entry["pid"]))
+    return resumed
+
+
 def revert(rec: FaultRecord) -> dict[str, Any]:
     """Undo everything *rec* lists (idempotent); delete the record; return what was undone."""
     out: dict[str, Any] = {"id": rec.id, "kind": rec.kind, "targets": [t.get("name") for t in rec.targets]}
@@ -129,6 +139,8 @@ def revert(rec: FaultRecord) -> dict[str, Any]:
         out["stats"] = {"error": str(exc)}
     for entry in rec.processes:
         stop_process(entry)
+    if rec.stopped:
+        out["resumed"] = _continue_stopped(rec.stopped)
     for attack in rec.attacks:
         try:
             attack["recovered_now"] = _recover_attack(attack)

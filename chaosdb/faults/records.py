@@ -58,6 +58,7 @@ class FaultRecord:
     processes: list[dict[str, Any]] = field(default_factory=list)  # {pid, start, what}
     reverter: dict[str, Any] = field(default_factory=dict)  # {pid, start}
     attacks: list[dict[str, Any]] = field(default_factory=list)  # chaosd attacks {url, uid, kind, action, tls}
+    stopped: list[dict[str, Any]] = field(default_factory=list)  # {pid, start, target}: SIGSTOPped, continued on revert
     notes: list[str] = field(default_factory=list)
 
     @property

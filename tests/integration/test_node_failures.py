@@ -187,10 +187,33 @@ def test_suspend_node_resumes_itself_after_duration(healthy, config):
 def test_suspend_and_resume_rollback(healthy, config):
     record = actions.suspend_node(target="etcd-follower", configuration=config)
     name = record["targets"][0]["node"]
-    assert record["reverter_pid"] is None
+    assert record["reverts_at"] is None and record["fault_id"]  # no timer: a fault of the host engine
     assert probes.cluster_is_healthy(configuration=config) is False
     resumed = actions.resume_nodes(nodes=name, configuration=config)
     assert sorted(resumed["resumed"][name]) == sorted(record["stopped_pids"][name])
+    lc.wait_healthy(healthy, timeout=60)
+
+
+def test_suspend_is_a_host_fault_that_any_revert_resumes(healthy, config):
+    """The host engine's suspend: a database role target (another adapter's, etcd's follower) stopped whole, each
+    process recorded before it is signalled; revert_faults resumes exactly those, and the record is gone."""
+    from chaosdb.core.processes import proc_state
+    from chaosdb.embedded.processes import node_processes
+    from chaosdb.faults import actions as faults
+    from chaosdb.faults.records import load_records
+
+    done = faults.suspend_processes(target={"role": "etcd-follower"}, configuration=config)
+    try:
+        name = done["targets"][0]["name"]
+        node = healthy.node(name)
+        etcd = [p.pid for p in node_processes(node.path, node.data_dir) if p.kind == "etcd"]
+        assert done["stopped_pids"] == {name: etcd} and all(proc_state(p) == "T" for p in etcd)
+        assert [r.id for r in load_records() if r.kind == "suspend"] == [done["fault_id"]]
+        assert not record_problems(done)
+    finally:
+        reverted = faults.revert_faults(kinds=["suspend"], configuration=config)["reverted"]
+    assert [r["id"] for r in reverted] == [done["fault_id"]] and reverted[0]["resumed"] == {name: etcd}
+    assert not any(proc_state(p) == "T" for p in etcd) and not load_records()
     lc.wait_healthy(healthy, timeout=60)
 
 

@@ -1,0 +1,43 @@
+"""Process faults of the host engine: a target's processes stopped (SIGSTOP: they keep their sockets and answer
+nothing) and continued (SIGCONT) when the fault is reverted, by its rollback, its timer or the faults control.
+Each stopped process is recorded with its start time before it is signalled, so a revert never continues a later
+process that got the same pid."""
+
+from __future__ import annotations
+
+import signal
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.processes import signal_pids, start_time
+from chaosdb.faults.lifecycle import ProcessGroup, _inject, _validate_duration
+from chaosdb.faults.records import FaultRecord, new_record
+
+__all__ = ["inject_suspend"]
+
+
+def inject_suspend(groups: list[ProcessGroup], duration_s: float = 0, cluster_dir: str = "",
+                   params: dict | None = None) -> FaultRecord:
+    """Stop every process of each target (processes forked while they are listed are stopped too); with
+    *duration_s* > 0 a detached timer continues them then, even when the run that stopped them is gone."""
+    duration_s = _validate_duration(duration_s)
+    if not groups:
+        raise ChaosDBError("no target to suspend")
+    empty = [g.target.get("name") for g in groups if not g.pids()]
+    if empty:
+        raise ChaosDBError(f"target(s) {', '.join(map(str, empty))} have no running process to suspend: start them "
+                           "first (cluster up / restart_nodes)")
+    rec = new_record("suspend", targets=[g.target for g in groups], params=dict(params or {}),
+                     cluster_dir=cluster_dir)
+
+    def steps(rec: FaultRecord) -> None:
+        for g in groups:
+            done: set[int] = set()
+            for _ in range(4):  # a process forked while the others are stopped is found by the next listing
+                pids = [p for p in g.pids() if p not in done]
+                if not pids:
+                    break
+                rec.stopped += [{"pid": p, "start": start_time(p), "target": g.target["name"]} for p in pids]
+                rec.save()  # recorded before it is signalled: a revert from any process finds it
+                done.update(signal_pids(pids, signal.SIGSTOP))
+
+    return _inject(rec, steps, duration_s)
