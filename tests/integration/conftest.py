@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.polling import poll
 from tests.realservers import real_binaries
 
 
@@ -47,5 +48,7 @@ def clean(chaosd, healthy):
     assert probes.no_fault_residue(), probes.fault_residue()
     yield healthy
     actions.revert_attacks(all_clusters=True)
+    # a timer that has just reverted its fault may still be exiting: wait for it, a helper that stays is residue
+    poll(lambda: probes.fault_residue()["clean"], 30)
     left = probes.fault_residue()
     assert left["clean"], f"residue after the test: {left}"

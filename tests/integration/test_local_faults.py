@@ -26,6 +26,7 @@ from chaosdb.embedded import cluster as lc
 from chaosdb.embedded.processes import cpu_time_s, node_processes
 from chaosdb.faults import actions, probes
 from tests.chaosrun import ChaosRun
+from tests.polling import poll
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="faults change cgroups and packet filters: root only"),
@@ -41,6 +42,7 @@ def no_residue(healthy, config):
     take_timer_results()  # results of earlier timed faults are reported once, by the next rollback
     assert probes.no_fault_residue(), probes.fault_residue()
     yield healthy
+    poll(lambda: probes.fault_residue()["clean"], 30)  # a timer that has just reverted may still be exiting
     left = probes.fault_residue()
     if not left["clean"]:
         actions.cleanup_faults()
@@ -525,7 +527,6 @@ def test_two_game_days_on_one_host_keep_their_faults_and_folders_apart(no_residu
     from chaosdb.embedded.state import load_layout
     from chaosdb.faults.records import load_records
     from tests.conftest import removed_afterwards
-    from tests.polling import poll
 
     chaos = str(Path(sys.executable).parent / "chaos")
     with removed_afterwards("chaosdb-second-") as home:
@@ -580,7 +581,6 @@ def test_after_a_sigkill_the_documented_recovery_removes_exactly_that_runs_lefto
     import signal as _signal
 
     from chaosdb.faults.records import load_record, load_records
-    from tests.polling import poll
 
     st = lc.status(no_residue)
     replica = next(n["name"] for n in st["nodes"] if n["name"] != st["leader"])
