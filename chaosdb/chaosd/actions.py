@@ -101,12 +101,8 @@ def _pids(groups: list[ProcessGroup]) -> list[tuple[ProcessGroup, int]]:
     return found
 
 
-def _address(group: ProcessGroup, cluster_dir: str) -> str:
+def _address(group: ProcessGroup) -> str:
     address = str(group.target.get("address") or group.target.get("host") or "")
-    if not address and cluster_dir:
-        from chaosdb.embedded.state import load_layout  # noqa: PLC0415 - only for the embedded cluster's nodes
-
-        address = load_layout(cluster_dir).node(str(group.target["name"])).host
     if not address:
         raise ChaosDBError(f"target {group.target.get('name')} has no address to partition")
     host = address.rsplit(":", 1)[0] if address.count(":") == 1 else address
@@ -365,7 +361,7 @@ def partition_node(target: Union[str, Dict[str, Any]] = "leader", direction: str
     ``revert_attacks``."""
     groups, cdir = target_groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
     route = _route(chaosd_url, via, physical_machine, configuration, secrets, cdir)
-    address = _address(groups[0], cdir)
+    address = _address(groups[0])
     dev = device or ("lo" if address.startswith("127.") else "")
     if not dev:
         raise ChaosDBError(f"device is required for {address}: the network interface of the machine that carries "
@@ -403,7 +399,7 @@ def drop_packets(target: Union[str, Dict[str, Any]] = "leader", probability: flo
     residue`` lists it and ``chaosdb faults cleanup --all-clusters`` removes it. Rollback: ``revert_attacks``."""
     groups, cdir = target_groups(target, 1, None, "", configuration, cluster, cluster_dir, secrets)
     route = _route(chaosd_url, via, physical_machine, configuration, secrets, cdir)
-    address = _address(groups[0], cdir)
+    address = _address(groups[0])
     if urlsplit(route.server.url).hostname == address:
         raise ChaosDBError(f"{address} is the address chaosd listens on ({route.server.url}): dropping its packets "
                            "would stop chaosd from recovering; run chaosd on another address")

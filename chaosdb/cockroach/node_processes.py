@@ -1,5 +1,5 @@
-"""The ``cockroach start`` process serving a node on this machine: find it by its address, signal it,
-and start it again exactly as it was (command line, working directory, user, environment).
+"""The ``cockroach start`` process serving a node on this machine: find it by its address, signal it (through the
+host fault engine), and start it again exactly as it was (command line, working directory, user, environment).
 
 A node is matched when one of its listen/advertise flags (``--listen-addr``, ``--advertise-addr``,
 ``--addr``, ``--host``/``--port`` of old versions) names the node's address; ``localhost`` and
@@ -11,14 +11,21 @@ from __future__ import annotations
 
 import json
 import os
-import signal as _signal
 import time
 from pathlib import Path
 from typing import Any
 
+from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.home import default_home
-from chaosdb.core.processes import argv_of, cwd_of, environ_of, listen_addresses, owner_of, processes_serving, wait_gone
+from chaosdb.core.processes import (
+    argv_of,
+    cwd_of,
+    environ_of,
+    listen_addresses,
+    owner_of,
+    processes_serving,
+)
 from chaosdb.core.servers import spawn_server
 
 __all__ = ["find_node_process", "signal_node", "restart_saved", "saved_path", "save_process",
@@ -63,20 +70,21 @@ def save_process(node_id: int, pid: int) -> dict[str, Any]:
 
 
 def signal_node(node_id: int, address: str, sig: str, wait_s: float = 10.0) -> dict[str, Any]:
-    """Send *sig* to the node's process (saving how to start it again first); report whether it exited."""
+    """Signal the node's process through the host fault engine (``signal_resolved``: STOP recorded as a suspension,
+    CONT its revert), saving how to start it again first when the signal ends it and waiting up to *wait_s* for it
+    to exit. Reports whether it exited."""
     pid = find_node_process(address)
     if pid is None:
         raise ChaosDBError(f"no local 'cockroach start' process serves n{node_id} ({address}); is the node on this "
                            "machine? (on Kubernetes set k8s_namespace and k8s_container)")
-    signum = getattr(_signal, "SIG" + sig)
-    saved = save_process(node_id, pid) if sig in ("KILL", "TERM", "INT", "QUIT") else None
+    name = f"n{node_id}"
+    ending = sig in ("KILL", "TERM", "INT", "QUIT")
+    saved = save_process(node_id, pid) if ending else None
     t0 = time.monotonic()
-    os.kill(pid, signum)
-    gone = False
-    if saved is not None:
-        left = wait_gone([pid], wait_s)
-        gone = not left
-    return {"pid": pid, "signal": sig, "exited": gone, "exit_wait_s": round(time.monotonic() - t0, 3),
+    done = engine_action("host", "signal_resolved")({"pids": [pid], "name": name}, sig,
+                                                    wait_s=wait_s if ending else 0)
+    exited = bool(done["exited"])
+    return {"pid": pid, "signal": sig, "exited": exited, "exit_wait_s": round(time.monotonic() - t0, 3),
             "restartable": saved is not None}
 
 

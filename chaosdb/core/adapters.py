@@ -22,20 +22,27 @@ from chaosdb.core.dbevents import View
 from chaosdb.core.deprecation import module_getattr
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.plugins import modules_named
+from chaosdb.core.targets import parse_count
 
 __all__ = ["all_adapters", "DatabaseAdapter", "ResolvedNode", "load_adapter", "adapter_roles", "split_role",
-           "check_role_target", "resolve_role_target", "watched_sources", "forget_adapters"]
+           "check_role_target", "resolve_role_target", "resolve_role_nodes", "watched_sources", "forget_adapters"]
 
 
 
 @dataclass
 class ResolvedNode:
-    """The node a role names right now: its name in the database, where it runs, and what the database said."""
+    """The node a role names right now: its name in the database, where it runs, and what the database said.
+
+    A node of a cluster on this machine also says which cluster folder it belongs to (the fault records' scope),
+    its named ports and the user its processes run as (how the host engine tells its traffic apart)."""
 
     name: str
     pod: str | None = None
     address: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    cluster_dir: str = ""
+    ports: dict[str, int] = field(default_factory=dict)
+    user_id: int | None = None
 
 
 class DatabaseAdapter(ABC):
@@ -43,6 +50,8 @@ class DatabaseAdapter(ABC):
 
     #: the adapter's name, the prefix of its roles in a target (``tikv`` in ``tikv-leader``)
     name: ClassVar[str]
+    #: process kinds of a node a local fault can be restricted to (``components``): name -> process names
+    components: ClassVar[dict[str, frozenset[str]]] = {}
     #: the roles it resolves, without the prefix (``leader``, ``follower``, ``store``)
     roles: ClassVar[tuple[str, ...]]
     #: where its sources come among a run's watched sources: a database's own first (0), the stores other databases
@@ -66,6 +75,23 @@ class DatabaseAdapter(ABC):
         """What *source* says about the database now (:class:`chaosdb.core.dbevents.View`): leader, members,
         term, whether the replicas caught up; :class:`ChaosDBError` when it does not answer."""
         raise ChaosDBError(f"the {self.name} adapter has no source {source!r} to watch")
+
+    def resolve_nodes(self, role: str, target: dict[str, Any], configuration: dict[str, Any],
+                      secrets: dict[str, Any] | None, count: int | str = 1, quorum_what: str = "",
+                      allow_quorum_loss: bool = False) -> tuple[list[ResolvedNode], dict[str, Any]]:
+        """The *count* nodes that have *role* now, and the quorum rule's verdict on taking them down (*quorum_what*:
+        ``"suspend"``, ``"partition"``; none when empty). An adapter whose roles name one node takes count 1."""
+        if parse_count(count) != 1:
+            raise ChaosDBError(f"{self.name}-{role} names one node: count must be 1, got {count!r}")
+        return [self.resolve(role, target, configuration, secrets)], {}
+
+    def members(self, target: dict[str, Any], configuration: dict[str, Any],
+                secrets: dict[str, Any] | None) -> list[ResolvedNode]:
+        """Every node of the cluster *target* is in, each with its address, ports and user (for the host engine's
+        network faults, which tell a node's traffic from its peers'); adapters whose nodes run here override it."""
+        raise ChaosDBError(f"network faults on this machine tell a node's traffic apart by its address and user; "
+                           f"{self.name} does not list its nodes' so: target the embedded cluster's nodes by role "
+                           "or name, or use the Chaos Mesh NetworkChaos actions for a database on Kubernetes")
 
     def local_pids(self, node: ResolvedNode, target: dict[str, Any]) -> list[int]:
         """The processes on this machine that serve *node* (for the local fault engine); adapters whose nodes
@@ -123,6 +149,17 @@ def check_role_target(target: dict[str, Any]) -> None:
     """The role of *target* is known and its other keys fit it (no I/O)."""
     adapter, role = split_role(target.get("role", ""))
     adapter.check(role, target)
+
+
+def resolve_role_nodes(target: dict[str, Any], configuration: dict[str, Any] | None = None,
+                       secrets: dict[str, Any] | None = None, count: int | str = 1, quorum_what: str = "",
+                       allow_quorum_loss: bool = False) -> tuple[DatabaseAdapter, list[ResolvedNode], dict[str, Any]]:
+    """The adapter ``target["role"]`` names, the *count* nodes that have the role now and the quorum verdict."""
+    adapter, role = split_role(target.get("role", ""))
+    adapter.check(role, target)
+    nodes, verdict = adapter.resolve_nodes(role, target, dict(configuration or {}), secrets, count, quorum_what,
+                                           allow_quorum_loss)
+    return adapter, nodes, verdict
 
 
 def resolve_role_target(target: dict[str, Any], configuration: dict[str, Any] | None = None,

@@ -13,7 +13,7 @@ from typing import Any
 
 from chaosdb.core.clusterkinds import DEFAULT_KIND, kind_module
 
-__all__ = ["names_embedded_cluster", "embedded_endpoints", "split_urls"]
+__all__ = ["names_embedded_cluster", "embedded_endpoints", "embedded_cluster_dir", "split_urls"]
 
 def split_urls(value: Any) -> list[str]:
     """URLs from a list or a comma-separated string."""
@@ -37,3 +37,11 @@ def embedded_endpoints(configuration: dict[str, Any] | None) -> dict[str, Any]:
     embedded cluster the configuration names (passwords stay in its pgpass file; ``patroni_auth`` is only ever
     handed to a client)."""
     return kind_module(DEFAULT_KIND).endpoints(configuration or {})
+
+
+def embedded_cluster_dir(cluster: str = "", cluster_dir: str = "", configuration: dict[str, Any] | None = None) -> str:
+    """The folder of the embedded cluster the arguments, the configuration or ``CHAOSDB_CLUSTER_DIR`` name; "" when
+    none of them names one; :class:`ChaosDBError` when the one named is not there."""
+    if not (cluster or cluster_dir or names_embedded_cluster(configuration)):
+        return ""
+    return str(kind_module(DEFAULT_KIND).cluster_dir(cluster, cluster_dir, configuration or {}))

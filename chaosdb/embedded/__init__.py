@@ -17,6 +17,8 @@ module                 job
 ``chaosd``             chaosd beside the cluster (``--chaosd``)
 ``endpoints``          where the cluster a configuration names is (:func:`chaosdb.core.embedded.embedded_endpoints`)
 ``nodes``              which node a role of the embedded cluster names now
+``adapter``            the embedded cluster as a database adapter: roles (``embedded-leader``; ``"leader"`` is
+                       shorthand), the majority rule, each node's processes, ports and user
 ``actions``            node faults and operator changes (kill, stop, suspend through the host engine, restart,
                        rolling restart, scale)
 ``probes``             its probes

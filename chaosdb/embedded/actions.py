@@ -45,7 +45,7 @@ from chaosdb.core.timeutil import Stopwatch
 from chaosdb.embedded import cluster as _cluster
 from chaosdb.embedded import scale
 from chaosdb.embedded.nodes import check_target, choose, is_node_name, open_cluster
-from chaosdb.embedded.processes import node_processes, signal_pids, wait_gone
+from chaosdb.embedded.processes import node_processes, signal_pids
 from chaosdb.embedded.state import ClusterLayout, resolve_cluster_dir
 
 __all__ = [
@@ -64,6 +64,17 @@ __all__ = [
 ]
 
 logger = logging.getLogger("chaostoolkit")
+
+
+def _kill(pids: dict[str, list[int]], wait_s: float, configuration: Any) -> dict[str, list[int]]:
+    """SIGKILL the processes found for each node, all at once, through the host engine (``kill_processes``: the
+    nodes chosen and the quorum checked here); the pids each node had signalled (a node already down has none)."""
+    targets = [{"pids": found, "name": name} for name, found in pids.items() if found]
+    if not targets:
+        return {}
+    done = engine_action("host", "kill_processes")(target=targets, signal="KILL", wait_s=wait_s,
+                                                  configuration=configuration)
+    return dict(done["killed_pids"])
 
 
 def _record(action: str, layout: ClusterLayout, target: Any, chosen: list[Target], verdict: dict[str, Any],
@@ -120,7 +131,7 @@ def kill_postgres_process(target: str = "leader", count: int = 1, allow_quorum_l
     if missing:
         raise ChaosDBError(f"no running PostgreSQL postmaster on {', '.join(missing)}: nothing to kill")
     watch = Stopwatch()
-    killed = {t.name: signal_pids([pids[t.name]], signal.SIGKILL) for t in chosen}
+    killed = _kill({t.name: [pids[t.name]] for t in chosen}, wait_s=0, configuration=configuration)
     for t in chosen:
         t.details["pids"] = {"postmaster": pids[t.name]}
     logger.info("chaosdb: SIGKILL postmaster of %s", ", ".join(killed))
@@ -194,13 +205,11 @@ def kill_node(target: str = "leader", count: int = 1, allow_quorum_loss: bool = 
         node = layout.node(t.name)
         victims[t.name] = [p.as_dict() for p in node_processes(node.path, node.data_dir)]
     watch = Stopwatch()
-    all_pids = [p["pid"] for procs in victims.values() for p in procs]
-    signal_pids(all_pids, signal.SIGKILL)
-    survivors = wait_gone(all_pids, 5)
+    _kill({name: [p["pid"] for p in procs] for name, procs in victims.items()}, wait_s=5,
+          configuration=configuration)  # refuses when a process survives
     for t in chosen:
         t.details["processes"] = victims[t.name]
-    if survivors:
-        raise ChaosDBError(f"processes survived SIGKILL: {survivors}")
+    all_pids = [p["pid"] for procs in victims.values() for p in procs]
     logger.info("chaosdb: killed node(s) %s (%d processes)", ", ".join(victims), len(all_pids))
     return _record("kill_node", layout, target, chosen, verdict, watch, signal="SIGKILL")
 
@@ -216,17 +225,14 @@ def kill_etcd_member(target: str = "etcd-leader", count: int = 1, allow_quorum_l
     """
     layout = open_cluster(cluster, cluster_dir, configuration)
     chosen, verdict, _status = choose(layout, target, count, allow_quorum_loss, "kill the etcd member of")
-    watch = Stopwatch()
-    killed: dict[str, list[int]] = {}
+    members: dict[str, list[int]] = {}
     for t in chosen:
         node = layout.node(t.name)
-        pids = [p.pid for p in node_processes(node.path, node.data_dir) if p.kind == "etcd"]
-        if not pids:
+        members[t.name] = [p.pid for p in node_processes(node.path, node.data_dir) if p.kind == "etcd"]
+        if not members[t.name]:
             raise ChaosDBError(f"no etcd member runs on {t.name}: nothing to kill")
-        killed[t.name] = signal_pids(pids, signal.SIGKILL)
-    survivors = wait_gone([p for v in killed.values() for p in v], 5)
-    if survivors:
-        raise ChaosDBError(f"etcd processes survived SIGKILL: {survivors}")
+    watch = Stopwatch()
+    killed = _kill(members, wait_s=5, configuration=configuration)  # refuses when a process survives
     logger.info("chaosdb: killed the etcd member of %s", ", ".join(killed))
     return _record("kill_etcd_member", layout, target, chosen, verdict, watch, signal="SIGKILL", killed_pids=killed)
 

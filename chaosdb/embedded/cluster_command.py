@@ -11,11 +11,11 @@ from chaosdb.core.console import fmt
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.embedded import cluster
 from chaosdb.embedded.chaosd import chaosd_address, start_chaosd
-from chaosdb.embedded.endpoints import endpoints  # where the cluster a configuration names is (core.embedded)
+from chaosdb.embedded.endpoints import cluster_dir, endpoints  # where a configuration points (core.embedded)
 from chaosdb.embedded.state import STATE_FILE, load_layout
 
 __all__ = ["KIND", "HELP", "TITLE", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "up", "status", "down",
-           "show_up", "show_status", "show_down", "endpoints"]
+           "show_up", "show_status", "show_down", "endpoints", "cluster_dir"]
 
 KIND = "postgres-ha"
 TITLE = "cluster"

@@ -8,7 +8,7 @@ from typing import Any
 
 from chaosdb.embedded.state import load_layout, load_secrets, resolve_cluster_dir
 
-__all__ = ["endpoints"]
+__all__ = ["endpoints", "cluster_dir"]
 
 
 def endpoints(configuration: dict[str, Any]) -> dict[str, Any]:
@@ -20,3 +20,9 @@ def endpoints(configuration: dict[str, Any]) -> dict[str, Any]:
             "patroni_tls": layout.client_tls("patroni"), "etcd_tls": layout.client_tls("etcd"),
             "etcd_urls": layout.etcd_urls, "dsn": layout.dsn(),
             "admin_dsn": layout.dsn(user="postgres", database="postgres")}
+
+
+def cluster_dir(cluster: str, folder: str, configuration: dict[str, Any] | None) -> str:
+    """The folder of the embedded cluster the arguments (name or folder), the configuration or the environment name;
+    :class:`ChaosDBError` when there is none."""
+    return load_layout(resolve_cluster_dir(cluster, folder, configuration)).dir

@@ -36,27 +36,33 @@ Network faults tell a node's traffic apart by its address and its user (see
 """
 
 import logging
+import signal as _signal
 from typing import Any, Dict, List, Union
 
 from chaoslib.types import Configuration, Secrets
 
+from chaosdb.core.adapters import DatabaseAdapter, split_role
 from chaosdb.core.arguments import check_arguments, choice, number
-from chaosdb.core.embedded import names_embedded_cluster
+from chaosdb.core.embedded import embedded_cluster_dir
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import action_result
 from chaosdb.core.results import target as target_entry
-from chaosdb.embedded.nodes import check_target, is_node_name, open_cluster
+from chaosdb.core.signals import signal_name
 from chaosdb.faults import engine
 from chaosdb.faults.classify import DIRECTIONS, SCOPES
 from chaosdb.faults.host import netem_available
 from chaosdb.faults.records import FaultRecord, RunScope, load_record
 from chaosdb.faults.targets import (
+    ResolvedTargets,
     check_components,
     check_fault_target,
-    choose_nodes,
+    groups_of,
     identities,
+    is_pid_target,
     node_ports,
-    process_groups,
+    pid_groups,
+    resolve_targets,
+    role_target,
     target_groups,
 )
 
@@ -64,6 +70,7 @@ __all__ = [
     "limit_cpu",
     "limit_memory",
     "suspend_processes",
+    "kill_processes",
     "partition_node",
     "lose_packets",
     "lose_packets_in_bursts",
@@ -138,14 +145,14 @@ def suspend_processes(target: Union[str, Dict[str, Any]] = "leader", count: int 
     Each stopped process is recorded first, so ``revert_faults`` (the rollback), the faults control after the run
     or ``chaosdb faults cleanup`` continue them (SIGCONT) from any process; with ``duration_s`` > 0 a detached
     timer continues them then, even when ``chaos run`` dies. Returns at once (pair it with a pause)."""
-    if isinstance(target, str) and not processes:
-        layout, chosen, verdict = choose_nodes(target, count, configuration, cluster, cluster_dir, "suspend",
-                                               bool(allow_quorum_loss))
-        groups, cdir = process_groups(layout, chosen, components), layout.dir
-    else:
+    if processes or is_pid_target(target):
         groups, cdir = target_groups(target, count, components, processes, configuration, cluster, cluster_dir,
                                      secrets)
-        verdict = {}
+        verdict: Dict[str, Any] = {}
+    else:
+        resolved = resolve_targets(target, count, configuration, cluster, cluster_dir, secrets, "suspend",
+                                   bool(allow_quorum_loss), components)
+        groups, cdir, verdict = groups_of(resolved), resolved.cluster_dir, resolved.verdict
     rec = engine.inject_suspend(groups, duration_s, cdir, {"signal": "SIGSTOP"})
     stopped: Dict[str, List[int]] = {}
     for entry in rec.stopped:
@@ -153,32 +160,90 @@ def suspend_processes(target: Union[str, Dict[str, Any]] = "leader", count: int 
     return _result(rec, stopped_pids=stopped, quorum=verdict or None)
 
 
+#: what ``kill_processes`` sends: a crash, graceful stops, a reload (STOP/CONT are suspend_processes and its revert)
+KILL_SIGNALS = ("KILL", "TERM", "INT", "QUIT", "HUP")
+
+
+@action_result
+def kill_processes(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, signal: str = "KILL",
+                   components: List[str] = None, wait_s: float = 5.0, processes: str = "",
+                   allow_quorum_loss: bool = False, cluster: str = "", cluster_dir: str = "",
+                   configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+    """Crash (``signal`` ``KILL``, the default) or graceful stop (``TERM``, ``INT``, ``QUIT``) of every process of
+    the target at once: a node of the embedded cluster by role or name, a database role target such as
+    ``{"role": "tikv-store", "store": 4}``, processes a database's action already found (``{"pids": [...]}``), or
+    the local processes whose command line contains ``processes``. ``components`` as for ``limit_cpu``. Killing
+    (KILL/TERM/INT/QUIT) a majority of the embedded cluster's nodes is refused unless ``allow_quorum_loss``.
+
+    Waits up to ``wait_s`` seconds for them to exit (0: not at all) and reports whether they did (a process that
+    outlives SIGKILL is an error). Nothing restarts them and there is nothing to revert: the database's supervisor,
+    ``restart_nodes`` or the way you started them does."""
+    sig = signal_name(signal)
+    if sig not in KILL_SIGNALS:
+        raise ChaosDBError(f"signal must be one of {', '.join(KILL_SIGNALS)} (SIGSTOP is suspend_processes, which "
+                           f"records what it stopped so it can be continued); got {signal!r}")
+    if wait_s < 0:
+        raise ChaosDBError("wait_s must be >= 0")
+    verdict: Dict[str, Any] = {}
+    if processes or is_pid_target(target):
+        groups, _ = target_groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
+    else:
+        deadly = sig in ("KILL", "TERM", "INT", "QUIT")
+        resolved = resolve_targets(target, count, configuration, cluster, cluster_dir, secrets,
+                                   "kill" if deadly else "", bool(allow_quorum_loss), components)
+        groups, verdict = groups_of(resolved), resolved.verdict
+    done = engine.signal_processes(groups, getattr(_signal, "SIG" + sig), float(wait_s))
+    if done["survivors"] and sig == "KILL":
+        raise ChaosDBError(f"processes still alive {wait_s} s after SIGKILL: {done['survivors']}")
+    logger.info("chaosdb: SIG%s to %s", sig, ", ".join(f"{k} {v}" for k, v in done["signalled"].items()))
+    return {"targets": [target_entry(g.target.get("name"), **{k: v for k, v in g.target.items() if k != "name"})
+                        for g in groups],
+            "signal": sig, "killed_pids": done["signalled"], "exited": done["exited"],
+            "exit_wait_s": done["exit_wait_s"], "still_running": done["survivors"] or None, "quorum": verdict or None}
+
+
+def signal_resolved(target: Dict[str, Any], signal: str, wait_s: float = 0,
+                    configuration: Configuration = None) -> Dict[str, Any]:
+    """For a database's own kill action (not an activity): any of :data:`chaosdb.core.signals.SIGNALS` to the
+    processes it found (``{"pids": [...], "name": ...}``) through this engine: STOP as ``suspend_processes``
+    (recorded: the rollback, cleanup and the faults control continue it), CONT by reverting that suspension (and
+    continuing them if stopped without a record), the others as ``kill_processes``. Adds ``exited``."""
+    sig = signal_name(signal)
+    if sig == "STOP":
+        return {**suspend_processes(target=target, configuration=configuration), "exited": False}
+    if sig == "CONT":
+        reverted = revert_faults(kinds=["suspend"], target=str(target.get("name") or ""), all_clusters=True,
+                                 configuration=configuration)["reverted"]
+        resumed = engine.signal_processes(pid_groups(target), _signal.SIGCONT)["signalled"]
+        return {"reverted": reverted, "signalled": resumed, "exited": False}
+    return kill_processes(target=target, signal=sig, wait_s=wait_s, configuration=configuration)
+
+
 def _network_targets(target: Any, count: Any, configuration: Any, cluster: str, cluster_dir: str,
                      quorum_what: str = "", allow_quorum_loss: bool = False):
-    """The cluster, the chosen targets, the quorum verdict, every node's identity and the targets' ones."""
-    if isinstance(target, dict):
-        raise ChaosDBError("network faults find a node's traffic by the embedded cluster's addresses and users: "
-                           "target its nodes by role or name; for a database on Kubernetes use the Chaos Mesh "
-                           "NetworkChaos actions")
-    layout, chosen, verdict = choose_nodes(target, count, configuration, cluster, cluster_dir,
-                                           quorum_what, allow_quorum_loss)
-    nodes = identities(layout)
-    names = {t.name for t in chosen}
-    return layout, chosen, verdict, nodes, [n for n in nodes if n.name in names]
+    """The resolved targets, every node's identity in their cluster, and the targets' own identities."""
+    resolved = resolve_targets(target, count, configuration, cluster, cluster_dir, None, quorum_what,
+                               allow_quorum_loss)
+    nodes = identities(resolved, configuration)
+    names = {n.name for n in resolved.nodes}
+    return resolved, nodes, [n for n in nodes if n.name in names]
+
+
+def _roles(resolved: ResolvedTargets) -> Dict[str, List[str]]:
+    return {n.name: list(n.detail.get("roles") or [resolved.target["role"]]) for n in resolved.nodes}
 
 
 def _network(kind: str, target: Any, count: Any, scope: str, direction: str, duration_s: float,
              configuration: Any, cluster: str, cluster_dir: str, quorum_what: str = "",
              allow_quorum_loss: bool = False, **kwargs: Any) -> Dict[str, Any]:
-    layout, chosen, verdict, nodes, targets = _network_targets(target, count, configuration, cluster, cluster_dir,
-                                                               quorum_what, allow_quorum_loss)
-    rec = engine.inject_network(kind, targets, nodes, scope, direction, duration_s, layout.dir, **kwargs)
-    roles = {t.name: sorted(t.roles) for t in chosen}
-    return _result(rec, roles_at_injection=roles, quorum=verdict)
+    resolved, nodes, targets = _network_targets(target, count, configuration, cluster, cluster_dir, quorum_what,
+                                                allow_quorum_loss)
+    rec = engine.inject_network(kind, targets, nodes, scope, direction, duration_s, resolved.cluster_dir, **kwargs)
+    return _result(rec, roles_at_injection=_roles(resolved), quorum=resolved.verdict)
 
 
 @action_result
-def partition_node(target: str = "leader", count: int = 1, scope: str = "all", direction: str = "both",
+def partition_node(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, scope: str = "all", direction: str = "both",
                    duration_s: float = 0, allow_quorum_loss: bool = False, cluster: str = "", cluster_dir: str = "",
                    configuration: Configuration = None) -> Dict[str, Any]:
     """Network partition: silently drop the target node's packets with its peers (``scope="peers"``),
@@ -192,7 +257,7 @@ def partition_node(target: str = "leader", count: int = 1, scope: str = "all", d
 
 
 @action_result
-def lose_packets(target: str = "leader", count: int = 1, loss_percent: float = 5.0, scope: str = "all",
+def lose_packets(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, loss_percent: float = 5.0, scope: str = "all",
                  direction: str = "both", duration_s: float = 0, cluster: str = "", cluster_dir: str = "",
                  configuration: Configuration = None) -> Dict[str, Any]:
     """Random packet loss: each packet of the target's traffic in ``scope``/``direction`` is dropped
@@ -202,7 +267,7 @@ def lose_packets(target: str = "leader", count: int = 1, loss_percent: float = 5
 
 
 @action_result
-def lose_packets_in_bursts(target: str = "leader", count: int = 1, loss_percent: float = 5.0,
+def lose_packets_in_bursts(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, loss_percent: float = 5.0,
                            mean_burst_packets: float = 4.0, scope: str = "all", direction: str = "both",
                            duration_s: float = 0, cluster: str = "", cluster_dir: str = "",
                            configuration: Configuration = None) -> Dict[str, Any]:
@@ -214,7 +279,7 @@ def lose_packets_in_bursts(target: str = "leader", count: int = 1, loss_percent:
 
 
 @action_result
-def limit_bandwidth(target: str = "leader", count: int = 1, rate_kbit: int = 1024, scope: str = "all",
+def limit_bandwidth(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, rate_kbit: int = 1024, scope: str = "all",
                     direction: str = "both", duration_s: float = 0, cluster: str = "", cluster_dir: str = "",
                     configuration: Configuration = None) -> Dict[str, Any]:
     """Bandwidth limit: the target's traffic in ``scope``/``direction`` shares one htb class of
@@ -224,7 +289,7 @@ def limit_bandwidth(target: str = "leader", count: int = 1, rate_kbit: int = 102
 
 
 @action_result
-def delay_traffic(target: str = "leader", count: int = 1, delay_ms: float = 100.0, jitter_ms: float = 0.0,
+def delay_traffic(target: Union[str, Dict[str, Any]] = "leader", count: int = 1, delay_ms: float = 100.0, jitter_ms: float = 0.0,
                   ports: List[str] = None, scope: str = "clients", direction: str = "both",
                   existing_connections: str = "reset", duration_s: float = 0, cluster: str = "",
                   cluster_dir: str = "", configuration: Configuration = None) -> Dict[str, Any]:
@@ -238,15 +303,15 @@ def delay_traffic(target: str = "leader", count: int = 1, delay_ms: float = 100.
     redirected: ``existing_connections="reset"`` resets the open ones (clients reconnect through the
     proxy), ``"keep"`` leaves them undelayed.
     """
-    layout, chosen, _, nodes, targets = _network_targets(target, count, configuration, cluster, cluster_dir)
+    resolved, nodes, targets = _network_targets(target, count, configuration, cluster, cluster_dir)
     if netem_available():
-        rec = engine.inject_network("delay", targets, nodes, scope, direction, duration_s, layout.dir,
+        rec = engine.inject_network("delay", targets, nodes, scope, direction, duration_s, resolved.cluster_dir,
                                     delay_ms=delay_ms, jitter_ms=jitter_ms)
     else:
-        ports_by_node = {t.name: node_ports(layout, t.name, ports or ["postgres"]) for t in targets}
+        ports_by_node = {n.name: node_ports(n, ports or ["postgres"]) for n in resolved.nodes}
         rec = engine.inject_proxy_delay(targets, nodes, ports_by_node, delay_ms, jitter_ms, scope, direction,
-                                        existing_connections, duration_s, layout.dir)
-    return _result(rec, roles_at_injection={t.name: sorted(t.roles) for t in chosen})
+                                        existing_connections, duration_s, resolved.cluster_dir)
+    return _result(rec, roles_at_injection=_roles(resolved))
 
 
 @action_result
@@ -276,10 +341,8 @@ def revert_faults(kinds: List[str] = None, target: str = "", fault_id: str = "",
 
 def _cluster_dir_of(cluster: str, cluster_dir: str, configuration: Any) -> str:
     """The folder of the embedded cluster the arguments or the configuration name, or "" when none is named."""
-    if not (cluster or cluster_dir or names_embedded_cluster(configuration)):
-        return ""
     try:
-        return open_cluster(cluster, cluster_dir, configuration).dir
+        return embedded_cluster_dir(cluster, cluster_dir, configuration)
     except ChaosDBError:
         return ""
 
@@ -300,8 +363,16 @@ def _kinds(value: Any) -> None:
 
 
 def _one_node_or_none(value: Any) -> None:
-    if value and not (isinstance(value, str) and is_node_name(value)):
-        raise ChaosDBError(f"target must be one node name (node1, node2, ...), got {value!r}")
+    if value and not (isinstance(value, str) and "," not in value and value.strip() == value):
+        raise ChaosDBError(f"target must be one node's name as the faults name it (node1, ...), got {value!r}")
+
+
+def _network_target(value: Any) -> None:
+    """A network fault's target: a role whose adapter lists its nodes' addresses and users (the embedded cluster's)."""
+    check_fault_target(value)
+    adapter, _ = split_role(role_target(value)["role"])
+    if type(adapter).members is DatabaseAdapter.members:
+        adapter.members({}, {}, None)  # raises the adapter's reason
 
 
 def _delay_rule(args: Dict[str, Any]) -> None:
@@ -309,7 +380,7 @@ def _delay_rule(args: Dict[str, Any]) -> None:
         raise ChaosDBError(f"jitter_ms must be between 0 and delay_ms ({args['delay_ms']}), got {args['jitter_ms']}")
 
 
-_NODES_ONLY = {"target": check_target}  # network faults need the embedded cluster's node identities
+_NODES_ONLY = {"target": _network_target}  # network faults need every node's address and user
 check_arguments(globals(), {"delay_traffic": _delay_rule},
                 {"revert_faults": {"target": _one_node_or_none},
                  **{name: _NODES_ONLY for name in ("partition_node", "lose_packets", "lose_packets_in_bursts",
@@ -320,4 +391,5 @@ check_arguments(globals(), {"delay_traffic": _delay_rule},
                 period_s=number("period_s", 0.001, maximum=1.0, hint=" (seconds, the kernel's range)"),
                 limit_mb=number("limit_mb", 8, hint=" (MiB)"), rate_kbit=number("rate_kbit", 8),
                 mean_burst_packets=number("mean_burst_packets", 1), delay_ms=number("delay_ms", above=0),
-                jitter_ms=number("jitter_ms", 0), existing_connections=choice("existing_connections", "reset", "keep"))
+                jitter_ms=number("jitter_ms", 0), existing_connections=choice("existing_connections", "reset", "keep"),
+                signal=choice("signal", *KILL_SIGNALS), wait_s=number("wait_s", 0, hint=" (seconds)"))

@@ -21,14 +21,14 @@ from chaosdb.faults.lifecycle import (
     take_timer_results,
 )
 from chaosdb.faults.network_faults import inject_network
-from chaosdb.faults.process_faults import inject_suspend
+from chaosdb.faults.process_faults import inject_suspend, signal_processes
 from chaosdb.faults.proxy_delay import inject_proxy_delay
 from chaosdb.faults.sweep import cleanup, residue
 
 #: the engine's parts, one job each: lifecycle (record, inject, revert, timers), cgroup_faults, network_faults,
 #: proxy_delay, sweep (residue, cleanup); this module is where callers find them
 __all__ = [
-    "ProcessGroup", "inject_cpu_quota", "inject_memory_limit", "inject_suspend", "inject_network", "inject_proxy_delay",
+    "ProcessGroup", "inject_cpu_quota", "inject_memory_limit", "inject_suspend", "signal_processes", "inject_network", "inject_proxy_delay",
     "revert", "revert_all", "cleanup", "residue", "PROXY_MARK", "fault_stats", "FAULT_KINDS",
     "NETWORK_KINDS", "keep_timer_result", "take_timer_results",
 ]

@@ -1,18 +1,21 @@
-"""Process faults of the host engine: a target's processes stopped (SIGSTOP: they keep their sockets and answer
-nothing) and continued (SIGCONT) when the fault is reverted, by its rollback, its timer or the faults control.
-Each stopped process is recorded with its start time before it is signalled, so a revert never continues a later
-process that got the same pid."""
+"""Process faults of the host engine: a target's processes signalled (a crash, SIGKILL; a graceful stop, SIGTERM;
+nothing to revert: the database, its supervisor or a restart action brings them back), or stopped (SIGSTOP: they
+keep their sockets and answer nothing) and continued (SIGCONT) when the fault is reverted, by its rollback, its timer
+or the faults control. Each stopped process is recorded with its start time before it is signalled, so a revert
+never continues a later process that got the same pid."""
 
 from __future__ import annotations
 
 import signal
+import time
+from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.processes import signal_pids, start_time
+from chaosdb.core.processes import signal_pids, start_time, wait_gone
 from chaosdb.faults.lifecycle import ProcessGroup, _inject, _validate_duration
 from chaosdb.faults.records import FaultRecord, new_record
 
-__all__ = ["inject_suspend"]
+__all__ = ["inject_suspend", "signal_processes"]
 
 
 def inject_suspend(groups: list[ProcessGroup], duration_s: float = 0, cluster_dir: str = "",
@@ -41,3 +44,21 @@ def inject_suspend(groups: list[ProcessGroup], duration_s: float = 0, cluster_di
                 done.update(signal_pids(pids, signal.SIGSTOP))
 
     return _inject(rec, steps, duration_s)
+
+
+def signal_processes(groups: list[ProcessGroup], sig: signal.Signals, wait_s: float = 0) -> dict[str, Any]:
+    """Send *sig* to every process of each target at once (listed first: a target with none is refused before any
+    is signalled); with *wait_s* > 0 wait up to that long for them to exit. Returns the pids signalled per target,
+    those still alive at the deadline and how long the wait took."""
+    if not groups:
+        raise ChaosDBError("no target to signal")
+    listed = {str(g.target.get("name")): g.pids() for g in groups}
+    empty = [name for name, pids in listed.items() if not pids]
+    if empty:
+        raise ChaosDBError(f"target(s) {', '.join(empty)} have no running process to signal: start them first "
+                           "(cluster up / restart_nodes)")
+    t0 = time.monotonic()
+    signalled = {name: signal_pids(pids, sig) for name, pids in listed.items()}
+    survivors = wait_gone([p for pids in signalled.values() for p in pids], wait_s) if wait_s > 0 else []
+    return {"signalled": signalled, "survivors": survivors, "exited": not survivors if wait_s > 0 else None,
+            "exit_wait_s": round(time.monotonic() - t0, 3) if wait_s > 0 else None}

@@ -5,8 +5,6 @@ Stores are chosen when the action runs (``target``; ``store`` is its old name an
 deprecation warning): a store id, or ``"leader"`` / ``"follower"`` of the region holding ``key`` (see :mod:`chaosdb.tikv.probes` for ``mode`` / ``api_version``).
 """
 
-import os as _os
-import signal as _signal
 import time
 from typing import Any, Dict, Optional, Union
 
@@ -231,8 +229,9 @@ def kill_store(target: Union[int, str] = "leader", key: Optional[str] = None, si
     pids = store_pids(picked["address"], process_match)
     if not pids:
         raise ChaosDBError(f"no local {process_match} serves store {picked['id']} ({picked['address']})")
-    for pid in pids:
-        _os.kill(pid, getattr(_signal, "SIG" + sig))
+    # the host engine's one kill, on the processes found for the store; nothing waits for them to exit
+    engine_action("host", "signal_resolved")({"pids": pids, "name": f"TiKV store {picked['id']}"}, sig,
+                                             configuration=cfg)
     return {**base, "where": "local", "pids": pids}
 
 
