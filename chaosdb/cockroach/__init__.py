@@ -10,6 +10,7 @@ What is in it:
 * ``cluster_command``: ``chaosdb cluster up|status|down --kind cockroach``
 * ``localcluster``: A local CockroachDB cluster on this machine (``chaosdb cluster up --kind cockroach``), for running the CockroachDB experiments on a laptop
 * ``node_processes``: The ``cockroach start`` process serving a node on this machine
+* ``placement``: where nodes run (pods or local processes) and how each is killed, kept and restarted there
 * ``ranges``: Leaseholders and ranges
 * ``sql``: SQL for CockroachDB, built safely, and the CLI's tables parsed (``channels.run_sql`` runs it over the SQL channel or the CLI)
 * ``targets``: Which CockroachDB node an action hits, decided when it runs

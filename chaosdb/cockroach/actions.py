@@ -7,10 +7,9 @@ for the version of the ``cockroach`` binary that runs them (``quit`` only before
 from v22.1, the node's own ``--host`` before), with ``--certs-dir`` or ``--insecure`` from the
 configuration, as argv lists: nothing a user passes reaches a shell.
 
-Where a node runs is decided by the configuration: with ``k8s_namespace`` set, nodes are pods (their pod
-name comes from the StatefulSet address or ``cockroach_pods``) and the Kubernetes engine
-(:mod:`chaosdb.k8s.actions`, the official client) kills, deletes and restarts them; otherwise they are local
-``cockroach start`` processes.
+Where a node runs is decided by the configuration (:mod:`chaosdb.cockroach.placement`): pods on Kubernetes
+(``k8s_namespace`` set), killed and deleted by the Kubernetes engine, or local ``cockroach start`` processes,
+signalled through the host engine; the actions here never branch on it.
 """
 
 import re
@@ -20,6 +19,7 @@ from typing import Any, Dict, List, Optional, Union
 from chaoslib.types import Configuration, Secrets
 
 from chaosdb.cockroach import channels, node_processes, ranges
+from chaosdb.cockroach.placement import placement, pod_of, require_kubernetes
 from chaosdb.cockroach.probes import cluster_health
 from chaosdb.cockroach.records import parse_decommission_output
 from chaosdb.cockroach.targets import check_selector, resolve_node
@@ -50,10 +50,6 @@ def _duration(value: Union[str, int, float], what: str) -> tuple:
     return str(value).strip(), secs
 
 
-def _on_k8s(configuration: Dict[str, Any]) -> bool:
-    return bool(configuration.get("k8s_namespace"))
-
-
 def _target(target: Union[int, str], node: Union[int, str, None], action: str) -> Union[int, str]:
     """``target`` (``"any"`` unless given), or the deprecated ``node`` it replaced."""
     return renamed_argument(None if target == "any" else target, node, "node", "target", f"CockroachDB's {action}",
@@ -67,14 +63,6 @@ def _node_host_config(configuration: Dict[str, Any], node: Dict[str, Any]) -> Di
     cfg = {k: v for k, v in configuration.items() if k != "cockroach_url"}
     cfg["cockroach_host"] = node["address"]
     return cfg
-
-
-def _save_local(cfg: Dict[str, Any], target: Dict[str, Any]) -> None:
-    """Before a node is shut down on this machine, keep how to start it again (``restart_node``)."""
-    if not _on_k8s(cfg) and target.get("address"):
-        pid = node_processes.find_node_process(target["address"])
-        if pid is not None:
-            node_processes.save_process(target["id"], pid)
 
 
 def _remaining(stderr: str) -> List[int]:
@@ -120,7 +108,7 @@ def drain_node(target: Union[int, str] = "any", drain_wait_s: float = 60, shutdo
         argv = channels.cli_argv(_node_host_config(cfg, picked), "node", "drain", f"--drain-wait={flag}")
     if shutdown:
         argv.append("--shutdown")
-        _save_local(cfg, picked)
+        placement(cfg, secrets).save_before_shutdown(picked)
     t0 = time.monotonic()
     try:
         out, err = channels.run_cli_full(cfg, argv, timeout=None if secs == 0 else secs + 120)
@@ -154,7 +142,7 @@ def quit_node(target: Union[int, str] = "any", drain_wait_s: float = 60, table: 
     picked = resolve_node(cfg, secrets, _target(target, node, "quit_node"),
                           table, row)
     argv = channels.cli_argv(_node_host_config(cfg, picked), "quit", f"--drain-wait={flag}")
-    _save_local(cfg, picked)
+    placement(cfg, secrets).save_before_shutdown(picked)
     t0 = time.monotonic()
     out, err = channels.run_cli_full(cfg, argv, timeout=None if secs == 0 else secs + 120)
     return {"targets": [_node_entry(picked)],
@@ -236,13 +224,6 @@ def _node_entry(node: Dict[str, Any]) -> Dict[str, Any]:
     return target_entry(node["id"], pod=node.get("pod"), address=node.get("address"))
 
 
-def _pod_of(target: Dict[str, Any]) -> Dict[str, Any]:
-    if not target["pod"]:
-        raise ChaosDBError(f"n{target['id']} ({target['address']}) is not a StatefulSet pod address: set "
-                           "cockroach_pods (node id -> pod name) in the configuration")
-    return {"pod": target["pod"]}
-
-
 @action_result
 def kill_node(target: Union[int, str] = "any", signal: str = "KILL", container: Optional[str] = None, pid: int = 1,
               table: Optional[str] = None, row: Optional[List[Any]] = None,
@@ -259,13 +240,7 @@ def kill_node(target: Union[int, str] = "any", signal: str = "KILL", container: 
     base = {"targets": [_node_entry(picked)],
             "node": picked["id"], "pod": picked["pod"], "address": picked["address"], "signal": sig,
             "range": picked.get("range")}
-    if _on_k8s(cfg):
-        cont = container or cfg.get("k8s_container")
-        # the Kubernetes engine's one kill; it returns at once (the kubelet restarts the container)
-        engine_action("kubernetes", "kill_container_process")(
-            _pod_of(picked), str(cont or ""), sig, pid, wait_restarted=False, configuration=cfg, secrets=secrets)
-        return {**base, "where": "kubernetes", "container": cont, "pid": pid}
-    return {**base, "where": "local", **node_processes.signal_node(picked["id"], picked["address"], sig)}
+    return {**base, **placement(cfg, secrets).kill(picked, sig, container, pid)}
 
 
 @action_result
@@ -276,14 +251,13 @@ def delete_node_pod(target: Union[int, str] = "any", grace_period_s: Optional[in
     SIGKILL; null: the pod's own) or forced (``force``: removed from the API at once), the thesis's second and
     third levels; the StatefulSet recreates it. Needs ``k8s_namespace``; returns without waiting."""
     cfg = channels.settings(configuration, secrets)
-    if not _on_k8s(cfg):
-        raise ChaosDBError("delete_node_pod needs Kubernetes: set k8s_namespace (use kill_node locally)")
+    require_kubernetes(cfg, "delete_node_pod", " (use kill_node locally)")
     if force and grace_period_s not in (None, 0):
         raise ChaosDBError("force deletion has no grace period: leave grace_period_s unset")
     picked = resolve_node(cfg, secrets, _target(target, node, "delete_node_pod"),
                           table, row)
     done = engine_action("kubernetes", "delete_pods")(
-        _pod_of(picked), grace_period_s, force, wait_replaced=False, configuration=cfg, secrets=secrets)
+        pod_of(picked), grace_period_s, force, wait_replaced=False, configuration=cfg, secrets=secrets)
     return {"targets": [_node_entry(picked)], "node": picked["id"], "pod": picked["pod"],
             "uid": done["old_uids"][picked["pod"]],
             "grace_period_s": done["grace_period_s"], "force": bool(force), "range": picked.get("range")}
@@ -324,16 +298,7 @@ def restart_node(node: Union[int, str], grace_period_s: int = 60, wait: bool = T
     if not str(node).isdigit():
         raise ChaosDBError("restart_node needs the node id (the id the fault's action returned)")
     nid = int(node)
-    if _on_k8s(cfg):
-        target = resolve_node(cfg, secrets, nid, require_live=False)
-        engine_action("kubernetes", "delete_pods")(_pod_of(target), grace_period_s, wait_replaced=False,
-                                                  configuration=cfg, secrets=secrets)
-        how = {"deleted_pod": target["pod"], "grace_period_s": grace_period_s}
-    else:
-        if not node_processes.saved_path(nid).exists():
-            target = resolve_node(cfg, secrets, nid, require_live=False)
-            node_processes.signal_node(nid, target["address"], "TERM", wait_s=float(grace_period_s))
-        how = node_processes.restart_saved(nid)
+    how = placement(cfg, secrets).restart(nid, grace_period_s)
     out = {"targets": [target_entry(nid)], "node": nid, **how}
     if wait:
         out["back"] = wait_for_node(nid, timeout_s, configuration=cfg, secrets=secrets)
@@ -351,8 +316,7 @@ def rolling_restart(statefulset: str = "cockroachdb", selector: str = "app=cockr
     pod was really replaced and which node it serves. Refused when a pod is not Ready beforehand. The
     Kubernetes engine's ``restart_statefulset`` does the rollout."""
     cfg = channels.settings(configuration, secrets)
-    if not _on_k8s(cfg):
-        raise ChaosDBError("rolling_restart needs Kubernetes: set k8s_namespace")
+    require_kubernetes(cfg, "rolling_restart")
     try:  # which node each pod serves, when the cluster can be asked (best effort: the rollout goes on anyway)
         pods = {ranges.pod_of(n, cfg): n["id"] for n in channels.node_status(cfg, secrets)}
     except ChaosDBError:
