@@ -90,6 +90,10 @@ ROLLBACKS = [
 ]
 
 
+#: the embedded cluster's lifecycle and operator changes
+OPERATIONS = "chaosdb.embedded.operations"
+
+
 def action(name: str, func: str, arguments: dict[str, Any], after: float = 0, module: str = "chaosdb.embedded.actions",
            before: float = 0) -> dict[str, Any]:
     a: dict[str, Any] = {"type": "action", "name": name,
@@ -295,7 +299,7 @@ EXPERIMENTS.update({
                  "cluster is healthy. Expected: one short disturbance at the switchover, none for the replicas.",
         "tags": ["operator", "rolling-restart"],
         "method": [action("restart-every-node-one-at-a-time", "rolling_restart",
-                          {"wait_healthy_s": 120, "pause_s": 5, "switchover": True}, after=20)],
+                          {"wait_healthy_s": 120, "pause_s": 5, "switchover": True}, after=20, module=OPERATIONS)],
     },
     "operator-scale-out": {
         "title": "Operator fault: scale out by one node under load (time until it serves)",
@@ -305,8 +309,8 @@ EXPERIMENTS.update({
                  "serves queries; the reporter shows what the base backup cost the clients. The rollback removes "
                  "the node again. Expected: no errors, a small latency bump during the base backup.",
         "tags": ["operator", "scale-out"],
-        "method": [action("add-a-node", "scale_out", {"timeout_s": 180}, after=20)],
-        "rollbacks": [action("remove-the-added-node", "scale_in", {"keep_nodes": 3})],
+        "method": [action("add-a-node", "scale_out", {"timeout_s": 180}, after=20, module=OPERATIONS)],
+        "rollbacks": [action("remove-the-added-node", "scale_in", {"keep_nodes": 3}, module=OPERATIONS)],
     },
     "upb-replicas-down": {
         "title": "UPB: throughput with F replicas down (K set by the game day: synchronous standbys)",

@@ -19,10 +19,15 @@ module                 job
 ``nodes``              which node a role of the embedded cluster names now
 ``adapter``            the embedded cluster as a database adapter: roles (``embedded-leader``; ``"leader"`` is
                        shorthand), the majority rule, each node's processes, ports and user
-``actions``            node faults and operator changes (kill, stop, suspend through the host engine, restart,
-                       rolling restart, scale)
+``actions``            node faults and their rollbacks (kill, stop, suspend through the host engine; resume,
+                       restart)
+``operations``         the cluster's lifecycle and operator changes as actions (up, down, rolling restart,
+                       scale out and in)
 ``probes``             its probes
 ``scale``              adding and removing a node
 ``control``            the control that brings the cluster up for a run and down after it
 =====================  ======================================================================================
 """
+
+#: activity modules besides ``probes``/``actions`` (:func:`chaosdb.activity_modules`)
+ACTIVITY_MODULES = {"action": ["operations"]}

@@ -1,4 +1,5 @@
-"""Node failures on the embedded cluster: the three levels of the thesis, plus hangs.
+"""Node failures on the embedded cluster: the three levels of the thesis, plus hangs, and their rollbacks (the
+cluster's lifecycle and the operator changes are in :mod:`chaosdb.embedded.operations`).
 
 =========================  ==========================================  ============================
 action                     what happens                                rollback
@@ -12,10 +13,6 @@ action                     what happens                                rollback
                            Patroni, PostgreSQL); it stays down
 ``suspend_node``           SIGSTOP every process of the node (a hang), ``resume_nodes``
                            optionally resumed after ``duration_s``
-``rolling_restart``        operator fault: every node restarted one    (none: ends healthy)
-                           at a time, leader last after a switchover
-``scale_out``              operator fault: one node added; reports     ``scale_in``
-                           the time until it serves
 =========================  ==========================================  ============================
 
 Targets are resolved when the action runs: ``target`` is a role (``leader``,
@@ -35,7 +32,8 @@ from typing import Any, Dict, List
 
 from chaoslib.types import Configuration
 
-from chaosdb.core.arguments import check_arguments, choice, number, one_of_or_names
+from chaosdb.core.arguments import check_arguments, choice, one_of_or_names
+from chaosdb.core.deprecation import module_getattr
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import action_result
@@ -43,14 +41,11 @@ from chaosdb.core.results import target as target_entry
 from chaosdb.core.targets import Target
 from chaosdb.core.timeutil import Stopwatch
 from chaosdb.embedded import cluster as _cluster
-from chaosdb.embedded import scale
 from chaosdb.embedded.nodes import check_target, choose, is_node_name, open_cluster
 from chaosdb.embedded.processes import node_processes, signal_pids
-from chaosdb.embedded.state import ClusterLayout, resolve_cluster_dir
+from chaosdb.embedded.state import ClusterLayout
 
 __all__ = [
-    "cluster_up",
-    "cluster_down",
     "kill_postgres_process",
     "kill_etcd_member",
     "stop_database",
@@ -58,9 +53,6 @@ __all__ = [
     "suspend_node",
     "resume_nodes",
     "restart_nodes",
-    "rolling_restart",
-    "scale_out",
-    "scale_in",
 ]
 
 logger = logging.getLogger("chaostoolkit")
@@ -89,28 +81,6 @@ def _record(action: str, layout: ClusterLayout, target: Any, chosen: list[Target
         **extra,
         **watch.stop().as_dict(),
     }
-
-
-@action_result
-def cluster_up(cluster: str = "", cluster_dir: str = "", nodes: int = 3, timeout_s: float = 120.0,
-               configuration: Configuration = None) -> Dict[str, Any]:
-    """Start the embedded postgres-ha cluster (create it on first use) and wait until it is healthy.
-
-    A no-op on a healthy running cluster; on a stopped one it restarts with the
-    existing data. Returns the leader, DSN (password in the pgpass file, never
-    in the DSN), Patroni and etcd URLs and how long it took.
-    """
-
-    directory = resolve_cluster_dir(cluster, cluster_dir, configuration)
-    return {"targets": [], **_cluster.up(directory, cluster or directory.name, nodes=nodes, timeout=timeout_s)}
-
-
-@action_result
-def cluster_down(cluster: str = "", cluster_dir: str = "", purge: bool = False,
-                 configuration: Configuration = None) -> Dict[str, Any]:
-    """Stop every process of the embedded cluster; with ``purge`` also delete its data."""
-    layout = open_cluster(cluster, cluster_dir, configuration)
-    return {"targets": [], **_cluster.down(layout, purge=purge)}
 
 
 @action_result
@@ -325,76 +295,21 @@ def restart_nodes(nodes: str = "all", wait_healthy_s: float = 60.0, cluster: str
             "leader": health["leader"] if health else None, **watch.stop().as_dict()}
 
 
-@action_result
-def rolling_restart(wait_healthy_s: float = 120.0, pause_s: float = 0.0, switchover: bool = True,
-                    cluster: str = "", cluster_dir: str = "",
-                    configuration: Configuration = None) -> Dict[str, Any]:
-    """Operator fault: restart Patroni and PostgreSQL on every node, one node at a time.
-
-    Replicas go first and the leader last; with ``switchover`` the leader hands over to a
-    replica before it restarts (what an operator does for a configuration change or a minor
-    upgrade), without it the leader's clean stop releases the leader key instead. After each
-    node the action waits until that node serves queries and the whole cluster is healthy
-    (``wait_healthy_s``), then ``pause_s``. Returns per node the switchover, stop, serving and
-    healthy times.
-    """
-
-    if wait_healthy_s <= 0 or pause_s < 0:
-        raise ChaosDBError("wait_healthy_s must be > 0 and pause_s >= 0")
-    layout = open_cluster(cluster, cluster_dir, configuration)
-    result = scale.rolling_restart(layout, wait_healthy_s=wait_healthy_s, pause_s=pause_s, switchover=switchover)
-    logger.info("chaosdb: rolling restart of %s done in %.1fs, leader %s", ", ".join(result["order"]),
-                result["seconds"], result["leader"])
-    return {"action": "rolling_restart", "targets": [target_entry(name) for name in result["order"]],
-            "cluster": layout.name, **result}
-
-
-@action_result
-def scale_out(timeout_s: float = 180.0, cluster: str = "", cluster_dir: str = "",
-              configuration: Configuration = None) -> Dict[str, Any]:
-    """Operator fault: add one node to the running cluster (etcd member, then Patroni, which takes a
-    base backup from the primary and streams).
-
-    Returns the new node and ``serving_s``, the time from Patroni's start until the new node's
-    PostgreSQL answers queries, ``healthy_s`` until the whole cluster is healthy again, and
-    ``etcd_join_s``. A node that does not come up within ``timeout_s`` is removed again before the
-    action fails. Roll back with ``scale_in``.
-    """
-
-    if timeout_s <= 0:
-        raise ChaosDBError("timeout_s must be > 0")
-    layout = open_cluster(cluster, cluster_dir, configuration)
-    result = scale.add_node(layout, timeout=timeout_s)
-    logger.info("chaosdb: %s joined and served after %.1fs", result["node"], result["serving_s"])
-    return {"action": "scale_out", "targets": [target_entry(result["node"])], "cluster": layout.name, **result}
-
-
-@action_result
-def scale_in(node: str = "", keep_nodes: int = 3, cluster: str = "", cluster_dir: str = "",
-             configuration: Configuration = None) -> Dict[str, Any]:
-    """Rollback of ``scale_out``: remove a node for good (default: the highest-numbered one) while the
-    cluster has more than ``keep_nodes`` nodes; a no-op otherwise (so it is safe as a rollback that
-    runs whether or not the scale-out happened). A leader is switched over first; its etcd member is
-    removed and its directory deleted."""
-
-    layout = open_cluster(cluster, cluster_dir, configuration)
-    if len(layout.nodes) <= max(3, keep_nodes):
-        return {"action": "scale_in", "targets": [], "cluster": layout.name, "node": None, "nodes": len(layout.nodes),
-                "reason": f"the cluster has {len(layout.nodes)} nodes: nothing to remove"}
-    result = scale.remove_node(layout, node)
-    _cluster.wait_healthy(layout, timeout=120.0)
-    return {"action": "scale_in", "targets": [target_entry(result["node"])], "cluster": layout.name, **result}
-
-
-def _rolling_restart_rule(args: Dict[str, Any]) -> None:
-    if float(args["wait_healthy_s"]) <= 0:
-        raise ChaosDBError("wait_healthy_s must be > 0 and pause_s >= 0")
-
-
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
-check_arguments(globals(), {"rolling_restart": _rolling_restart_rule},
-                {"cluster_up": {"nodes": number("nodes", 1, integer=True)}}, extras=("local",),
+check_arguments(globals(), None, None, extras=("local",),
                 target=check_target, method=choice("method", "switchover", "shutdown"),
-                nodes=one_of_or_names("nodes", ("all",), is_node_name, "node1, node2, ..."),
-                node=one_of_or_names("node", ("",), is_node_name, "node1, node2, ..."),
-                keep_nodes=number("keep_nodes", 1, integer=True))
+                nodes=one_of_or_names("nodes", ("all",), is_node_name, "node1, node2, ..."))
+
+
+def _moved(name: str) -> tuple[str, Any]:
+    def value() -> Any:
+        from chaosdb.embedded import operations  # noqa: PLC0415 - only for an old experiment's name
+
+        return getattr(operations, name)
+
+    return f"chaosdb.embedded.operations.{name}", value
+
+
+#: the cluster's lifecycle and the operator changes moved to :mod:`chaosdb.embedded.operations` (one release)
+__getattr__ = module_getattr(__name__, {name: _moved(name) for name in (
+    "cluster_up", "cluster_down", "rolling_restart", "scale_out", "scale_in")})

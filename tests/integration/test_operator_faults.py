@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.embedded import actions
+from chaosdb.embedded import actions, operations
 from chaosdb.embedded import cluster as lc
 from chaosdb.embedded.processes import node_processes
 from chaosdb.embedded.state import load_layout
@@ -26,7 +26,7 @@ def test_scale_out_serves_then_scale_in_leaves_nothing(healthy, config):
     with psycopg.connect(healthy.dsn(), autocommit=True) as conn:
         conn.execute("CREATE TABLE IF NOT EXISTS scale_rows (v int)")
         conn.execute("INSERT INTO scale_rows VALUES (42)")
-    out = actions.scale_out(timeout_s=180, configuration=config)
+    out = operations.scale_out(timeout_s=180, configuration=config)
     try:
         assert out["node"] == "node4" and out["nodes"] == 4
         assert 0 < out["serving_s"] <= out["total_s"]
@@ -42,20 +42,20 @@ def test_scale_out_serves_then_scale_in_leaves_nothing(healthy, config):
         roles = {n["name"]: n["role"] for n in lc.status(layout)["nodes"]}
         assert roles["node4"] in ("replica", "sync_standby")
     finally:
-        removed = actions.scale_in(configuration=config)
+        removed = operations.scale_in(configuration=config)
     assert removed["node"] == "node4" and removed["nodes"] == 3
     layout = load_layout(healthy.dir)
     assert [n.name for n in layout.nodes] == ["node1", "node2", "node3"]
     assert {m.name for m in lc.etcd_client(layout).members()} == {"node1", "node2", "node3"}
     assert not Path(node4.dir).exists() and not node_processes(Path(node4.dir), Path(node4.dir) / "data")
     # a second scale-in is a no-op: safe as a rollback whether or not the scale-out happened
-    assert actions.scale_in(configuration=config)["node"] is None
+    assert operations.scale_in(configuration=config)["node"] is None
 
 
 def test_rolling_restart_restarts_every_node_primary_last(healthy, config):
     before = _postmasters(healthy)
     leader = lc.patroni_client(healthy).leader().name
-    out = actions.rolling_restart(wait_healthy_s=120, configuration=config)
+    out = operations.rolling_restart(wait_healthy_s=120, configuration=config)
     assert out["order"][-1] == leader and sorted(out["order"]) == ["node1", "node2", "node3"]
     last = out["steps"][-1]
     assert last["switchover_to"] != leader and out["leader"] == last["switchover_to"]
@@ -63,7 +63,7 @@ def test_rolling_restart_restarts_every_node_primary_last(healthy, config):
     assert all(after[n] and after[n] != before[n] for n in before), (before, after)
     assert all(s["healthy_s"] >= s["serving_s"] > 0 for s in out["steps"])
     with pytest.raises(ChaosDBError, match="wait_healthy_s"):
-        actions.rolling_restart(wait_healthy_s=0, configuration=config)
+        operations.rolling_restart(wait_healthy_s=0, configuration=config)
 
 
 def test_game_day_steps_set_synchronous_standbys_and_move_the_primary(healthy):

@@ -19,6 +19,7 @@ from chaoslib.exceptions import InvalidActivity
 
 from chaosdb.core.arguments import CheckedSignature, problems_in_call
 from chaosdb.embedded import actions as local_actions
+from chaosdb.embedded import operations as local_operations
 from chaosdb.experiment.checks import experiment_problems
 from chaosdb.experiment.verdict import verdict_of
 from chaosdb.faults import actions as fault_actions
@@ -39,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
     (local_actions.restart_nodes, {"wait_healthy_s": -90}, "wait_healthy_s must be >= 0 and <= 2592000 (seconds; at most 30 days), "
                                                                        "got -90"),
     (local_actions.stop_database, {"method": "switchover!"}, "method must be one of switchover, shutdown"),
-    (local_actions.rolling_restart, {"wait_healthy_s": 0}, "wait_healthy_s must be > 0"),
+    (local_operations.rolling_restart, {"wait_healthy_s": 0}, "wait_healthy_s must be > 0"),
     (fault_actions.limit_cpu, {"period_s": 2}, "period_s must be >= 0.001 and <= 1"),
     (fault_actions.partition_node, {"scope": "peer"}, "did you mean 'peers'?"),
     (fault_actions.lose_packets, {"loss_percent": 100}, "loss_percent must be > 0 and < 100"),
@@ -60,8 +61,8 @@ def test_bad_values_are_refused_with_the_actions_message(func, arguments, messag
     (local_actions.kill_node, {"target": "node1,node3", "count": 2}),
     (local_actions.kill_node, {"target": ["node2"]}),
     (local_actions.restart_nodes, {"nodes": "all", "wait_healthy_s": "90"}),  # configuration values are strings
-    (local_actions.cluster_up, {"nodes": 5}),
-    (local_actions.scale_in, {}),
+    (local_operations.cluster_up, {"nodes": 5}),
+    (local_operations.scale_in, {}),
     (fault_actions.limit_cpu, {"target": "replica", "quota_s": 0.05, "period_s": 1.0, "components": ["postgres"]}),
     (fault_actions.revert_faults, {"kinds": ["cpu", "delay"], "target": "node2"}),
     (local_actions.kill_node, {"target": "${victim}", "count": "${how_many}"}),  # known only at run time

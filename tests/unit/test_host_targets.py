@@ -93,3 +93,14 @@ def test_a_database_stop_through_the_engine_is_recorded_and_continued(records, s
 def _state(pid: int) -> str:
     with open(f"/proc/{pid}/stat") as f:
         return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def test_the_operator_actions_moved_and_their_old_names_still_answer():
+    from chaosdb import activity_modules
+    from chaosdb.embedded import actions as node_actions
+    from chaosdb.embedded import operations
+
+    assert "chaosdb.embedded.operations" in activity_modules()["action"]
+    assert not {"rolling_restart", "scale_out", "cluster_up"} & set(node_actions.__all__)
+    with pytest.warns(DeprecationWarning, match="chaosdb.embedded.actions.rolling_restart is deprecated"):
+        assert node_actions.rolling_restart is operations.rolling_restart
