@@ -217,6 +217,27 @@ def test_suspend_is_a_host_fault_that_any_revert_resumes(healthy, config):
     lc.wait_healthy(healthy, timeout=60)
 
 
+def test_the_host_engines_kill_takes_the_embedded_role_in_full_and_its_majority_rule(healthy, config):
+    """One target vocabulary: {"role": "embedded-replica"} is what "replica" is shorthand for; the host engine's
+    kill of its PostgreSQL (postmaster and backends) is survived (Patroni starts it again); a kill of two nodes is
+    refused before any process is signalled."""
+    from chaosdb.embedded.processes import node_processes
+    from chaosdb.faults import actions as faults
+
+    before = probes.node_process_count(configuration=config)
+    with pytest.raises(UnsafeFault, match="majority quorum tolerates only 1"):
+        faults.kill_processes(target={"role": "embedded-any"}, count=2, configuration=config)
+    assert probes.node_process_count(configuration=config) == before
+    done = faults.kill_processes(target={"role": "embedded-replica"}, components=["postgres"], configuration=config)
+    assert not record_problems(done) and done["exited"] is True and done["quorum"]["allowed_by_quorum_rule"], done
+    (name, pids), = done["killed_pids"].items()
+    node = healthy.node(name)
+    assert "replica" in done["targets"][0]["roles"] and done["targets"][0]["role"] == "embedded-replica"
+    assert poll(lambda: any(p.kind == "postmaster" and p.pid not in pids
+                            for p in node_processes(node.path, node.data_dir)), 120), "Patroni did not restart it"
+    lc.wait_healthy(healthy, timeout=120)
+
+
 def test_quorum_rule_refuses_before_injecting(healthy, config):
     before = probes.node_process_count(configuration=config)
     with pytest.raises(UnsafeFault, match="majority quorum tolerates only 1"):
