@@ -39,8 +39,8 @@ from chaosdb.chaosmesh import actions as cm  # noqa: E402
 from chaosdb.core.binaries import find_binary  # noqa: E402
 from chaosdb.embedded.processes import node_processes  # noqa: E402
 from chaosdb.k8s import api  # noqa: E402
-from chaosdb.localkube import cluster  # noqa: E402
-from chaosdb.localkube.pki import make_pki  # noqa: E402
+from chaosdb.kubernetes_cluster import cluster  # noqa: E402
+from chaosdb.kubernetes_cluster.pki import make_pki  # noqa: E402
 
 ADDRESS = "127.0.55.1"
 

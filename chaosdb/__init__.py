@@ -20,7 +20,7 @@ What is in it:
 * ``k8s/``: The Kubernetes engine, through the official ``kubernetes`` client
 * ``litmus/``: LitmusChaos engines and their verdicts
 * ``load/``: the load: Locust users, the load control, live-sample and integrity probes
-* ``localkube/``: A local Kubernetes control plane with Chaos Mesh, made of real servers and fake pods (``chaosdb cluster up --kind kubernetes``)
+* ``kubernetes_cluster/``: A local Kubernetes control plane with Chaos Mesh, made of real servers and fake pods (``chaosdb cluster up --kind kubernetes``)
 * ``manifests/``: Chaos Mesh, Litmus and Kubernetes manifest templates, rendered and validated offline
 * ``postgres/``: Patroni and PostgreSQL: REST and SQL clients, probes, actions, the adapter
 * ``report/``: reports: journal and samples to metrics, Markdown, HTML and plots

@@ -22,6 +22,7 @@ __all__ = ["RENAMED", "canonical_module", "install"]
 #: old dotted prefix -> where it lives now
 RENAMED: dict[str, str] = {
     "chaosdb.local": "chaosdb.embedded",
+    "chaosdb.localkube": "chaosdb.kubernetes_cluster",
 }
 
 

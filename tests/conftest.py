@@ -164,7 +164,7 @@ def local_kubernetes(tmp_path_factory):
     the session fails if any of its processes survives."""
     from chaosdb.embedded.processes import node_processes
     from chaosdb.k8s import api
-    from chaosdb.localkube import cluster
+    from chaosdb.kubernetes_cluster import cluster
     from tests.realservers import real_binaries
 
     bin_dir = real_binaries(tmp_path_factory, KUBERNETES_SERVERS)

@@ -97,7 +97,7 @@ def up(args: argparse.Namespace, directory: Path, name: str) -> dict[str, Any]:
         layout = load_layout(directory)
         tls = None
         if getattr(args, "chaosd_tls_from", None):
-            from chaosdb.localkube.cluster import chaosd_tls_files  # noqa: PLC0415 - needs the k8s extra
+            from chaosdb.kubernetes_cluster.cluster import chaosd_tls_files  # noqa: PLC0415 - needs the k8s extra
 
             tls = chaosd_tls_files(Path(args.chaosd_tls_from))
         result["chaosd"] = start_chaosd(str(directory), args.chaosd, chaosd_address(layout), tls=tls)["url"]

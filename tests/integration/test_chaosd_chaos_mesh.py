@@ -53,7 +53,7 @@ def chaos_mesh(tmp_path_factory):
     """A local Kubernetes with the Chaos Mesh controller, no workloads (the targets are the embedded cluster's
     processes)."""
     from chaosdb.embedded.processes import node_processes
-    from chaosdb.localkube import cluster as kube
+    from chaosdb.kubernetes_cluster import cluster as kube
 
     bin_dir = real_binaries(tmp_path_factory, KUBERNETES_SERVERS)
     directory = tmp_path_factory.mktemp("chaosd-kubernetes")
@@ -237,7 +237,7 @@ def test_mutual_tls_between_the_controller_and_chaosd(clean, config, tmp_path_fa
 
     from chaosdb.embedded.chaosd import start_chaosd, stop_chaosd
     from chaosdb.embedded.processes import node_processes
-    from chaosdb.localkube import cluster as kube
+    from chaosdb.kubernetes_cluster import cluster as kube
 
     layout = clean
     directory = tmp_path_factory.mktemp("chaosd-tls-kubernetes")

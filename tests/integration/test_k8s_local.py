@@ -30,7 +30,7 @@ from chaosdb.k8s import api
 from chaosdb.k8s import control as k8s_control
 from chaosdb.k8s import probes as k8sp
 from chaosdb.k8s.pods import pod_summary
-from chaosdb.localkube import cluster as localkube
+from chaosdb.kubernetes_cluster import cluster as localkube
 from chaosdb.manifests.templates import list_templates, render
 from chaosdb.manifests.validate import validate_object
 from chaosdb.tikv import cluster as tikv_cluster

@@ -8,8 +8,8 @@ import psycopg
 import pytest
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.embedded import actions, operations
 from chaosdb.embedded import cluster as lc
+from chaosdb.embedded import operations
 from chaosdb.embedded.processes import node_processes
 from chaosdb.embedded.state import load_layout
 from chaosdb.gameday import cluster_steps

@@ -48,7 +48,7 @@ DATABASE_DEBT = {
     # the embedded cluster is a database (its adapter: roles, quorum, local processes) and also the quickstart's
     # launcher: its clients are Patroni's and etcd's, chaosd beside it registers as a Chaos Mesh PhysicalMachine,
     # `cluster up --chaos-mesh` starts the Kubernetes control plane, its control starts the TPC-C load for a run
-    "embedded": {"postgres", "etcd", "chaosmesh", "localkube", "experiment", "load", "workloads"},
+    "embedded": {"postgres", "etcd", "chaosmesh", "kubernetes_cluster", "experiment", "load", "workloads"},
 }
 
 

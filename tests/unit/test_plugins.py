@@ -190,7 +190,8 @@ def test_an_experiment_naming_the_old_embedded_package_still_runs_its_activities
     from chaosdb.renamed import canonical_module
 
     assert canonical_module("chaosdb.local.actions") == "chaosdb.embedded.actions"
-    assert canonical_module("chaosdb.localkube.cluster") == "chaosdb.localkube.cluster"
+    assert canonical_module("chaosdb.localkube.cluster") == "chaosdb.kubernetes_cluster.cluster"
+    assert canonical_module("chaosdb.localfoo.x") == "chaosdb.localfoo.x"  # a prefix ends at a dot
     code = ("import warnings, importlib; warnings.simplefilter('error', DeprecationWarning)\n"
             "try:\n    importlib.import_module('chaosdb.local.actions')\nexcept DeprecationWarning as w:\n"
             "    print(w)\n")

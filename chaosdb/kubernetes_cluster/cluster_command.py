@@ -1,5 +1,5 @@
 """``chaosdb cluster up|status|down --kind kubernetes``: a local control plane with kwok nodes and the Chaos Mesh
-controller (:mod:`chaosdb.localkube.cluster`)."""
+controller (:mod:`chaosdb.kubernetes_cluster.cluster`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from chaosdb.localkube import cluster as localkube
+from chaosdb.kubernetes_cluster import cluster as kube_cluster
 
 __all__ = ["KIND", "HELP", "TITLE", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "up", "show_up",
            "show_status", "CLUSTER"]
@@ -18,8 +18,8 @@ HELP = ("kube-apiserver, controller-manager, scheduler, kwok fake nodes and pods
         "(binaries from --bin-dir); 127.0.50.1")
 
 #: the module whose status(directory) and down(directory, purge, timeout) the command calls
-CLUSTER = localkube
-STATE_FILE = localkube.STATE_FILE
+CLUSTER = kube_cluster
+STATE_FILE = kube_cluster.STATE_FILE
 DEFAULT_ADDRESS = "127.0.50.1"
 #: the extras ``cluster up`` of this kind needs (:mod:`chaosdb.core.extras`)
 EXTRAS: tuple[str, ...] = ("k8s", "local")
@@ -39,7 +39,7 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
 def up(args: argparse.Namespace, directory: Path, name: str) -> dict[str, Any]:
     """Start (create on first use) the control plane, fake nodes and workloads, and Chaos Mesh."""
     names = [] if args.workloads in ("", "none") else [w.strip() for w in args.workloads.split(",") if w.strip()]
-    return localkube.up(directory, name, address=args.address_base or DEFAULT_ADDRESS, nodes=args.nodes,
+    return kube_cluster.up(directory, name, address=args.address_base or DEFAULT_ADDRESS, nodes=args.nodes,
                         workload_names=names, replicas=args.replicas, chaos_mesh=not args.no_chaos_mesh,
                         bin_dir=args.bin_dir, timeout=max(args.timeout, 180.0),
                         chaosd_tls=bool(getattr(args, "chaosd_tls", False)))

@@ -4,7 +4,7 @@ kubernetes``).
 Real servers, no containers: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (fake nodes
 that run fake pods: Ready, with an IP, nothing inside) and the Chaos Mesh controller-manager with its admission
 webhooks. Installed: the bundled Chaos Mesh and Litmus CRDs, the webhook configurations, fake nodes and,
-unless ``workloads=[]``, database-shaped StatefulSets (:mod:`chaosdb.localkube.workloads`). What it cannot do:
+unless ``workloads=[]``, database-shaped StatefulSets (:mod:`chaosdb.kubernetes_cluster.workloads`). What it cannot do:
 anything that needs a container runtime or chaos-daemon (network, stress, IO, time chaos are admitted and
 selected but never injected; ``exec`` has no container to enter).
 
@@ -39,8 +39,8 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.processes import pids_under, signal_pids, wait_gone
 from chaosdb.core.servers import spawn_server, wait_ready
 from chaosdb.k8s import api
-from chaosdb.localkube import apply, resources, workloads
-from chaosdb.localkube.pki import Pki, make_chaosd_pki, make_pki
+from chaosdb.kubernetes_cluster import apply, resources, workloads
+from chaosdb.kubernetes_cluster.pki import Pki, make_chaosd_pki, make_pki
 
 __all__ = ["PORTS", "SERVERS", "STATE_FILE", "chaosd_tls_files", "command_lines", "configuration_of", "down", "etcd_binary", "plan",
            "status", "up"]
