@@ -10,4 +10,5 @@ What is in it:
 * ``manifest``: A game day's results directory as the runner keeps it
 * ``render``: The aggregated game-day report written from :func:`chaosdb.gameday.aggregate.aggregate`
 * ``runner``: Run a game-day suite into a results directory, resumably
+* ``suite_schema``: the suite file's model (pydantic): its checks, and its JSON Schema for editors
 """

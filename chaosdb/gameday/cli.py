@@ -1,4 +1,4 @@
-"""``chaosdb gameday``: validate | run | status | report | gate."""
+"""``chaosdb gameday``: validate | schema | run | status | report | gate."""
 
 from __future__ import annotations
 
@@ -25,6 +25,13 @@ def _validate(args: argparse.Namespace) -> int:
                            if not k.startswith(("configuration:chaosdb_cluster", "configuration:address_base"))
                            and not k.endswith(".down_after"))
         print(f"  {r.id:<40} {Path(r.source).name:<40} {params}")
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from chaosdb.gameday.suite_schema import suite_json_schema  # noqa: PLC0415 - only for this command
+
+    print(json.dumps(suite_json_schema(), indent=2))
     return 0
 
 
@@ -73,13 +80,15 @@ def _gate(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    """``chaosdb gameday validate|run|status|report|gate``."""
+    """``chaosdb gameday validate|schema|run|status|report|gate``."""
     gd = sub.add_parser("gameday", help="game days: suites of repeated runs, sweeps, UPB; aggregated report; gate")
     gsub = gd.add_subparsers(dest="gameday_command", required=True)
     p = gsub.add_parser("validate", help="check a suite file and list the runs it expands to (runs nothing)")
     p.add_argument("suite", help="the suite file (YAML or JSON)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_validate)
+    p = gsub.add_parser("schema", help="print the JSON Schema of a suite file (for editors: completion and checks)")
+    p.set_defaults(func=_schema)
     p = gsub.add_parser("run", help="run a suite (resumes when RESULTS already holds part of it)")
     p.add_argument("suite", help="the suite file (YAML or JSON)")
     p.add_argument("--results", default=None, help="results directory (default: reports/gamedays/SUITE-NAME)")

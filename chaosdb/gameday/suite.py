@@ -50,9 +50,9 @@ Parameters name where a value goes in the experiment:
   cluster's primary to this node before the run (cycling which machine leads);
 * ``cluster:synchronous_standbys`` not in the experiment: Patroni's synchronous standbys (UPB's K).
 
-Everything is checked before anything runs: unknown keys, types, ranges, experiment files,
-every parameter path against its experiment, and each run's experiment with Chaos Toolkit's own
-validation.
+Everything is checked before anything runs: unknown keys, types, ranges (the model in
+:mod:`chaosdb.gameday.suite_schema`, whose JSON Schema ``chaosdb gameday schema`` prints for editors), experiment
+files, every parameter path against its experiment, and each run's experiment with Chaos Toolkit's own validation.
 """
 
 from __future__ import annotations
@@ -72,21 +72,16 @@ from chaoslib.experiment import ensure_experiment_is_valid
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.embedded.cluster import parse_ipv4
+from chaosdb.gameday.suite_schema import BetweenSpec, PrepareSpec, parse_suite
 from chaosdb.renamed import canonical_module
 
 __all__ = ["Suite", "Scenario", "PlannedRun", "load_suite", "plan_runs", "apply_parameters", "SuiteError",
            "sweep_values", "BETWEEN_DEFAULTS"]
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
 BETWEEN_DEFAULTS: dict[str, Any] = {"restore": True, "wait_healthy_s": 120.0, "reset_tpcc": False,
                                     "cooldown_s": 0.0}
-CLUSTER_DEFAULTS: dict[str, Any] = {"name": "", "address_base": "", "keep_between_runs": True,
-                                    "down_after": True, "purge": True}
-PREPARE_KEYS = ("synchronous_standbys", "leader")
-SUITE_KEYS = ("name", "description", "cluster", "configuration", "repetitions", "order", "between", "scenarios",
-              "timeout_s")
-SCENARIO_KEYS = ("name", "description", "experiment", "repetitions", "set", "cycle", "sweep", "prepare", "upb",
-                 "between", "timeout_s")
+#: the cluster parameters a run can set (``cluster:leader``), the keys of a scenario's ``prepare``
+PREPARE_KEYS = tuple(PrepareSpec.model_fields)
 MAX_RUNS = 5000
 
 
@@ -154,14 +149,6 @@ def _where(ctx: str, key: str) -> str:
     return f"{ctx}.{key}" if ctx else key
 
 
-def _check_keys(data: dict[str, Any], allowed: tuple[str, ...], ctx: str) -> None:
-    for key in data:
-        if key not in allowed:
-            near = difflib.get_close_matches(str(key), allowed, n=1)
-            hint = f" (did you mean {near[0]!r}?)" if near else f" (allowed: {', '.join(allowed)})"
-            raise SuiteError(f"{_where(ctx, str(key))}: unknown key{hint}")
-
-
 def _num(value: Any, ctx: str, lo: float | None = None, hi: float | None = None, integer: bool = False) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SuiteError(f"{ctx}: must be a number, got {value!r}")
@@ -170,14 +157,6 @@ def _num(value: Any, ctx: str, lo: float | None = None, hi: float | None = None,
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise SuiteError(f"{ctx}: must be within {lo}..{hi}, got {value!r}")
     return int(value) if integer else float(value)
-
-
-def _mapping(value: Any, ctx: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise SuiteError(f"{ctx}: must be a mapping, got {type(value).__name__}")
-    return value
 
 
 def sweep_values(sweep: dict[str, Any], ctx: str = "sweep") -> list[Any]:
@@ -269,34 +248,6 @@ def apply_parameters(experiment: dict[str, Any], parameters: dict[str, Any], ctx
     return exp
 
 
-def _between(value: Any, ctx: str, base: dict[str, Any]) -> dict[str, Any]:
-    data = _mapping(value, ctx)
-    _check_keys(data, tuple(BETWEEN_DEFAULTS), ctx)
-    out = dict(base)
-    for key, v in data.items():
-        if key in ("restore", "reset_tpcc"):
-            if not isinstance(v, bool):
-                raise SuiteError(f"{ctx}.{key}: must be true or false, got {v!r}")
-            out[key] = v
-        else:
-            out[key] = _num(v, f"{ctx}.{key}", 0, 86400)
-    return out
-
-
-def _prepare(value: Any, ctx: str) -> dict[str, Any]:
-    data = _mapping(value, ctx)
-    _check_keys(data, PREPARE_KEYS, ctx)
-    out = {}
-    if "synchronous_standbys" in data:
-        out["synchronous_standbys"] = _num(data["synchronous_standbys"], f"{ctx}.synchronous_standbys", 0, 8,
-                                           integer=True)
-    if "leader" in data:
-        if not isinstance(data["leader"], str) or not re.fullmatch(r"node[1-9]", data["leader"]):
-            raise SuiteError(f"{ctx}.leader: must be a node name like node1, got {data['leader']!r}")
-        out["leader"] = data["leader"]
-    return out
-
-
 def _read(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise SuiteError(f"suite file {path} does not exist")
@@ -315,94 +266,63 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
+def _between(spec: BetweenSpec, base: dict[str, Any]) -> dict[str, Any]:
+    return {**base, **spec.given()}
+
+
+def _prepare(spec: PrepareSpec) -> dict[str, Any]:
+    return spec.model_dump(exclude_none=True)
+
+
 def load_suite(path: str | Path) -> Suite:
-    """Read and check a suite file (no experiment is run)."""
+    """Read and check a suite file (no experiment is run): its shape by the model
+    (:mod:`chaosdb.gameday.suite_schema`), then what only the files can say."""
     path = Path(path)
     data = _read(path)
-    _check_keys(data, SUITE_KEYS, "")
-    name = data.get("name")
-    if not isinstance(name, str) or not NAME_RE.match(name):
-        raise SuiteError(f"name: required; letters, digits, '-' and '_' (got {name!r})")
-    cluster = dict(CLUSTER_DEFAULTS)
-    raw_cluster = _mapping(data.get("cluster"), "cluster")
-    _check_keys(raw_cluster, tuple(CLUSTER_DEFAULTS), "cluster")
-    for key, v in raw_cluster.items():
-        if isinstance(CLUSTER_DEFAULTS[key], bool) and not isinstance(v, bool):
-            raise SuiteError(f"cluster.{key}: must be true or false, got {v!r}")
-        if isinstance(CLUSTER_DEFAULTS[key], str) and not isinstance(v, str):
-            raise SuiteError(f"cluster.{key}: must be a string, got {v!r}")
-        cluster[key] = v
-    if cluster["name"] and not NAME_RE.match(cluster["name"]):
-        raise SuiteError(f"cluster.name: letters, digits, '-' and '_' (got {cluster['name']!r})")
+    try:
+        spec = parse_suite(data)
+    except ValueError as exc:
+        raise SuiteError(str(exc)) from None
+    cluster = spec.cluster.model_dump()
     if cluster["address_base"]:
         try:
             parse_ipv4(cluster["address_base"])
         except ChaosDBError as exc:
             raise SuiteError(f"cluster.address_base: {exc}") from None
-    configuration = _mapping(data.get("configuration"), "configuration")
-    reps = _num(data.get("repetitions", 1), "repetitions", 1, 1000, integer=True)
-    order = data.get("order", "sequential")
-    if order not in ("sequential", "interleaved"):
-        raise SuiteError(f"order: sequential or interleaved, got {order!r}")
-    between = _between(data.get("between"), "between", BETWEEN_DEFAULTS)
-    timeout = _num(data.get("timeout_s", 1800), "timeout_s", 10, 86400)
-    raw_scenarios = data.get("scenarios")
-    if not isinstance(raw_scenarios, list) or not raw_scenarios:
-        raise SuiteError("scenarios: required, a non-empty list")
+    between = _between(spec.between, BETWEEN_DEFAULTS)
     scenarios: list[Scenario] = []
     seen: set[str] = set()
-    for i, raw in enumerate(raw_scenarios):
-        ctx = f"scenarios[{i}]"
-        raw = _mapping(raw, ctx)
-        _check_keys(raw, SCENARIO_KEYS, ctx)
-        sname = raw.get("name")
-        if not isinstance(sname, str) or not NAME_RE.match(sname):
-            raise SuiteError(f"{ctx}.name: required; letters, digits, '-' and '_' (got {sname!r})")
-        ctx = f"scenarios[{i}] ({sname})"
-        if sname in seen:
-            raise SuiteError(f"{ctx}: a scenario named {sname!r} comes twice")
-        seen.add(sname)
-        exp = raw.get("experiment")
-        if not isinstance(exp, str) or not exp:
-            raise SuiteError(f"{ctx}.experiment: required, the path of a Chaos Toolkit experiment file")
-        exp_path = (path.parent / exp).resolve()
+    for i, sc in enumerate(spec.scenarios):
+        ctx = f"scenarios[{i}] ({sc.name})"
+        if sc.name in seen:
+            raise SuiteError(f"{ctx}: a scenario named {sc.name!r} comes twice")
+        seen.add(sc.name)
+        exp_path = (path.parent / sc.experiment).resolve()
         if not exp_path.is_file():
             raise SuiteError(f"{ctx}.experiment: {exp_path} does not exist (paths are relative to the suite file)")
-        cycle = raw.get("cycle")
-        if cycle is not None:
-            cycle = _mapping(cycle, f"{ctx}.cycle")
-            _check_keys(cycle, ("parameter", "values"), f"{ctx}.cycle")
-            _parse_path(cycle.get("parameter"), f"{ctx}.cycle.parameter")
-            if not isinstance(cycle.get("values"), list) or not cycle["values"]:
-                raise SuiteError(f"{ctx}.cycle.values: a non-empty list (e.g. [node1, node2, node3])")
-        sweep = raw.get("sweep")
-        if sweep is not None:
-            sweep = _mapping(sweep, f"{ctx}.sweep")
-            _check_keys(sweep, ("parameter", "values", "from", "to", "step"), f"{ctx}.sweep")
-            _parse_path(sweep.get("parameter"), f"{ctx}.sweep.parameter")
-            sweep = {"parameter": sweep["parameter"], "values": sweep_values(sweep, f"{ctx}.sweep")}
-        fixed = _mapping(raw.get("set"), f"{ctx}.set")
-        for p in fixed:
+        cycle = None
+        if sc.cycle is not None:
+            _parse_path(sc.cycle.parameter, f"{ctx}.cycle.parameter")
+            cycle = sc.cycle.model_dump()
+        sweep = None
+        if sc.sweep is not None:
+            _parse_path(sc.sweep.parameter, f"{ctx}.sweep.parameter")
+            sweep = {"parameter": sc.sweep.parameter, "values": sweep_values(sc.sweep.given(), f"{ctx}.sweep")}
+        for p in sc.set:
             _parse_path(p, f"{ctx}.set")
-        upb = raw.get("upb")
-        if upb is not None:
-            upb = _mapping(upb, f"{ctx}.upb")
-            _check_keys(upb, ("K", "F"), f"{ctx}.upb")
-            if set(upb) != {"K", "F"}:
-                raise SuiteError(f"{ctx}.upb: needs K (tolerated failures) and F (failed nodes)")
-            k = _num(upb["K"], f"{ctx}.upb.K", 0, 8, integer=True)
-            f = _num(upb["F"], f"{ctx}.upb.F", 0, 8, integer=True)
-            if f > k:
-                raise SuiteError(f"{ctx}.upb: F ({f}) > K ({k}): UPB measures at most K failed nodes")
-            upb = {"K": k, "F": f}
+        upb = None
+        if sc.upb is not None:
+            if sc.upb.F > sc.upb.K:
+                raise SuiteError(f"{ctx}.upb: F ({sc.upb.F}) > K ({sc.upb.K}): UPB measures at most K failed nodes")
+            upb = sc.upb.model_dump()
         scenarios.append(Scenario(
-            name=sname, experiment=exp_path, description=str(raw.get("description", "")),
-            repetitions=_num(raw.get("repetitions", reps), f"{ctx}.repetitions", 1, 1000, integer=True),
-            set=fixed, cycle=cycle, sweep=sweep, prepare=_prepare(raw.get("prepare"), f"{ctx}.prepare"),
-            upb=upb, between=_between(raw.get("between"), f"{ctx}.between", between),
-            timeout_s=_num(raw.get("timeout_s", timeout), f"{ctx}.timeout_s", 10, 86400)))
-    suite = Suite(name=name, path=path.resolve(), description=str(data.get("description", "")), cluster=cluster,
-                  configuration=configuration, order=order, scenarios=scenarios, raw=data)
+            name=sc.name, experiment=exp_path, description=sc.description,
+            repetitions=sc.repetitions if sc.repetitions is not None else spec.repetitions,
+            set=dict(sc.set), cycle=cycle, sweep=sweep, prepare=_prepare(sc.prepare), upb=upb,
+            between=_between(sc.between, between),
+            timeout_s=sc.timeout_s if sc.timeout_s is not None else spec.timeout_s))
+    suite = Suite(name=spec.name, path=path.resolve(), description=spec.description, cluster=cluster,
+                  configuration=dict(spec.configuration), order=spec.order, scenarios=scenarios, raw=data)
     plan_runs(suite)  # every path against its experiment, every run's experiment through Chaos Toolkit
     return suite
 

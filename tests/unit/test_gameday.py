@@ -308,3 +308,31 @@ def test_upb_throughput_is_measured_while_the_nodes_are_down():
 def test_spread_ignores_missing_values():
     assert spread([None, None]) is None
     assert spread([3, None, 1])["median"] == 2.0
+
+
+def test_the_suite_model_is_a_json_schema_editors_can_use_and_it_agrees_with_the_loader(tmp_path):
+    """``chaosdb gameday schema`` prints a valid JSON Schema; every shipped suite fits it, and a suite the loader
+    refuses for its shape is refused by the schema too (one model behind both)."""
+    import subprocess
+    import sys
+
+    import jsonschema
+    import yaml
+
+    done = subprocess.run([sys.executable, "-m", "chaosdb.cli", "gameday", "schema"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    schema = json.loads(done.stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    shipped = sorted((EXPERIMENTS / "gamedays").glob("*.yaml"))
+    assert len(shipped) >= 5
+    for path in shipped:
+        errors = list(validator.iter_errors(yaml.safe_load(path.read_text())))
+        assert not errors, (path.name, [e.message for e in errors])
+    for change in ({"repetitons": 3}, {"upb": {"K": 1}}, {"repetitions": 0}, {"between": {"cooldown_s": "ten"}},
+                   {"prepare": {"leader": "primary"}}):
+        body = base_suite(**change)
+        assert list(validator.iter_errors(body)), change
+        with pytest.raises(SuiteError):
+            load_suite(write_suite(tmp_path, body))
