@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chaosdb.workloads.samples import HEADER, Sample
+from chaosdb.workloads.samples import HEADER, SampleBatcher
 
 __all__ = ["SAMPLES_MESSAGE", "WORKERS_FILE", "STOP_REQUEST", "STOPPED", "ShippingWriter", "MasterCollector",
            "read_workers", "lost_workers"]
@@ -41,41 +41,22 @@ STOP_REQUEST = "stop.request"
 STOPPED = "stopped"
 
 
-class ShippingWriter:
+class ShippingWriter(SampleBatcher):
     """The samples writer of a worker in master/worker mode: the same interface as
     :class:`chaosdb.workloads.samples.SampleWriter`, but rows go to the master."""
 
     def __init__(self, runner: Any, flush_every_s: float = 0.5, flush_rows: int = 2000) -> None:
+        super().__init__(flush_every_s, flush_rows)
         self.runner = runner
-        self.flush_every_s = flush_every_s
-        self.flush_rows = flush_rows
-        self.count = 0
         self.sent = 0
-        self._buf: list[str] = []
-        self._last = time.monotonic()
         self._batch = 0
 
-    def add(self, sample: Sample) -> None:
-        """Queue a sample; ship the queue to the master when it is full or old enough."""
-        self._buf.append(sample.to_line())
-        self.count += 1
-        if len(self._buf) >= self.flush_rows or time.monotonic() - self._last >= self.flush_every_s:
-            self.flush()
-
-    def flush(self) -> None:
-        """Ship the queued samples to the master now."""
-        self._last = time.monotonic()
-        if not self._buf:
-            return
-        lines, self._buf = self._buf, []
+    def ship(self, lines: list[str]) -> None:
+        """Send the lines to the master as one numbered batch."""
         self._batch += 1
         self.runner.send_message(SAMPLES_MESSAGE, {"lines": "".join(lines), "rows": len(lines),
                                                    "batch": self._batch, "sent_ts": time.time()})
         self.sent += len(lines)
-
-    def close(self) -> None:
-        """Ship what is left."""
-        self.flush()
 
 
 def _file_name(worker_id: str, index: int | None) -> str:

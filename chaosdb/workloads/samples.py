@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
 
-__all__ = ["Sample", "SampleWriter", "HEADER", "read_samples", "read_recent", "sample_files"]
+__all__ = ["Sample", "SampleBatcher", "SampleWriter", "HEADER", "read_samples", "read_recent", "sample_files"]
 
 HEADER = "start_ts,latency_ms,name,outcome,sqlstate,retries,terminal,key\n"
 
@@ -49,10 +49,47 @@ class Sample:
                 f"{self.retries},{self.terminal},{self.key}\n")
 
 
-class SampleWriter:
-    """Buffered CSV writer; call :meth:`add` per transaction and :meth:`close` at the end."""
+class SampleBatcher:
+    """Samples queued as CSV lines and handed on in batches (:meth:`ship`): when ``flush_rows`` are queued or
+    ``flush_every_s`` has passed since the last batch. The file writer and a worker's shipper to its master are
+    this with their own :meth:`ship`."""
+
+    def __init__(self, flush_every_s: float, flush_rows: int) -> None:
+        self.flush_every_s = flush_every_s
+        self.flush_rows = flush_rows
+        self.count = 0
+        self._buf: list[str] = []
+        self._last = time.monotonic()
+
+    def add(self, sample: Sample) -> None:
+        """Queue a sample; hand the queue on when it is full or old enough."""
+        self._buf.append(sample.to_line())
+        self.count += 1
+        if len(self._buf) >= self.flush_rows or time.monotonic() - self._last >= self.flush_every_s:
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand the queued samples on now."""
+        self._last = time.monotonic()
+        if self._buf:
+            lines, self._buf = self._buf, []
+            self.ship(lines)
+
+    def ship(self, lines: list[str]) -> None:
+        """Where a batch goes (a file, the master)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Hand on what is left."""
+        self.flush()
+
+
+class SampleWriter(SampleBatcher):
+    """Buffered CSV writer; call :meth:`add` per transaction and :meth:`close` at the end (rows are written at
+    the next flush, at most ``flush_every_s`` later)."""
 
     def __init__(self, path: Path | str, flush_every_s: float = 1.0, flush_rows: int = 2000) -> None:
+        super().__init__(flush_every_s, flush_rows)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         new = not self.path.exists() or self.path.stat().st_size == 0
@@ -60,28 +97,18 @@ class SampleWriter:
         if new:
             self._f.write(HEADER)
             self._f.flush()
-        self._buf: list[str] = []
-        self._last = time.monotonic()
-        self.flush_every_s = flush_every_s
-        self.flush_rows = flush_rows
-        self.count = 0
-
-    def add(self, sample: Sample) -> None:
-        """Buffer a sample (written at the next flush, at most a second later)."""
-        self._buf.append(sample.to_line())
-        self.count += 1
-        if len(self._buf) >= self.flush_rows or time.monotonic() - self._last >= self.flush_every_s:
-            self.flush()
 
     def flush(self) -> None:
         """Write the buffered samples."""
         if self._f is None:
             return
-        if self._buf:
-            self._f.write("".join(self._buf))
-            self._buf.clear()
+        super().flush()
         self._f.flush()
-        self._last = time.monotonic()
+
+    def ship(self, lines: list[str]) -> None:
+        """Append the lines to the file."""
+        assert self._f is not None
+        self._f.write("".join(lines))
 
     def close(self) -> None:
         """Write what is left and close the file."""
