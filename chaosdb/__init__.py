@@ -31,14 +31,7 @@ What is in it:
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
-
-from chaoslib.discovery.discover import (
-    discover_actions,
-    discover_probes,
-    initialize_discovery_result,
-)
 
 from chaosdb.core.deprecation import module_getattr
 from chaosdb.core.plugins import modules_named, package_attribute
@@ -46,10 +39,17 @@ from chaosdb.renamed import install as _answer_renamed_modules
 
 _answer_renamed_modules()  # chaosdb.local.* -> chaosdb.embedded.* for one release (chaosdb.renamed)
 
-try:
-    __version__ = version("chaostoolkit-db")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0"
+
+
+def _version() -> str:
+    """The installed distribution's version (read when first asked: the detached helpers, a fault's reverter or
+    delay proxy, start without reading package metadata or importing Chaos Toolkit)."""
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        return version("chaostoolkit-db")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "0.0.0"
 
 __all__ = ["discover", "__version__", "activity_modules"]
 
@@ -69,8 +69,13 @@ def activity_modules() -> dict[str, list[str]]:
 
 def discover(discover_system: bool = True) -> dict[str, Any]:
     """Describe this extension and its activities for ``chaos discover``."""
+    from chaoslib.discovery.discover import (  # noqa: PLC0415 - only chaos discover needs it
+        discover_actions,
+        discover_probes,
+        initialize_discovery_result,
+    )
 
-    discovery = initialize_discovery_result("chaostoolkit-db", __version__, "database")
+    discovery = initialize_discovery_result("chaostoolkit-db", _version(), "database")
     modules = activity_modules()
     for module in modules["probe"]:
         discovery["activities"].extend(discover_probes(module))
@@ -80,4 +85,12 @@ def discover(discover_system: bool = True) -> dict[str, Any]:
 
 
 #: ``ACTIVITY_MODULES`` (deprecated): the activity modules are found by convention now
-__getattr__ = module_getattr(__name__, {"ACTIVITY_MODULES": ("chaosdb.activity_modules()", activity_modules)})
+_deprecated = module_getattr(__name__, {"ACTIVITY_MODULES": ("chaosdb.activity_modules()", activity_modules)})
+
+
+def __getattr__(name: str) -> Any:
+    """``__version__`` (read on first use), and the deprecated names."""
+    if name == "__version__":
+        globals()["__version__"] = _version()
+        return globals()["__version__"]
+    return _deprecated(name)

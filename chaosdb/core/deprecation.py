@@ -8,8 +8,6 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from chaosdb.core.errors import ChaosDBError
-
 __all__ = ["warn_deprecated", "renamed_argument", "module_getattr"]
 
 logger = logging.getLogger("chaostoolkit")
@@ -28,6 +26,8 @@ def renamed_argument(value: Any, old_value: Any, old: str, new: str, where: str,
     if old_value is None:
         return default if value is None else value
     if value is not None:
+        from chaosdb.core.errors import ChaosDBError  # noqa: PLC0415 - the detached helpers import this module
+
         raise ChaosDBError(f"{where}: give {new} only ({old} is its old name)")
     warn_deprecated(f"the {old} argument of {where}", new)
     return old_value

@@ -23,11 +23,12 @@ def source_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def spawn_detached(argv: list[str], env: dict[str, str] | None = None) -> int:
-    """Start *argv* detached; return its pid. *env* adds to (or replaces in) this process's environment."""
+def spawn_detached(argv: list[str], env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = ()) -> int:
+    """Start *argv* detached; return its pid. *env* adds to (or replaces in) this process's environment; *pass_fds*
+    are handed to it (a listening socket, say), every other descriptor is closed."""
     full = source_env(**(env or {}))
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True, close_fds=True, env=full, cwd="/")
+                            start_new_session=True, close_fds=True, pass_fds=pass_fds, env=full, cwd="/")
     # reap it if it exits while we live, so it never lingers as our zombie
     threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
     return proc.pid

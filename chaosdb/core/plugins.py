@@ -29,7 +29,6 @@ import functools
 import importlib
 import importlib.util
 import pkgutil
-from importlib.metadata import entry_points
 from pathlib import Path
 
 __all__ = ["ENTRY_POINT_GROUP", "plugin_packages", "modules_named", "package_attribute", "package_dirs", "package_files",
@@ -48,6 +47,8 @@ def _package_dirs() -> dict[str, tuple[Path, ...]]:
     for info in sorted(pkgutil.iter_modules([str(_CHAOSDB)], "chaosdb."), key=lambda i: i.name):
         if info.ispkg:
             found[info.name] = (_CHAOSDB / info.name.split(".", 1)[1],)
+    from importlib.metadata import entry_points  # noqa: PLC0415 - read package metadata only when plug-ins are asked for
+
     for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         spec = importlib.util.find_spec(entry.value)
         if spec is None or not spec.submodule_search_locations:

@@ -11,7 +11,7 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.embedded.nodeproc import _components_running
-from chaosdb.embedded.processes import node_processes
+from chaosdb.embedded.processes import nodes_processes
 from chaosdb.embedded.state import (
     ClusterLayout,
     NodeLayout,
@@ -136,17 +136,42 @@ def status(layout: ClusterLayout) -> dict[str, Any]:
     """Every node: its processes, Patroni role/state/lag/timeline, and etcd membership/leadership."""
     members: dict[str, Any] = {}
     patroni_error = ""
-    try:
-        for member in patroni_client(layout).members():
-            members[member.name] = member
-    except ChaosDBError as exc:
-        patroni_error = str(exc)
-    # processes first: they are the ground truth at this instant (network answers may take a while)
-    procs_of = {node.name: node_processes(node.path, node.data_dir) for node in layout.nodes}
-    etcd = etcd_client(layout)
-    etcd_rows = {row["url"]: row for row in etcd.overview()["members"]}
+
+    def ask_patroni() -> None:
+        nonlocal patroni_error
+        try:
+            for member in patroni_client(layout).members():
+                members[member.name] = member
+        except ChaosDBError as exc:
+            patroni_error = str(exc)
+
+    found: dict[str, Any] = {}
+
+    def ask_etcd() -> None:
+        try:
+            found["etcd"] = etcd_client(layout).overview()["members"]
+        except Exception as exc:  # noqa: BLE001 - raised again below, in the caller's thread
+            found["error"] = exc
+
+    def ask_live() -> None:
+        try:
+            found["live"] = _live_patroni_states(layout)
+        except Exception as exc:  # noqa: BLE001 - raised again below, in the caller's thread
+            found["error"] = exc
+
+    # the answers over the network asked at once (a fault's target is chosen from this: it is on the fault's path),
+    # the processes listed meanwhile: they are the ground truth at this instant
+    askers = [threading.Thread(target=f) for f in (ask_patroni, ask_etcd, ask_live)]
+    for th in askers:
+        th.start()
+    procs_of = nodes_processes([(node.name, node.path, node.data_dir) for node in layout.nodes])
+    for th in askers:
+        th.join()
+    if "error" in found:
+        raise found["error"]
+    etcd_rows = {row["url"]: row for row in found["etcd"]}
     leader_ids = {r.get("leader_id") for r in etcd_rows.values() if r.get("leader_id") not in (None, "", "0")}
-    live = _live_patroni_states(layout)
+    live = found["live"]
     etcd_leader = None
     nodes: list[dict[str, Any]] = []
     for node in layout.nodes:

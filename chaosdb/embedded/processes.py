@@ -21,6 +21,7 @@ from chaosdb.core.processes import (
     cwd_of,
     pid_alive,
     pids_under,
+    pids_under_each,
     proc_state,
     read_proc,
     signal_pids,
@@ -28,7 +29,7 @@ from chaosdb.core.processes import (
     wait_gone,
 )
 
-__all__ = ["NodeProcess", "node_processes", "postmaster_pid", "signal_pids", "wait_gone", "pid_alive", "cmdline",
+__all__ = ["NodeProcess", "node_processes", "nodes_processes", "postmaster_pid", "signal_pids", "wait_gone", "pid_alive", "cmdline",
            "start_time", "cpu_time_s"]
 
 
@@ -72,16 +73,24 @@ def _kind(pid: int, argv: list[str], pm: int | None) -> str:
     return "other"
 
 
-def node_processes(node_dir: Path, data_dir: Path | None = None) -> list[NodeProcess]:
-    """Every live process whose cwd is *node_dir* or below it, classified."""
+def node_processes(node_dir: Path, data_dir: Path | None = None, pids: list[int] | None = None) -> list[NodeProcess]:
+    """Every live process whose cwd is *node_dir* or below it, classified (*pids*: those processes, when the caller
+    listed several nodes' at once with :func:`nodes_processes`)."""
     data_dir = Path(data_dir) if data_dir else Path(node_dir) / "data"
     pm = postmaster_pid(data_dir)
     found = []
-    for pid in pids_under(node_dir):
+    for pid in pids_under(node_dir) if pids is None else pids:
         state = proc_state(pid)
         if state in ("Z", "X", "?"):
             continue
         found.append(NodeProcess(pid, _kind(pid, argv_of(pid), pm), state))
     return found
+
+
+def nodes_processes(nodes: list[tuple[str, Path, Path]]) -> dict[str, list[NodeProcess]]:
+    """:func:`node_processes` of several ``(name, node_dir, data_dir)`` with one pass over this machine's processes.
+    """
+    under = pids_under_each([d for _, d, _ in nodes])
+    return {name: node_processes(d, data, under[os.fspath(d)]) for name, d, data in nodes}
 
 

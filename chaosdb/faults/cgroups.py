@@ -134,6 +134,12 @@ def release_group(host: CgroupHost, controller: str, path: Path, origin: str = "
     dest = hierarchy / origin.lstrip("/")
     if not (dest / "cgroup.procs").exists() or dest == path:
         dest = hierarchy
+    if controller == "cpu":  # lifted first: a throttled process moved out waits for its period's refill otherwise
+        for name, unlimited in (("cpu.max", "max"), ("cpu.cfs_quota_us", "-1")):
+            try:
+                _write(path / name, unlimited)
+            except OSError:
+                pass
     moved: list[int] = []
     deadline = time.monotonic() + timeout
     while True:

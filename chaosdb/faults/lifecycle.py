@@ -46,9 +46,9 @@ class ProcessGroup:
 # helpers
 
 
-def _spawn_detached(argv: list[str]) -> dict[str, Any]:
+def _spawn_detached(argv: list[str], pass_fds: tuple[int, ...] = ()) -> dict[str, Any]:
     """A helper (reverter, proxy) that outlives us and finds the same fault records."""
-    pid = spawn_detached(argv, {"CHAOSDB_FAULTS_DIR": str(faults_dir())})
+    pid = spawn_detached(argv, {"CHAOSDB_FAULTS_DIR": str(faults_dir())}, pass_fds)
     return {"pid": pid, "start": process_start_time(pid)}
 
 
@@ -156,18 +156,10 @@ def revert(rec: FaultRecord) -> dict[str, Any]:
             out.setdefault("notes", []).append(rec.notes[-1])
     if rec.attacks:
         out["attacks"] = [{k: a.get(k) for k in ("uid", "action", "recovered_now")} for a in rec.attacks]
-    for ch in rec.chains:
-        if ch.get("parent"):
-            try:
-                netfilter.remove_chain(ch["table"], ch["parent"], ch["chain"], rec.id)
-            except ChaosDBError as exc:
-                errors.append(str(exc))
-    for ch in rec.chains:  # helper chains (bursty loss) once nothing jumps to them
-        if not ch.get("parent"):
-            netfilter.iptables(ch["table"], "-F", ch["chain"], check=False)
-    for ch in rec.chains:
-        if not ch.get("parent"):
-            netfilter.iptables(ch["table"], "-X", ch["chain"], check=False)
+    try:  # hooks, then the chains (helper chains of bursty loss included) in one iptables-restore
+        netfilter.remove_chains(rec.chains, rec.id)
+    except ChaosDBError as exc:
+        errors.append(str(exc))
     for entry in rec.tc:
         try:
             traffic.remove_class(entry)

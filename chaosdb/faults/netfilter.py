@@ -15,7 +15,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.faults.host import require_tool
 
 __all__ = ["CHAIN_PREFIX", "TABLES", "iptables", "create_chain", "append_rule", "hook_chain", "remove_chain",
-           "tagged_rules", "remove_tagged", "chain_counters"]
+           "tagged_rules", "remove_tagged", "chain_counters", "Batch", "remove_chains"]
 
 CHAIN_PREFIX = "CHAOSDB-"
 TABLES = ("filter", "mangle", "nat")
@@ -55,6 +55,72 @@ def remove_chain(table: str, parent: str, chain: str, fault_id: str) -> bool:
     if iptables(table, "-F", chain, check=False).returncode == 0:
         removed = True
         iptables(table, "-X", chain, check=False)
+    return removed
+
+
+class Batch:
+    """Chains, rules and hooks collected first and applied by one ``iptables-restore --noflush`` (one exec, and
+    each table's part all or nothing) instead of one ``iptables`` exec per rule: a fault is in effect as soon as
+    the one call returns."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, list[str]] = {}
+
+    def _add(self, table: str, args: Sequence[str]) -> None:
+        bad = [a for a in args if not a or any(c.isspace() or c in "\"'" for c in a)]
+        if bad:
+            raise ChaosDBError(f"iptables argument(s) {bad} cannot go through iptables-restore")
+        self.lines.setdefault(table, []).append(" ".join(args))
+
+    def chain(self, table: str, chain: str) -> None:
+        """Create *chain* (empty)."""
+        self.lines.setdefault(table, []).insert(0, f":{chain} - [0:0]")
+
+    def rule(self, table: str, chain: str, rule: Sequence[str]) -> None:
+        """Append *rule* to *chain*."""
+        self._add(table, ["-A", chain, *rule])
+
+    def hook(self, table: str, parent: str, chain: str, fault_id: str) -> None:
+        """Jump from built-in *parent* to *chain*, first in line, tagged with the fault id."""
+        self._add(table, ["-I", parent, "1", "-m", "comment", "--comment", f"chaosdb:{fault_id}", "-j", chain])
+
+    def text(self) -> str:
+        """The ``iptables-restore`` input: one ``*table ... COMMIT`` block per table."""
+        return "".join(f"*{table}\n" + "".join(line + "\n" for line in lines) + "COMMIT\n"
+                       for table, lines in self.lines.items())
+
+    def apply(self) -> None:
+        """Apply everything with one ``iptables-restore -w 5 --noflush``; refused with its own words on failure."""
+        if not self.lines:
+            return
+        exe = require_tool("iptables-restore", "iptables")
+        proc = subprocess.run([exe, "-w", "5", "--noflush"], input=self.text(), capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise ChaosDBError(f"iptables-restore failed: {proc.stderr.strip() or proc.stdout.strip()}")
+
+
+def remove_chains(chains: Sequence[dict[str, str]], fault_id: str) -> bool:
+    """Unhook and delete every ``{"table", "chain", "parent"}`` of a fault with one ``iptables-restore`` (its
+    hooks, then its chains emptied, then deleted); when that is refused (something was removed by hand already),
+    one by one, idempotently. True if something was removed."""
+    batch = Batch()
+    for c in chains:
+        if c.get("parent"):
+            batch._add(c["table"], ["-D", c["parent"], "-m", "comment", "--comment", f"chaosdb:{fault_id}", "-j",
+                                    c["chain"]])
+    for c in chains:
+        batch._add(c["table"], ["-F", c["chain"]])
+    for c in reversed(chains):  # a chain others jump to goes after them
+        batch._add(c["table"], ["-X", c["chain"]])
+    if chains:
+        try:
+            batch.apply()
+            return True
+        except ChaosDBError:
+            pass
+    removed = False
+    for c in reversed(chains):
+        removed |= remove_chain(c["table"], c.get("parent", ""), c["chain"], fault_id)
     return removed
 
 

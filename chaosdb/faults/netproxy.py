@@ -104,8 +104,11 @@ async def _serve(args: argparse.Namespace) -> None:
             for w in (u_writer, c_writer):
                 w.close()
 
-    host, port = args.listen.rsplit(":", 1)
-    server = await asyncio.start_server(handle, host, int(port), reuse_address=True)
+    if args.listen_fd >= 0:  # the socket its starter bound and redirected to already (connections wait in its backlog)
+        server = await asyncio.start_server(handle, sock=socket.socket(fileno=args.listen_fd))
+    else:
+        host, port = args.listen.rsplit(":", 1)
+        server = await asyncio.start_server(handle, host, int(port), reuse_address=True)
     actual = server.sockets[0].getsockname()[1]
     if args.port_file:
         tmp = args.port_file + ".tmp"
@@ -124,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     until it is stopped."""
     p = argparse.ArgumentParser(prog="python -m chaosdb.faults.netproxy")
     p.add_argument("--listen", required=True)
+    p.add_argument("--listen-fd", type=int, default=-1, help="a listening socket to serve (inherited)")
     p.add_argument("--upstream", required=True)
     p.add_argument("--delay-ms", type=float, default=0.0)
     p.add_argument("--jitter-ms", type=float, default=0.0)

@@ -3,11 +3,12 @@ on loopback, matched by the node users that open each connection: a fault hits o
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.processes import cwd_of, other_processes
+from chaosdb.core.processes import cwd_of, uids_of_processes
 from chaosdb.faults import netfilter, traffic
 from chaosdb.faults.classify import (
     NodeIdentity,
@@ -26,6 +27,12 @@ from chaosdb.faults.records import (
 def _require_netfilter(what: str) -> None:
     require_root(what)
     require_tool("iptables", "iptables")
+    _netfilter_answers()
+
+
+@functools.cache
+def _netfilter_answers() -> None:
+    """iptables works here (asked once per process: it is on every network fault's path)."""
     netfilter.iptables("filter", "-S", "INPUT")  # raises with iptables' own words when it cannot work here
 
 
@@ -34,15 +41,14 @@ def _foreign_users(nodes: list[NodeIdentity], cluster_dir: str) -> list[str]:
     uids = {n.uid: n.name for n in nodes}
     root = os.path.realpath(cluster_dir) if cluster_dir else ""
     found = []
-    for proc in other_processes(("uids",)):
-        uid = proc.info["uids"].effective if proc.info["uids"] else None
+    for pid, uid in uids_of_processes().items():
         if uid not in uids:
             continue
-        cwd = cwd_of(proc.pid)
+        cwd = cwd_of(pid)
         if cwd is None:
             continue
         if root and not (cwd == root or cwd.startswith(root + os.sep)):
-            found.append(f"pid {proc.pid} (uid {uid}, cwd {cwd})")
+            found.append(f"pid {pid} (uid {uid}, cwd {cwd})")
     return found
 
 
@@ -60,15 +66,15 @@ def _check_network(targets: list[NodeIdentity], nodes: list[NodeIdentity], clust
                            + ". Stop the other cluster first")
 
 
-def _new_chain(rec: FaultRecord, table: str, chain: str, parent: str = "") -> str:
-    """Record the chain first (so a revert finds it whatever happens next), then create it."""
+def _new_chain(rec: FaultRecord, batch: netfilter.Batch, table: str, chain: str, parent: str = "") -> str:
+    """Record the chain (saved before anything is applied, so a revert finds it whatever happens next) and add its
+    creation to *batch*."""
     rec.chains.append({"table": table, "chain": chain, "parent": parent})
-    rec.save()
-    netfilter.create_chain(table, chain)
+    batch.chain(table, chain)
     return chain
 
 
-def _gilbert_chains(rec: FaultRecord, loss: float, burst: float) -> str:
+def _gilbert_chains(rec: FaultRecord, batch: netfilter.Batch, loss: float, burst: float) -> str:
     """Gilbert-model bursty loss: enter a burst with probability q, stay with 1 - 1/burst.
 
     Mean burst = *burst* packets, long-run loss = *loss* when q = loss / (burst (1 - loss)).
@@ -78,13 +84,13 @@ def _gilbert_chains(rec: FaultRecord, loss: float, burst: float) -> str:
     good, bad = f"CHAOSDB-{rec.id}-G", f"CHAOSDB-{rec.id}-B"
     name = f"chaosdb{rec.id}"
     for chain in (bad, good):
-        _new_chain(rec, "filter", chain)
-    netfilter.append_rule("filter", bad, ["-m", "statistic", "--mode", "random", "--probability", f"{r:.6f}",
-                                          "-m", "recent", "--name", name, "--remove", "--rsource", "-j", "RETURN"])
-    netfilter.append_rule("filter", bad, ["-j", "DROP"])
-    netfilter.append_rule("filter", good, ["-m", "recent", "--name", name, "--rcheck", "--rsource", "-j", bad])
-    netfilter.append_rule("filter", good, ["-m", "statistic", "--mode", "random", "--probability", f"{q:.6f}",
-                                           "-m", "recent", "--name", name, "--set", "--rsource", "-j", "DROP"])
+        _new_chain(rec, batch, "filter", chain)
+    batch.rule("filter", bad, ["-m", "statistic", "--mode", "random", "--probability", f"{r:.6f}",
+                               "-m", "recent", "--name", name, "--remove", "--rsource", "-j", "RETURN"])
+    batch.rule("filter", bad, ["-j", "DROP"])
+    batch.rule("filter", good, ["-m", "recent", "--name", name, "--rcheck", "--rsource", "-j", bad])
+    batch.rule("filter", good, ["-m", "statistic", "--mode", "random", "--probability", f"{q:.6f}",
+                                "-m", "recent", "--name", name, "--set", "--rsource", "-j", "DROP"])
     return good
 
 
@@ -123,31 +129,34 @@ def inject_network(kind: str, targets: list[NodeIdentity], nodes: list[NodeIdent
                      params=params, cluster_dir=cluster_dir)
 
     def steps(rec: FaultRecord) -> None:
-        mangle = _new_chain(rec, "mangle", f"CHAOSDB-{rec.id}-L", "OUTPUT")
+        batch = netfilter.Batch()  # every chain and rule applied by one iptables-restore, after the record
+        mangle = _new_chain(rec, batch, "mangle", f"CHAOSDB-{rec.id}-L", "OUTPUT")
         for rule in label_rules(nodes):
-            netfilter.append_rule("mangle", mangle, rule)
+            batch.rule("mangle", mangle, rule)
         if kind in ("bandwidth", "delay"):
             entry = traffic.add_class(int(rate_kbit) if kind == "bandwidth" else 10_000_000,
                                       delay_ms=float(delay_ms) if kind == "delay" else 0.0,
                                       jitter_ms=float(jitter_ms) if kind == "delay" else 0.0)
             rec.tc.append(entry)
-            rec.save()
+            rec.save()  # the class exists now: recorded before anything else
             for t in targets:
                 for m in matches[t.name]:
-                    netfilter.append_rule("mangle", mangle, m + ["-j", "CLASSIFY", "--set-class", entry["classid"]])
-        netfilter.hook_chain("mangle", "OUTPUT", mangle, rec.id)
+                    batch.rule("mangle", mangle, m + ["-j", "CLASSIFY", "--set-class", entry["classid"]])
+        batch.hook("mangle", "OUTPUT", mangle, rec.id)
         if kind in ("partition", "loss", "bursty-loss"):
-            chain = _new_chain(rec, "filter", f"CHAOSDB-{rec.id}", "INPUT")
+            chain = _new_chain(rec, batch, "filter", f"CHAOSDB-{rec.id}", "INPUT")
             if kind == "partition":
                 action = ["-j", "DROP"]
             elif kind == "loss":
                 action = ["-m", "statistic", "--mode", "random", "--probability",
                           f"{float(loss_percent) / 100:.6f}", "-j", "DROP"]
             else:
-                action = ["-j", _gilbert_chains(rec, float(loss_percent) / 100, float(burst_packets))]
+                action = ["-j", _gilbert_chains(rec, batch, float(loss_percent) / 100, float(burst_packets))]
             for t in targets:
                 for m in matches[t.name]:
-                    netfilter.append_rule("filter", chain, m + action)
-            netfilter.hook_chain("filter", "INPUT", chain, rec.id)
+                    batch.rule("filter", chain, m + action)
+            batch.hook("filter", "INPUT", chain, rec.id)
+        rec.save()
+        batch.apply()
 
     return _inject(rec, steps, duration_s)

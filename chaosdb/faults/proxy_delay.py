@@ -3,6 +3,7 @@ the fault's scope covers; open connections are reset or kept, as asked."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import time
@@ -60,7 +61,7 @@ def _wait_port_file(path: Path, entry: dict[str, Any], timeout: float = 10.0) ->
             return int(path.read_text())
         if not same_process(entry):
             break
-        time.sleep(0.02)
+        time.sleep(0.002)  # the proxy listens within tens of ms: the fault is in effect as soon as it does
     raise ChaosDBError("the latency proxy did not start (is the address in use?)")
 
 
@@ -92,39 +93,51 @@ def inject_proxy_delay(targets: list[NodeIdentity], nodes: list[NodeIdentity], p
                      params=params, cluster_dir=cluster_dir)
 
     def steps(rec: FaultRecord) -> None:
-        chain = _new_chain(rec, "nat", f"CHAOSDB-{rec.id}-N", "OUTPUT")
+        # each proxy's listening socket is bound here and handed to it, so the redirections go in at once (one
+        # iptables-restore): from then on new connections are held in the socket's backlog until the proxy serves
+        # them, delayed; the action returns once every proxy serves
+        batch = netfilter.Batch()
+        chain = _new_chain(rec, batch, "nat", f"CHAOSDB-{rec.id}-N", "OUTPUT")
         before: list[tuple[str, int, dict[str, Any]]] = []
+        started: list[tuple[dict[str, Any], Path]] = []
         for t in targets:
             peers = [n for n in nodes if n.name != t.name]
             for port in ports[t.name]:
                 before += [(t.address, port, c) for c in _established(t.address, port)]
                 port_file = faults_dir() / f".{rec.id}-{t.name}-{port}.port"
-                entry = _spawn_detached([
-                    sys.executable, "-m", "chaosdb.faults.netproxy", "--listen", f"{t.address}:0",
-                    "--upstream", f"{t.address}:{port}", "--delay-ms", str(delay_ms), "--jitter-ms", str(jitter_ms),
-                    "--direction", {"inbound": "inbound", "outbound": "outbound"}.get(direction, "both"),
-                    "--mark", hex(PROXY_MARK), "--port-file", str(port_file), "--fault-id", rec.id])
-                entry["what"] = f"proxy {t.name}:{port}"
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+                    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    listener.bind((t.address, 0))
+                    listener.listen(512)
+                    proxy_port = listener.getsockname()[1]
+                    entry = _spawn_detached([
+                        sys.executable, "-m", "chaosdb.faults.netproxy", "--listen", f"{t.address}:{proxy_port}",
+                        "--listen-fd", str(listener.fileno()), "--upstream", f"{t.address}:{port}",
+                        "--delay-ms", str(delay_ms), "--jitter-ms", str(jitter_ms),
+                        "--direction", {"inbound": "inbound", "outbound": "outbound"}.get(direction, "both"),
+                        "--mark", hex(PROXY_MARK), "--port-file", str(port_file), "--fault-id", rec.id],
+                        pass_fds=(listener.fileno(),))
+                entry.update(what=f"proxy {t.name}:{port}", port=proxy_port)
                 rec.processes.append(entry)
-                rec.save()
-                try:
-                    proxy_port = _wait_port_file(port_file, entry)
-                finally:
-                    port_file.unlink(missing_ok=True)
-                entry["port"] = proxy_port
+                started.append((entry, port_file))
                 dnat = ["-j", "DNAT", "--to-destination", f"{t.address}:{proxy_port}"]
                 base = ["-p", "tcp", "-d", t.address, "--dport", str(port)]
                 if scope in ("peers", "all"):
                     for x in peers:
-                        netfilter.append_rule("nat", chain, base + ["-m", "owner", "--uid-owner", str(x.uid)] + dnat)
+                        batch.rule("nat", chain, base + ["-m", "owner", "--uid-owner", str(x.uid)] + dnat)
                 if scope in ("clients", "all"):
                     for uid in node_uids:
-                        netfilter.append_rule("nat", chain, base + ["-m", "owner", "--uid-owner", str(uid),
-                                                                    "-j", "RETURN"])
-                    netfilter.append_rule("nat", chain, base + ["-m", "mark", "!", "--mark",
-                                                                f"0x{PROXY_MARK:x}/0x{PROXY_MARK:x}"] + dnat)
-        netfilter.hook_chain("nat", "OUTPUT", chain, rec.id)
-        rec.save()
+                        batch.rule("nat", chain, base + ["-m", "owner", "--uid-owner", str(uid), "-j", "RETURN"])
+                    batch.rule("nat", chain, base + ["-m", "mark", "!", "--mark",
+                                                     f"0x{PROXY_MARK:x}/0x{PROXY_MARK:x}"] + dnat)
+        batch.hook("nat", "OUTPUT", chain, rec.id)
+        rec.save()  # every proxy and chain recorded before the redirections go in
+        batch.apply()
+        for entry, port_file in started:  # a proxy that does not come up fails the fault, which is then reverted
+            try:
+                _wait_port_file(port_file, entry)
+            finally:
+                port_file.unlink(missing_ok=True)
         if existing == "reset":
             peer_uids = {n.uid for n in nodes}
             reset = 0

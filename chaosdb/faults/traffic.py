@@ -15,7 +15,7 @@ import subprocess
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.faults.host import require_tool
 
-__all__ = ["ROOT_HANDLE", "add_class", "remove_class", "our_root",
+__all__ = ["ROOT_HANDLE", "burst_bytes", "add_class", "remove_class", "our_root",
            "remove_root_if_unused", "class_stats", "DEV"]
 
 DEV = "lo"
@@ -63,17 +63,26 @@ def _used_slots(dev: str = DEV) -> set[int]:
     return used
 
 
+def burst_bytes(rate_kbit: int) -> int:
+    """The bucket of a class: 5 ms at its rate, at least 4 KiB, at most 128 KiB. What passes unshaped when the
+    fault starts, so a low rate is in effect after a few KiB (not 128 KiB: a minute at 16 kbit/s), and a high rate
+    still reaches its rate with the kernel's timer granularity."""
+    return int(min(max(int(rate_kbit) * 1000 / 8 * 0.005, 4096), 128 * 1024))
+
+
 def add_class(rate_kbit: int, delay_ms: float = 0.0, jitter_ms: float = 0.0, dev: str = DEV) -> dict:
     """A shaping class for one fault; returns ``{dev, slot, classid}`` for the record."""
     _ensure_root(dev)
-    free = [s for s in range(1, 16) if s not in _used_slots(dev)]
+    used = _used_slots(dev)
+    free = [s for s in range(1, 16) if s not in used]
     if not free:
         raise ChaosDBError("15 bandwidth/delay faults are already active on lo: revert some first")
     slot = free[0]
     classid = f"{ROOT_HANDLE}{slot:x}"
     rate = f"{max(8, int(rate_kbit))}kbit"
+    burst = f"{burst_bytes(rate_kbit)}b"
     _tc("class", "add", "dev", dev, "parent", ROOT_HANDLE, "classid", classid, "htb", "rate", rate, "ceil", rate,
-        "burst", "128k", "cburst", "128k")
+        "burst", burst, "cburst", burst)
     entry = {"dev": dev, "slot": slot, "classid": classid}
     try:
         if delay_ms > 0:

@@ -272,6 +272,8 @@ def test_loss_raises_retransmissions_and_latency(no_residue, config, kind):
 
 
 def test_bandwidth_limit_caps_throughput(no_residue, config):
+    from chaosdb.faults.traffic import burst_bytes
+
     layout = no_residue
     leader = _leader(layout)
     dsn = layout.node_dsn(leader)
@@ -287,7 +289,7 @@ def test_bandwidth_limit_caps_throughput(no_residue, config):
     finally:
         done = actions.revert_faults(configuration=config)["reverted"]
     sent = done[0]["stats"]["tc"][0]["bytes"]
-    rate_kbit = (sent - 128 * 1024) * 8 / 1000 / slow  # minus the htb burst allowance
+    rate_kbit = (sent - burst_bytes(2000)) * 8 / 1000 / slow  # minus the htb burst allowance
     assert sent > 1_000_000
     assert rate_kbit <= 2000 * 1.15, f"{rate_kbit:.0f} kbit/s through a 2000 kbit/s limit"
     assert slow > 10 * fast

@@ -165,3 +165,25 @@ def test_not_root_and_missing_tools_are_explained_before_anything(monkeypatch, t
     with pytest.raises(ChaosDBError, match="iptables is not installed"):
         engine.inject_network("loss", N[:1], N, loss_percent=5)
     assert not (tmp_path / "faults").exists()
+
+
+def test_a_faults_rules_go_through_one_iptables_restore():
+    """Chains first, rules in order, the hook into the built-in chain; one block per table; nothing a shell or
+    iptables-restore could read differently gets in."""
+    from chaosdb.faults.netfilter import Batch
+
+    b = Batch()
+    b.chain("mangle", "CHAOSDB-ab12-L")
+    b.rule("mangle", "CHAOSDB-ab12-L", ["-m", "owner", "--uid-owner", "1001", "-j", "MARK", "--set-xmark",
+                                        "0x10000/0x10000"])
+    b.hook("mangle", "OUTPUT", "CHAOSDB-ab12-L", "ab12")
+    b.chain("filter", "CHAOSDB-ab12")
+    b.rule("filter", "CHAOSDB-ab12", ["-m", "mark", "!", "--mark", "0x10000/0x10000", "-j", "DROP"])
+    assert b.text() == (
+        "*mangle\n:CHAOSDB-ab12-L - [0:0]\n"
+        "-A CHAOSDB-ab12-L -m owner --uid-owner 1001 -j MARK --set-xmark 0x10000/0x10000\n"
+        "-I OUTPUT 1 -m comment --comment chaosdb:ab12 -j CHAOSDB-ab12-L\nCOMMIT\n"
+        "*filter\n:CHAOSDB-ab12 - [0:0]\n-A CHAOSDB-ab12 -m mark ! --mark 0x10000/0x10000 -j DROP\nCOMMIT\n")
+    for bad in (["-j", "DROP\n-F INPUT"], ["--comment", "a b"], ["x'y"], [""]):
+        with pytest.raises(ChaosDBError, match="cannot go through iptables-restore"):
+            b.rule("filter", "CHAOSDB-ab12", bad)
