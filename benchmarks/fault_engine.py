@@ -18,21 +18,19 @@ Needs root and iptables; removes everything it created.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.fault_bench_cluster import benchmark_cluster, write_result  # noqa: E402
 from chaosdb.embedded import cluster  # noqa: E402
-from chaosdb.embedded.state import load_layout  # noqa: E402
 from chaosdb.faults import actions, probes  # noqa: E402
 
 ADDRESS_BASE = "127.0.0.81"
@@ -77,13 +75,8 @@ def main() -> int:
     if os.geteuid() != 0 or not (shutil.which("iptables") or os.path.exists("/usr/sbin/iptables")):
         print("needs root and iptables", file=sys.stderr)
         return 2
-    root = Path(tempfile.mkdtemp(prefix="chaosdb-bench-faults-"))
-    os.chmod(root, 0o755)
     result: dict = {"host": {"cpus": os.cpu_count()}, "seconds": args.seconds}
-    layout = None
-    try:
-        cluster.up(root / "c", "benchfaults", nodes=3, address_base=ADDRESS_BASE, timeout=180)
-        layout = load_layout(root / "c")
+    with benchmark_cluster("chaosdb-bench-faults-", "benchfaults", ADDRESS_BASE) as (layout, root):
         cfg = {"chaosdb_cluster_dir": layout.dir}
         leader = cluster.status(layout)["leader"]
         replica = next(n.name for n in layout.nodes if n.name != leader)
@@ -146,14 +139,7 @@ def main() -> int:
                 time.sleep(0.01)
             late.append(time.time() - deadline)
         result["timed_revert_lateness_s"] = {"median": round(statistics.median(late), 3), "max": round(max(late), 3)}
-    finally:
-        actions.cleanup_faults()
-        if layout is not None:
-            cluster.down(layout, purge=True)
-        shutil.rmtree(root, ignore_errors=True)
-    text = json.dumps(result, indent=2)
-    print(text)
-    Path(args.out).write_text(text + "\n")
+    write_result(result, args.out)
     return 0
 
 

@@ -26,7 +26,6 @@ everything it created. Usage: ``python benchmarks/fault_latency.py [--cycles 20]
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import random
@@ -35,7 +34,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -44,8 +42,8 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.fault_bench_cluster import benchmark_cluster, write_result  # noqa: E402
 from chaosdb.embedded import cluster  # noqa: E402
-from chaosdb.embedded.state import load_layout  # noqa: E402
 from chaosdb.faults import actions, probes  # noqa: E402
 
 ADDRESS_BASE = "127.0.0.81"
@@ -277,65 +275,56 @@ def main() -> int:
     if os.geteuid() != 0 or not shutil.which("iptables"):
         print("needs root and iptables", file=sys.stderr)
         return 2
-    root = Path(tempfile.mkdtemp(prefix="chaosdb-bench-latency-"))
-    os.chmod(root, 0o755)
     result: dict[str, Any] = {"host": {"cpus": os.cpu_count(), "load_before": os.getloadavg()[0]},
                               "cycles": args.cycles, "target_ms": 50}
-    layout, sender = None, None
-    try:
-        cluster.up(root / "c", "benchlatency", nodes=3, address_base=ADDRESS_BASE, timeout=180)
-        layout = load_layout(root / "c")
-        cfg = {"chaosdb_cluster_dir": layout.dir}
-        leader = cluster.status(layout)["leader"]
-        name = next(n.name for n in layout.nodes if n.name != leader)
-        node = layout.node(name)
-        drop = reaches(node.host)
-        _, uid, _ = layout.node_user(node)
-        sender = start_sender(node.host, SENDER_PORT, uid, str(node.path))
-        common = {"target": name, "scope": "clients", "direction": "inbound", "configuration": cfg}
-        drop_probe = (drop, 4, 0.005)  # 20 ms timeout, 4 threads 5 ms apart
-        faults: dict[str, tuple[Callable[[], Any], tuple[Callable[[], bool], int, float]]] = {
-            "partition": (lambda: actions.partition_node(**common), drop_probe),
-            "loss": (lambda: actions.lose_packets(loss_percent=99.9, **common), drop_probe),
-            "bursty-loss": (lambda: actions.lose_packets_in_bursts(loss_percent=99.9, mean_burst_packets=1000,
-                                                                   **common), drop_probe),
-            "bandwidth": (lambda: actions.limit_bandwidth(target=name, rate_kbit=8, scope="clients",
-                                                          configuration=cfg),
-                          (fast_transfer(node.host, SENDER_PORT), 4, 0.0125)),
-            "delay (proxy)": (lambda: actions.delay_traffic(target=name, delay_ms=200, scope="clients",
-                                                            existing_connections="keep", configuration=cfg),
-                              (fast_ssl_request(node.host, node.pg_port), 1, 0.0)),  # each attempt forks a backend
-        }
-        out: dict[str, Any] = {}
-        for kind, (inject, attempt) in faults.items():
-            on, off = [], []
-            for _ in range(args.cycles):
-                a, b = measure(inject, attempt, cfg)
-                on.append(a)
-                off.append(b)
-            out[kind] = {"in_effect_ms": round(statistics.median(on) * 1000, 1),
-                         "gone_ms": round(statistics.median(off) * 1000, 1),
-                         "in_effect_max_ms": round(max(on) * 1000, 1)}
-        on, off = zip(*(measure_suspend(layout, name, cfg) for _ in range(args.cycles)), strict=True)
-        out["suspend"] = {"in_effect_ms": round(statistics.median(on) * 1000, 1),
+    with benchmark_cluster("chaosdb-bench-latency-", "benchlatency", ADDRESS_BASE) as (layout, _):
+        sender = None
+        try:
+            cfg = {"chaosdb_cluster_dir": layout.dir}
+            leader = cluster.status(layout)["leader"]
+            name = next(n.name for n in layout.nodes if n.name != leader)
+            node = layout.node(name)
+            drop = reaches(node.host)
+            _, uid, _ = layout.node_user(node)
+            sender = start_sender(node.host, SENDER_PORT, uid, str(node.path))
+            common = {"target": name, "scope": "clients", "direction": "inbound", "configuration": cfg}
+            drop_probe = (drop, 4, 0.005)  # 20 ms timeout, 4 threads 5 ms apart
+            faults: dict[str, tuple[Callable[[], Any], tuple[Callable[[], bool], int, float]]] = {
+                "partition": (lambda: actions.partition_node(**common), drop_probe),
+                "loss": (lambda: actions.lose_packets(loss_percent=99.9, **common), drop_probe),
+                "bursty-loss": (lambda: actions.lose_packets_in_bursts(loss_percent=99.9, mean_burst_packets=1000,
+                                                                       **common), drop_probe),
+                "bandwidth": (lambda: actions.limit_bandwidth(target=name, rate_kbit=8, scope="clients",
+                                                              configuration=cfg),
+                              (fast_transfer(node.host, SENDER_PORT), 4, 0.0125)),
+                "delay (proxy)": (lambda: actions.delay_traffic(target=name, delay_ms=200, scope="clients",
+                                                                existing_connections="keep", configuration=cfg),
+                                  (fast_ssl_request(node.host, node.pg_port), 1, 0.0)),  # each attempt forks a backend
+            }
+            out: dict[str, Any] = {}
+            for kind, (inject, attempt) in faults.items():
+                on, off = [], []
+                for _ in range(args.cycles):
+                    a, b = measure(inject, attempt, cfg)
+                    on.append(a)
+                    off.append(b)
+                out[kind] = {"in_effect_ms": round(statistics.median(on) * 1000, 1),
+                             "gone_ms": round(statistics.median(off) * 1000, 1),
+                             "in_effect_max_ms": round(max(on) * 1000, 1)}
+            on, off = zip(*(measure_suspend(layout, name, cfg) for _ in range(args.cycles)), strict=True)
+            out["suspend"] = {"in_effect_ms": round(statistics.median(on) * 1000, 1),
+                              "gone_ms": round(statistics.median(off) * 1000, 1), "in_effect_max_ms": round(max(on) * 1000, 1)}
+            on, off = zip(*(measure_cpu(cfg) for _ in range(args.cycles)), strict=True)
+            out["cpu"] = {"in_effect_ms": round(statistics.median(on) * 1000, 1),
                           "gone_ms": round(statistics.median(off) * 1000, 1), "in_effect_max_ms": round(max(on) * 1000, 1)}
-        on, off = zip(*(measure_cpu(cfg) for _ in range(args.cycles)), strict=True)
-        out["cpu"] = {"in_effect_ms": round(statistics.median(on) * 1000, 1),
-                      "gone_ms": round(statistics.median(off) * 1000, 1), "in_effect_max_ms": round(max(on) * 1000, 1)}
-        result["median_from_the_call"] = out
-        result["host"]["load_after"] = os.getloadavg()[0]
-        assert probes.no_fault_residue() or time.sleep(2) or probes.no_fault_residue(), probes.fault_residue()
-    finally:
-        if sender is not None:
-            sender.kill()
-            sender.wait()
-        actions.cleanup_faults()
-        if layout is not None:
-            cluster.down(layout, purge=True)
-        shutil.rmtree(root, ignore_errors=True)
-    text = json.dumps(result, indent=2)
-    print(text)
-    Path(args.out).write_text(text + "\n")
+            result["median_from_the_call"] = out
+            result["host"]["load_after"] = os.getloadavg()[0]
+            assert probes.no_fault_residue() or time.sleep(2) or probes.no_fault_residue(), probes.fault_residue()
+        finally:
+            if sender is not None:
+                sender.kill()
+                sender.wait()
+    write_result(result, args.out)
     return 0
 
 
