@@ -27,6 +27,7 @@ from chaosdb.core.processes import (
     processes_serving,
 )
 from chaosdb.core.servers import spawn_server
+from chaosdb.core.signals import ENDING_SIGNALS
 
 __all__ = ["find_node_process", "signal_node", "restart_saved", "saved_path", "save_process",
            "saved_nodes"]
@@ -78,7 +79,7 @@ def signal_node(node_id: int, address: str, sig: str, wait_s: float = 10.0) -> d
         raise ChaosDBError(f"no local 'cockroach start' process serves n{node_id} ({address}); is the node on this "
                            "machine? (on Kubernetes set k8s_namespace and k8s_container)")
     name = f"n{node_id}"
-    ending = sig in ("KILL", "TERM", "INT", "QUIT")
+    ending = sig in ENDING_SIGNALS
     saved = save_process(node_id, pid) if ending else None
     t0 = time.monotonic()
     done = engine_action("host", "signal_resolved")({"pids": [pid], "name": name}, sig,

@@ -6,11 +6,13 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["SIGNALS", "signal_name"]
+__all__ = ["SIGNALS", "ENDING_SIGNALS", "signal_name"]
 
 #: what ``kill -s NAME`` is given: crash (KILL), graceful stop (TERM, INT, QUIT), pause and resume (STOP, CONT),
 #: reload (HUP)
 SIGNALS = ("TERM", "KILL", "INT", "QUIT", "STOP", "CONT", "HUP")
+#: the signals that end a process (a crash or a graceful stop)
+ENDING_SIGNALS = ("KILL", "TERM", "INT", "QUIT")
 
 
 def signal_name(signal: Any) -> str:

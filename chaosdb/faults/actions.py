@@ -47,7 +47,7 @@ from chaosdb.core.embedded import embedded_cluster_dir
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import action_result
 from chaosdb.core.results import target as target_entry
-from chaosdb.core.signals import signal_name
+from chaosdb.core.signals import ENDING_SIGNALS, signal_name
 from chaosdb.faults import engine
 from chaosdb.faults.classify import DIRECTIONS, SCOPES
 from chaosdb.faults.host import netem_available
@@ -161,7 +161,7 @@ def suspend_processes(target: Union[str, Dict[str, Any]] = "leader", count: int 
 
 
 #: what ``kill_processes`` sends: a crash, graceful stops, a reload (STOP/CONT are suspend_processes and its revert)
-KILL_SIGNALS = ("KILL", "TERM", "INT", "QUIT", "HUP")
+KILL_SIGNALS = (*ENDING_SIGNALS, "HUP")
 
 
 @action_result
@@ -188,9 +188,8 @@ def kill_processes(target: Union[str, Dict[str, Any]] = "leader", count: int = 1
     if processes or is_pid_target(target):
         groups, _ = target_groups(target, count, components, processes, configuration, cluster, cluster_dir, secrets)
     else:
-        deadly = sig in ("KILL", "TERM", "INT", "QUIT")
         resolved = resolve_targets(target, count, configuration, cluster, cluster_dir, secrets,
-                                   "kill" if deadly else "", bool(allow_quorum_loss), components)
+                                   "kill" if sig in ENDING_SIGNALS else "", bool(allow_quorum_loss), components)
         groups, verdict = groups_of(resolved), resolved.verdict
     done = engine.signal_processes(groups, getattr(_signal, "SIG" + sig), float(wait_s))
     if done["survivors"] and sig == "KILL":

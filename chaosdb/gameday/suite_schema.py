@@ -225,5 +225,5 @@ def parse_suite(data: Any) -> SuiteSpec:
 def suite_json_schema() -> dict[str, Any]:
     """The JSON Schema of a suite file (draft 2020-12), for editors and other tools."""
     schema = SuiteSpec.model_json_schema(by_alias=True)
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "chaostoolkit-db game-day suite",
-            **schema}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema,
+            "title": "chaostoolkit-db game-day suite"}
