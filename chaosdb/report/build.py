@@ -22,7 +22,7 @@ from chaosdb.report.data import Samples, load_samples
 from chaosdb.report.html import render_page
 from chaosdb.report.journal import JournalInfo, read_journal
 from chaosdb.report.metrics import compute_metrics, sample_sets
-from chaosdb.report.operations import measure_operations, operations_from_journal
+from chaosdb.report.operations import measure_operations, operation_spans, operations_from_journal
 from chaosdb.report.plots import ecdf_png, timeline_png
 from chaosdb.report.spans import effects, events_from, fault_spans
 
@@ -352,10 +352,15 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
     faults = [a.as_dict() for a in info.faults] + [a.as_dict() for a in info.rollbacks if a.kind == "action"]
     # an action that failed injected nothing (or nothing it could vouch for): listed, never drawn or measured
     injected = [f for f in faults if f["status"] != "failed"]
+    # the operator actions are measured on the samples as recorded: only the rows around them are kept
+    ops = operations_from_journal(journal)
+    ops_samples = data.touching(operation_spans(ops))
+    sources = data.sources
     # one split of the samples (pauses of the load taken out) for the tables and both figures
     sets = sample_sets(data, injected, info.load.get("warmup_end_ts"), info.load.get("stop_ts"),
                        info.load.get("pauses") or [])
-    m = compute_metrics(data, injected, baseline_start=info.load.get("warmup_end_ts"),
+    del data  # with pauses, sets.samples is a copy: a long run's samples are not held twice
+    m = compute_metrics(sets.samples, injected, baseline_start=info.load.get("warmup_end_ts"),
                         end_ts=info.load.get("stop_ts"), pauses=info.load.get("pauses") or [], rule=rule, sets=sets,
                         window_s=float(window_s))
     m["window_s"] = float(window_s)
@@ -366,7 +371,7 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
     watched = (info.load.get("events") or {}).get("sources") or []
     m["effects"] = effects(events, m.get("first_fault_ts"), sets.samples,
                            str(watched[0]).rpartition(":")[2] if watched else None)
-    m["operations"] = measure_operations(operations_from_journal(journal), data, info.load.get("pauses") or [],
+    m["operations"] = measure_operations(ops, ops_samples, info.load.get("pauses") or [],
                                          (m.get("baseline") or {}).get("throughput_tps"),
                                          (m.get("recovery") or {}).get("disturbances") or [], m.get("end_ts"))
     workers = load_workers_of(info.load, m.get("first_fault_ts") or m.get("first_ts"))
@@ -376,14 +381,15 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
     m["schema_version"] = SCHEMA_VERSION
     m["run"] = {"title": info.title, "status": m["verdict"]["status"], "deviated": info.deviated,
                 "journal": journal_name or info.path,
-                "samples": [str(p) for p in data.sources], "chaoslib_version": info.chaoslib_version,
+                "samples": [str(p) for p in sources], "chaoslib_version": info.chaoslib_version,
                 "load_settings": info.load.get("settings", {})}
     m = _scrub(m, info.secrets)
     title = _scrub(info.title, info.secrets)
     pngs = {"timeline": out / "timeline.png", "ecdf": out / "latency_ecdf.png"}
     drawn = {"timeline": timeline_png(m, injected, pngs["timeline"], title)}
     # the ECDF holds exactly the transactions the tables count
-    drawn["ecdf"] = ecdf_png(sets.baseline, sets.impact, pngs["ecdf"], "latency ECDF: baseline vs impact")
+    drawn["ecdf"] = ecdf_png(sets.successful_ms("baseline"), sets.successful_ms("impact"), pngs["ecdf"],
+                             "latency ECDF: baseline vs impact")
     (out / "metrics.json").write_text(json.dumps(m, indent=2) + "\n")
     md = render_markdown(title, info, m, {k: p.name for k, p in pngs.items()})
     (out / "report.md").write_text(_scrub(md, info.secrets))

@@ -72,7 +72,7 @@ import numpy as np
 
 from chaosdb.report.data import Samples
 
-__all__ = ["SampleSets", "sample_sets", "window_stats", "recovery", "split_recovery", "first_restore", "disturbances", "calibrated_run_length",
+__all__ = ["SampleSets", "sample_sets", "in_completion_order", "window_stats", "recovery", "split_recovery", "first_restore", "disturbances", "calibrated_run_length",
            "max_healthy_gap", "compute_metrics", "windows", "unavailability", "time_to_throughput", "overlap_s",
            "pause_spans"]
 
@@ -150,40 +150,68 @@ def _longest_chain(done_o: np.ndarray, outside: np.ndarray, length: int, quiet_s
     return max(longest, hi - lo)
 
 
-def max_healthy_gap(baseline: Samples, threshold_ms: float, floor_s: float = 1.0) -> float:
+def in_completion_order(ts: np.ndarray, lat: np.ndarray, ok: np.ndarray,
+                        threshold_ms: float) -> tuple[np.ndarray, np.ndarray]:
+    """Completion times in the order the transactions completed, and which of them were outside *threshold_ms*
+    (failed or slower)."""
+    done = ts + lat / 1000.0
+    order = np.argsort(done, kind="stable")
+    outside = ((~ok) | (lat > threshold_ms))[order]
+    del order
+    done.sort(kind="stable")  # in place: the same values as done[order], without a second copy
+    return done, outside
+
+
+def max_healthy_gap(baseline: Samples, threshold_ms: float, floor_s: float = 1.0,
+                    completed: tuple[np.ndarray, np.ndarray] | None = None) -> float:
     """How long the healthy system may go without a healthy completion: twice the longest gap between
-    healthy completions in the baseline, at least *floor_s* (longer silences inside the quiet time are not quiet)."""
-    healthy = (baseline.ok) & (baseline.lat <= threshold_ms)
-    done = np.sort(baseline.ts[healthy] + baseline.lat[healthy] / 1000.0)
+    healthy completions in the baseline, at least *floor_s* (longer silences inside the quiet time are not quiet).
+    *completed*: the baseline :func:`in_completion_order` when the caller has it."""
+    done_o, outside = completed or in_completion_order(baseline.ts, baseline.lat, baseline.ok, threshold_ms)
+    done = done_o[~outside]
     longest = float(np.diff(done).max()) if done.size > 1 else 0.0
     return max(floor_s, 2 * longest)
 
 
 def calibrated_run_length(baseline: Samples, threshold_ms: float, quiet_s: float = 5.0, start: int = 5,
-                          limit: int = 400) -> int:
+                          limit: int = 400, completed: tuple[np.ndarray, np.ndarray] | None = None) -> int:
     """The run length the recovery rule uses: the thesis's 5 unless, in the healthy baseline, runs of 5
     chained within *quiet_s* already span more than 2 x *quiet_s* (the rule would call the healthy system
     disturbed); then the shortest longer run whose chains in the baseline stay within 2 x *quiet_s*. A
     key-value store at a thousand operations per second with fsync stalls that delay every client at once
-    needs this; TPC-C at tens of transactions per second does not, and keeps 5."""
+    needs this; TPC-C at tens of transactions per second does not, and keeps 5. *completed*: the baseline
+    :func:`in_completion_order` when the caller has it."""
     if len(baseline) < 2:
         return start
-    done = baseline.ts + baseline.lat / 1000.0
-    order = np.argsort(done, kind="stable")
-    done_o = done[order]
-    outside = ((~baseline.ok) | (baseline.lat > threshold_ms))[order]
+    done_o, outside = completed or in_completion_order(baseline.ts, baseline.lat, baseline.ok, threshold_ms)
     for length in range(start, limit + 1):
         if _longest_chain(done_o, outside, length, quiet_s) <= 2 * quiet_s:
             return length
     return limit
 
 
-def _silence_within(healthy_done: np.ndarray, after: float, quiet_s: float, max_gap_s: float) -> float | None:
+def _first_healthy(outside: np.ndarray, start: int) -> int | None:
+    """Index of the first transaction at or after *start* (completion order) that is not outside, None when none is."""
+    step = 4096
+    while start < outside.size:
+        part = outside[start:start + step]
+        if not part.all():
+            return start + int(np.argmin(part))
+        start += part.size
+        step *= 4
+    return None
+
+
+def _silence_within(done_o: np.ndarray, outside: np.ndarray, after: float, quiet_s: float,
+                    max_gap_s: float) -> float | None:
     """The completion that ends the first gap longer than *max_gap_s* between healthy completions in the
     *quiet_s* after *after* (None when there is none, or when nothing healthy completes any more)."""
-    i = int(np.searchsorted(healthy_done, after, side="right"))
-    times = healthy_done[i:]
-    times = times[: int(np.searchsorted(times, after + quiet_s, side="right")) + 1]
+    i = int(np.searchsorted(done_o, after, side="right"))
+    j = int(np.searchsorted(done_o, after + quiet_s, side="right"))
+    times = done_o[i:j][~outside[i:j]]
+    beyond = _first_healthy(outside, j)  # the first healthy completion after the quiet time closes the last gap
+    if beyond is not None:
+        times = np.append(times, done_o[beyond])
     if not times.size:
         return None
     gaps = np.diff(np.concatenate(([after], times)))
@@ -191,6 +219,47 @@ def _silence_within(healthy_done: np.ndarray, after: float, quiet_s: float, max_
     if not long.size or times[long[0]] - gaps[long[0]] >= after + quiet_s:
         return None
     return float(times[long[0]])
+
+
+@dataclass
+class _Completed:
+    """Transactions in the order they completed (were observed), from the first that completed at or after
+    *since*: completion and start times, and which were outside the threshold (failed or slower)."""
+
+    since: float
+    threshold_ms: float
+    done: np.ndarray
+    start: np.ndarray
+    outside: np.ndarray
+
+    def after(self, since: float) -> "_Completed":
+        """The same from a later *since* on (views, no copy)."""
+        i = int(np.searchsorted(self.done, since, side="left"))
+        return _Completed(since, self.threshold_ms, self.done[i:], self.start[i:], self.outside[i:])
+
+
+def _completed(s: Samples, threshold_ms: float, since: float) -> _Completed:
+    """*s*'s transactions that completed at or after *since*, in completion order; worked out once per samples and
+    threshold and reused by every later question from a later time (a long run's disturbances)."""
+    have: _Completed | None = s.cache.get("completed")
+    if have is not None and have.threshold_ms == threshold_ms and have.since <= since:
+        return have.after(since)
+    s.cache.pop("completed", None)  # let the old one go before the new one is built
+    rows = s.ending_after(since) if since > -np.inf else slice(0, len(s))
+    done = s.ts[rows] + s.lat[rows] / 1000.0
+    order = np.argsort(done, kind="stable")
+    order = order[int(np.count_nonzero(done < since)):]  # those completed before since come first
+    done_o = done[order]
+    del done
+    outside = ((~s.ok[rows]) | (s.lat[rows] > threshold_ms))[order]
+    start_o = s.ts[rows][order]
+    del order
+    s.cache["completed"] = got = _Completed(since, threshold_ms, done_o, start_o, outside)
+    return got
+
+
+class _EarlierNeeded(Exception):
+    """The transactions from *since* on do not decide the disturbance alone: it may reach further back."""
 
 
 def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float, rule: str = "runs",
@@ -204,11 +273,27 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
     base = {"rule": rule, "run_length": run_length, "quiet_s": quiet_s, "threshold_ms": round(threshold_ms, 3),
             "order": "completion", "clock": "start"}
     # transactions in the order they were *observed* (completed): a stall holds back every client's
-    # transaction and releases them together, which start order would interleave with older ones
-    done = s.ts + s.lat / 1000.0
-    order = np.argsort(done, kind="stable")
-    done_o, start_o = done[order], s.ts[order]
-    outside = ((~s.ok) | (s.lat > threshold_ms))[order]
+    # transaction and releases them together, which start order would interleave with older ones. Only those
+    # completed from a little before the fault on are looked at (a long run's earlier hours cannot change the
+    # answer); when the disturbance may reach further back, from earlier, until it cannot (or from the start).
+    lookback = 60.0
+    while True:
+        since = fault_start - lookback if len(s) and fault_start - lookback > float(s.ts[0]) else -np.inf
+        try:
+            return _recovery_from(_completed(s, threshold_ms, since), base, threshold_ms, fault_start, end_ts,
+                                  rule, run_length, quiet_s, concurrency, max_gap_s)
+        except _EarlierNeeded:
+            lookback *= 4
+
+
+def _recovery_from(c: _Completed, base: dict[str, Any], threshold_ms: float, fault_start: float, end_ts: float,
+                   rule: str, run_length: int, quiet_s: float, concurrency: float,
+                   max_gap_s: float | None) -> dict[str, Any]:
+    """:func:`recovery` over the transactions completed from ``c.since`` on; raises :class:`_EarlierNeeded` when
+    those alone might not give the same answer as all of them."""
+    done_o, start_o, outside = c.done, c.start, c.outside
+    if c.since > -np.inf and outside.size and outside[0]:
+        raise _EarlierNeeded  # a run of outside transactions may have begun before: it would be cut
     starts, ends = _runs(outside, run_length)
     after = done_o[ends] >= fault_start if ends.size else np.array([], dtype=bool)
     # a stall shows as many outside transactions in flight at once rather than as a run: released clients
@@ -225,7 +310,9 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
     # earliest start of each candidate run's transactions (runs are disjoint index ranges)
     if c_starts.size:
         bounds = np.ravel(np.column_stack((c_starts, c_ends + 1)))
-        run_first_start = np.minimum.reduceat(np.append(start_o, np.inf), bounds)[::2]
+        if bounds[-1] == start_o.size:  # the last run ends with the samples: its reduction runs to the end
+            bounds = bounds[:-1]
+        run_first_start = np.minimum.reduceat(start_o, bounds)[::2]
     else:
         run_first_start = np.array([])
     first = int(np.flatnonzero(after)[0]) if after.any() else None
@@ -237,7 +324,8 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
         lo_runs = float(start_o[crowd[1]].min())
         hi_runs = float(done_o[crowd[1]].max())
         base["onset_by"] = f"{need} transactions in flight at once"
-    healthy_done = done_o[~outside]
+    if lo_runs - margin < c.since:
+        raise _EarlierNeeded  # transactions completed before c.since may overlap the disturbance
     floor = -np.inf
     while True:
         # every outside transaction in flight during the runs belongs to the disturbance (a stall keeps writes in
@@ -253,7 +341,7 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
             continue
         # quiet needs healthy completions: a silence longer than the healthy system ever shows inside the
         # quiet_s that would end the disturbance (clients blocked in connect, nothing served) continues it
-        gap_end = _silence_within(healthy_done, hi, quiet_s, max_gap_s) if max_gap_s else None
+        gap_end = _silence_within(done_o, outside, hi, quiet_s, max_gap_s) if max_gap_s else None
         if gap_end is None:
             break
         floor = gap_end
@@ -261,19 +349,18 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
     if hi == floor:
         base["end_by"] = "first healthy completion after a silence"
     lo = float(start_o[overlapping].min())
-    members = np.flatnonzero(overlapping)
+    members = int(np.count_nonzero(overlapping))
     onset_ts = max(float(fault_start), lo)
     last_done = hi
     # nothing completing is not recovery: clients backing off or blocked in connect record no transaction,
     # so when the first healthy completion after the last disturbed one comes later than about one healthy
     # latency, the silence belongs to the disturbance and it ends with that completion
-    ok_idx = np.flatnonzero(~outside)
-    k = int(np.searchsorted(done_o[ok_idx], hi, side="right"))
-    if k >= ok_idx.size:
+    k = _first_healthy(outside, int(np.searchsorted(done_o, hi, side="right")))
+    if k is None:
         last_done = max(hi, end_ts)  # never served again within the run
         base["end_by"] = "no healthy completion after the last disturbed transaction"
-    elif float(start_o[ok_idx[k]]) - hi > margin:  # nothing started (and succeeded) for a while: a silence
-        last_done = float(done_o[ok_idx[k]])
+    elif float(start_o[k]) - hi > margin:  # nothing started (and succeeded) for a while: a silence
+        last_done = float(done_o[k])
         base["end_by"] = "first healthy completion after a silence"
     # One clock for onset and end: start times, as OLTP-Bench stamps the thesis's transactions. The disturbance
     # began with the first disturbed transaction's start and ends where transactions start being served well
@@ -285,11 +372,11 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
     by_start = window[np.argsort(start_o[window], kind="stable")]
     _, s_ends = _runs(outside[by_start], run_length if rule == "runs" else 1)
     last_start = float(start_o[by_start[s_ends[-1]]]) if s_ends.size else float(start_o[overlapping].max())
-    ok_starts = np.sort(start_o[~outside])
-    j = int(np.searchsorted(ok_starts, last_start, side="right"))
-    end_start = float(ok_starts[j]) if j < ok_starts.size else None
+    later_ok = ~outside & (start_o > last_start)
+    end_start = float(start_o[later_ok].min()) if later_ok.any() else None
+    del later_ok
     if end_start is not None and base.get("end_by") == "first healthy completion after a silence":
-        end_start = max(end_start, float(start_o[ok_idx[k]]) if k < ok_idx.size else end_start)
+        end_start = max(end_start, float(start_o[k]) if k is not None else end_start)
     if end_ts - last_done < quiet_s or end_start is None:
         return {**base, "duration_s": None, "onset_ts": onset_ts, "end_ts": None, "client_end_ts": None,
                 "lower_bound_s": round(max(last_start, onset_ts) - onset_ts, 3),
@@ -300,7 +387,7 @@ def recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: float,
     return {**base, "duration_s": round(end_start - onset_ts, 3), "onset_ts": onset_ts, "end_ts": end_start,
             "end_resolution_s": round(end_start - max(last_start, onset_ts), 3),
             "client_visible_s": round(last_done - onset_ts, 3), "client_end_ts": last_done,
-            "disturbed_transactions": int(members.size), "reason": None}
+            "disturbed_transactions": members, "reason": None}
 
 
 def first_restore(faults: list[dict[str, Any]], fault_start: float) -> float | None:
@@ -385,8 +472,7 @@ def _paused_within(a: np.ndarray, b: np.ndarray, pauses: list[dict[str, Any]]) -
 
 def unavailability(s: Samples, start: float, end: float, pauses: list[dict[str, Any]] | None = None) -> float:
     """The longest span without a commit, not counting time when the load was paused."""
-    done = np.sort(s.ts[s.ok] + s.lat[s.ok] / 1000.0)
-    done = done[(done >= start) & (done <= end)]
+    done = s.completions(start, end)
     edges = np.concatenate(([start], done, [end]))
     gaps = np.diff(edges) - _paused_within(edges[:-1], edges[1:], pauses or [])
     return round(float(gaps.max()), 3) if gaps.size else round(end - start, 3)
@@ -404,7 +490,8 @@ def time_to_throughput(s: Samples, fault_start: float, end: float, baseline_tps:
     starts = starts[_paused_within(starts, starts + width, pauses or []) == 0]
     if not starts.size:
         return None
-    ok_ts = s.ts[s.ok]
+    rows = slice(int(np.searchsorted(s.ts, starts[0], side="left")), None)  # the windows' samples onwards
+    ok_ts = s.ts[rows][s.ok[rows]]
     counts = np.searchsorted(ok_ts, starts + width) - np.searchsorted(ok_ts, starts)
     tps = counts / width
     target = fraction * baseline_tps
@@ -444,7 +531,64 @@ def windows(s: Samples, start: float, end: float, width: float = 5.0,
 def _without_pauses(s: Samples, pauses: list[dict[str, Any]]) -> Samples:
     """Leave out transactions that started during a pause of the load, and take the pause's overlap
     out of the latency of those in flight across it (a paused client waits for the pause, not the
-    database); whatever else delayed them (a fault right after the pause) stays in their latency."""
+    database); whatever else delayed them (a fault right after the pause) stays in their latency.
+
+    Only the rows a pause can touch are worked on (from one longest latency before it to its end), re-sorted
+    there by their new start; every other row is copied as it is (its start and latency do not change, and
+    no moved row passes it)."""
+    if not len(s) or bool((s.lat < 0).any()):
+        return _without_pauses_everywhere(s, pauses)
+    reach = s.longest_s + 1e-6
+    spans = [(float(p["start_ts"]), float(p["end_ts"])) for p in pauses]  # in the order their shifts add up
+    groups: list[list[int]] = []  # [first row, end row) a group of pauses can touch
+    for ps, pe in sorted(spans):
+        lo = int(np.searchsorted(s.ts, ps - reach, side="left"))
+        hi = int(np.searchsorted(s.ts, pe, side="left"))
+        if groups and lo <= groups[-1][1]:
+            groups[-1][1] = max(groups[-1][1], hi)
+        else:
+            groups.append([lo, hi])
+    # rows kept as they are (a slice), or worked on (which rows, in their new order, with their new start/latency)
+    parts: list[slice | tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    at = 0
+    for lo, hi in groups:
+        parts.append(slice(at, lo))
+        w = s.rows(slice(lo, hi))
+        keep = np.ones(len(w), dtype=bool)
+        shift = np.zeros(len(w))
+        done = w.ts + w.lat / 1000.0
+        for ps, pe in spans:
+            keep &= ~((w.ts >= ps) & (w.ts < pe))
+            shift += np.clip(np.minimum(done, pe) - np.maximum(w.ts, ps), 0.0, None)
+        # the waiting is taken off the front: the transaction keeps its real completion time
+        ts = w.ts + shift
+        lat = np.maximum(w.lat - shift * 1000.0, 0.0)
+        order = np.argsort(ts, kind="stable")
+        order = order[keep[order]]
+        parts.append((order + lo, ts[order], lat[order]))
+        at = hi
+    parts.append(slice(at, len(s)))
+    size = sum(part.stop - part.start if isinstance(part, slice) else part[0].size for part in parts)
+    out = Samples(np.empty(size), np.empty(size), np.empty(size, dtype=bool), np.empty(size, dtype=s.name.dtype),
+                  np.empty(size, dtype=s.outcome.dtype), s.names, s.outcomes, s.sources)
+    i = 0
+    for part in parts:
+        if isinstance(part, slice):
+            n = part.stop - part.start
+            for column in ("ts", "lat", "ok", "name", "outcome"):
+                getattr(out, column)[i:i + n] = getattr(s, column)[part]
+        else:
+            rows, ts, lat = part
+            n = rows.size
+            out.ts[i:i + n], out.lat[i:i + n] = ts, lat
+            for column in ("ok", "name", "outcome"):
+                getattr(out, column)[i:i + n] = getattr(s, column)[rows]
+        i += n
+    return out
+
+
+def _without_pauses_everywhere(s: Samples, pauses: list[dict[str, Any]]) -> Samples:
+    """:func:`_without_pauses` over every row at once (for samples whose latencies are not all >= 0)."""
     keep = np.ones(len(s), dtype=bool)
     shift = np.zeros(len(s))
     done = s.ts + s.lat / 1000.0
@@ -452,7 +596,6 @@ def _without_pauses(s: Samples, pauses: list[dict[str, Any]]) -> Samples:
         ps, pe = float(p["start_ts"]), float(p["end_ts"])
         keep &= ~((s.ts >= ps) & (s.ts < pe))
         shift += np.clip(np.minimum(done, pe) - np.maximum(s.ts, ps), 0.0, None)
-    # the waiting is taken off the front: the transaction keeps its real completion time
     ts = s.ts + shift
     lat = np.maximum(s.lat - shift * 1000.0, 0.0)
     order = np.argsort(ts, kind="stable")
@@ -464,15 +607,62 @@ def _without_pauses(s: Samples, pauses: list[dict[str, Any]]) -> Samples:
 @dataclass
 class SampleSets:
     """The samples every table and figure of a run is drawn from: pauses of the load taken out, the baseline
-    (steady load before the first fault) and the impact (from the first fault to the end)."""
+    (steady load before the first fault) and the impact (from the first fault to the end). The baseline and the
+    impact are copies of their rows made when asked for (not kept: a long run's would double its memory)."""
 
     samples: Samples
-    baseline: Samples
-    impact: Samples | None
     baseline_start: float
     baseline_end: float
     end: float
     fault_start: float | None
+
+    def _started(self) -> Samples:
+        """The samples that started in [baseline start, end] (a view)."""
+        ts = self.samples.ts
+        lo = int(np.searchsorted(ts, self.baseline_start, side="left"))
+        hi = int(np.searchsorted(ts, self.end, side="right"))
+        return self.samples.rows(slice(lo, hi))
+
+    @property
+    def baseline(self) -> Samples:
+        """Transactions that started after the baseline's start and completed before the first fault."""
+        s = self._started().between(-np.inf, self.baseline_end)
+        if self.fault_start is None:
+            return s
+        # a transaction in flight when the first fault starts belongs to the impact, not to the baseline
+        return s.subset(s.ts + s.lat / 1000.0 < self.baseline_end)
+
+    def baseline_in_completion_order(self, threshold_ms: float) -> tuple[Samples, tuple[np.ndarray, np.ndarray]]:
+        """The baseline's rows as a view that may hold a few more (those in flight at the first fault), and the
+        baseline alone :func:`in_completion_order` (without copying its rows)."""
+        s = self._started().between(-np.inf, self.baseline_end)
+        if self.fault_start is None:
+            return s, in_completion_order(s.ts, s.lat, s.ok, threshold_ms)
+        keep = s.ts + s.lat / 1000.0 < self.baseline_end
+        return s, in_completion_order(s.ts[keep], s.lat[keep], s.ok[keep], threshold_ms)
+
+    def successful_ms(self, window: str) -> np.ndarray | None:
+        """The successful latencies of the ``baseline`` or the ``impact`` (None without a fault), without copying
+        the window's rows."""
+        s = self._started()
+        if window == "impact":
+            if self.fault_start is None:
+                return None
+            s = s.rows(s.ending_after(self.fault_start))
+            return s.lat[s.ok & (s.ts + s.lat / 1000.0 >= self.fault_start)]
+        s = s.between(-np.inf, self.baseline_end)
+        if self.fault_start is None:
+            return s.lat[s.ok]
+        return s.lat[s.ok & (s.ts + s.lat / 1000.0 < self.baseline_end)]
+
+    @property
+    def impact(self) -> Samples | None:
+        """Transactions that completed at or after the first fault's start (None without a fault)."""
+        if self.fault_start is None:
+            return None
+        s = self._started()
+        s = s.rows(s.ending_after(self.fault_start))
+        return s.subset(s.ts + s.lat / 1000.0 >= self.fault_start)
 
 
 def sample_sets(s: Samples, faults: list[dict[str, Any]], baseline_start: float | None = None,
@@ -488,46 +678,64 @@ def sample_sets(s: Samples, faults: list[dict[str, Any]], baseline_start: float 
                     and not f.get("restores")]
     fault_start = min(fault_starts) if fault_starts else None
     b_end = fault_start if fault_start is not None else end
-    done_at = s.ts + s.lat / 1000.0
-    started = (s.ts >= b_start) & (s.ts <= end)
-    # a transaction in flight when the first fault starts belongs to the impact, not to the baseline
-    in_baseline = started & (s.ts < b_end) & ((done_at < b_end) if fault_start is not None else True)
-    impact = s.subset(started & (done_at >= fault_start)) if fault_start is not None else None
-    return SampleSets(s, s.subset(in_baseline), impact, b_start, b_end, end, fault_start)
+    return SampleSets(s, b_start, b_end, end, fault_start)
+
+
+def _by_transaction_stats(w: Samples, seconds: float) -> dict[int, dict[str, Any]]:
+    """Each transaction type's statistics within a window (codes of the types present in *w*)."""
+    return {int(code): window_stats(w.subset(w.name == code), seconds) for code in np.unique(w.name)}
 
 
 def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: float | None = None,
                     end_ts: float | None = None, pauses: list[dict[str, Any]] | None = None,
                     rule: str = "runs", window_s: float = 5.0, sets: SampleSets | None = None) -> dict[str, Any]:
-    """The run's metrics; *sets* when the caller already split the samples with the same arguments."""
+    """The run's metrics; *sets* when the caller already split the samples with the same arguments.
+
+    The baseline's and the impact's rows are copied one after the other and let go before the recovery is
+    measured, so a long run needs about its samples' own memory plus one window's."""
     pauses = pauses or []
     sets = sets or sample_sets(s, faults, baseline_start, end_ts, pauses)
-    s, baseline, impact = sets.samples, sets.baseline, sets.impact
+    s = sets.samples
     b_start, b_end, end, fault_start = sets.baseline_start, sets.baseline_end, sets.end, sets.fault_start
     first_ts, last_ts = float(s.ts[0]), float(s.ts[-1])
     result: dict[str, Any] = {"samples": int(len(s)), "first_ts": first_ts, "last_ts": last_ts,
                               "baseline_start_ts": b_start, "first_fault_ts": fault_start, "end_ts": end,
                               "excluded_pauses": pauses}
     base_paused = overlap_s(b_start, b_end, pause_spans(pauses))
+    baseline = sets.baseline
     result["baseline"] = window_stats(baseline, b_end - b_start - base_paused)
-    if fault_start is None or baseline.ok.sum() < 2:
+    has_impact = fault_start is not None and int(baseline.ok.sum()) >= 2
+    base_by_tx = _by_transaction_stats(baseline, b_end - b_start)
+    baseline_size = len(baseline)
+    del baseline
+    if has_impact:
+        mean, std = result["baseline"]["mean_ms"], result["baseline"]["std_ms"]
+        view, completed = sets.baseline_in_completion_order(mean + 2 * std)
+        length = (calibrated_run_length(view, mean + 2 * std, completed=completed)
+                  if rule == "runs" and baseline_size >= 2 else 5)
+        gap = max_healthy_gap(view, mean + 2 * std, completed=completed)
+        del view, completed
+    impact_by_tx: dict[int, dict[str, Any]] = {}
+    if not has_impact:
         why = "no fault in the journal" if fault_start is None else "the baseline has fewer than 2 successes"
         result.update(impact=None, recovery={"duration_s": None, "reason": why}, degradation=None)
     else:
+        assert fault_start is not None
+        impact = sets.impact
         assert impact is not None  # there is a fault, so there is an impact window
         impact_paused = overlap_s(fault_start, end, pause_spans(pauses))
         result["impact"] = window_stats(impact, end - fault_start - impact_paused)
-        mean, std = result["baseline"]["mean_ms"], result["baseline"]["std_ms"]
+        impact_by_tx = _by_transaction_stats(impact, result["impact"]["seconds"])
+        del impact
         measured = s.between(b_start, end + 1e-9)
         # Little's law: clients in flight on average = throughput x mean latency (closed-loop load)
         clients = (result["baseline"]["throughput_tps"] or 0) * mean / 1000.0
-        length = calibrated_run_length(baseline, mean + 2 * std) if rule == "runs" else 5
-        gap = max_healthy_gap(baseline, mean + 2 * std)
         rec = split_recovery(measured, mean + 2 * std, fault_start, end, first_restore(faults, fault_start),
                              rule=rule, concurrency=clients, run_length=length, max_gap_s=gap)
         rec["clients_estimate"] = round(clients, 1)
         rec["disturbances"] = disturbances(measured, mean + 2 * std, faults, end, rule=rule, concurrency=clients,
                                            run_length=length, max_gap_s=gap)
+        del measured  # and the completion order it kept
         rec["max_healthy_gap_s"] = round(gap, 3)
         rec["unavailability_s"] = unavailability(s, fault_start, end, pauses)
         rec["time_to_baseline_throughput_s"] = time_to_throughput(s, fault_start, end,
@@ -542,18 +750,21 @@ def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: fl
             "availability": round(result["impact"]["successes"] / result["impact"]["count"], 6)
             if result["impact"]["count"] else None,
         }
+    empty = window_stats(s.rows(slice(0, 0)), b_end - b_start)
     by_tx = {}
     for code, name in enumerate(s.names):
         mask = s.name == code
         if not mask.any():
             continue
-        entry: dict[str, Any] = {"baseline": window_stats(baseline.subset(baseline.name == code), b_end - b_start)}
-        if result.get("impact") is not None and impact is not None:
-            entry["impact"] = window_stats(impact.subset(impact.name == code), result["impact"]["seconds"])
-        sub = s.subset(mask)
-        entry["attempts"] = int(len(sub))
-        entry["failure_rate"] = round(float((~sub.ok).sum()) / len(sub), 6)
-        entry["outcomes"] = {s.outcomes[o]: int((sub.outcome == o).sum()) for o in np.unique(sub.outcome)}
+        entry: dict[str, Any] = {"baseline": base_by_tx.get(code, empty)}
+        if result.get("impact") is not None:
+            entry["impact"] = impact_by_tx.get(code) or window_stats(s.rows(slice(0, 0)), result["impact"]["seconds"])
+        attempts = int(np.count_nonzero(mask))
+        outcomes = s.outcome[mask]
+        entry["attempts"] = attempts
+        entry["failure_rate"] = round(float(np.count_nonzero(~s.ok[mask])) / attempts, 6)
+        entry["outcomes"] = {s.outcomes[o]: int(n) for o, n in enumerate(np.bincount(outcomes.astype(np.intp)))
+                             if n}
         by_tx[name] = entry
     result["by_transaction"] = by_tx
     result["windows"] = windows(s, np.floor(first_ts), last_ts + 1e-9, window_s, pauses)

@@ -26,7 +26,7 @@ from chaosdb.report.data import Samples
 from chaosdb.report.journal import activities_of
 from chaosdb.report.metrics import overlap_s, pause_spans, unavailability, window_stats
 
-__all__ = ["OPERATOR_ACTIONS", "operations_from_journal", "measure_operations"]
+__all__ = ["operation_spans", "OPERATOR_ACTIONS", "operations_from_journal", "measure_operations"]
 
 OPERATOR_ACTIONS = ("rolling_restart", "scale_out", "scale_in")
 #: where they live (every action's result names it, ``action``: CockroachDB's Kubernetes rolling restart is
@@ -73,6 +73,17 @@ def operations_from_journal(journal: dict[str, Any]) -> list[dict[str, Any]]:
     return ops
 
 
+def operation_spans(ops: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """The spans :func:`measure_operations` looks at: each succeeded operation's and each of its steps'."""
+    spans = []
+    for op in ops:
+        if op["status"] == "succeeded" and op.get("start_ts") is not None and op.get("end_ts") is not None:
+            spans.append((float(op["start_ts"]), float(op["end_ts"])))
+            spans += [(float(st["start_ts"]), float(st["end_ts"])) for st in op.get("steps") or []
+                      if st.get("start_ts") is not None and st.get("end_ts") is not None]
+    return spans
+
+
 def _load_during(s: Samples, done_at: np.ndarray, start: float, end: float, pauses: list[dict[str, Any]],
                  baseline_tps: float | None) -> dict[str, Any]:
     seconds = max(end - start - overlap_s(start, end, pause_spans(pauses)), 0.0)
@@ -99,6 +110,8 @@ def measure_operations(ops: list[dict[str, Any]], s: Samples, pauses: list[dict[
     also says how many seconds of the window were disturbed (``disturbed_s``): a rolling restart disturbs
     the clients several times, and the first disturbance (``recovery.duration_s``) is rarely the primary's."""
     pauses = pauses or []
+    if not ops:
+        return []
     done_at = s.ts + s.lat / 1000.0
 
     def during(a: float, b: float) -> dict[str, Any]:

@@ -14,6 +14,8 @@ from chaosdb.report.data import Samples
 ANNOTATED = ("leader_lost", "leader_elected", "term_changed", "member_left", "member_rejoined", "replicas_converged",
              "unreachable")
 MAX_ANNOTATIONS = 40
+#: up to how many windows the failed attempts are drawn as bars (beyond, as one filled outline)
+MAX_BARS = 400
 
 __all__ = ["timeline_png", "ecdf_png", "pyplot"]
 
@@ -54,7 +56,12 @@ def timeline_png(metrics: dict[str, Any], faults: list[dict[str, Any]], path: Pa
     tps = np.array([w["tps"] if w["tps"] is not None else np.nan for w in wins], dtype=float)
     errs = np.array([w["errors"] / max(w.get("seconds", 5.0), 1e-9) for w in wins])
     ax2.plot(x, tps, color="tab:green", label="committed tx/s")
-    ax2.bar(x, errs, width=0.8 * float(metrics.get("window_s") or 5.0), color="tab:red", alpha=0.5, label="failed attempts/s")
+    if len(wins) <= MAX_BARS:
+        ax2.bar(x, errs, width=0.8 * float(metrics.get("window_s") or 5.0), color="tab:red", alpha=0.5,
+                label="failed attempts/s")
+    elif wins:  # a long run: one filled outline instead of thousands of sub-pixel bars (each a patch to draw)
+        edges = [w["start_ts"] - zero for w in wins] + [wins[-1]["start_ts"] + wins[-1].get("seconds", 5.0) - zero]
+        ax2.stairs(errs, edges, fill=True, color="tab:red", alpha=0.5, label="failed attempts/s")
     ax2.set_ylabel("transactions / s")
     ax2.set_xlabel("seconds since the first fault")
     ax2.grid(True, alpha=0.3)
@@ -152,18 +159,21 @@ def _ecdf_points(values: np.ndarray, points: int = 2000) -> tuple[np.ndarray, np
     return v[idx], (idx + 1) / v.size
 
 
-def ecdf_png(baseline: Samples, impact: Samples | None, path: Path, title: str) -> dict[str, Any]:
-    """Empirical CDF of successful latencies, baseline versus impact, log x axis. Returns, per curve, how many
-    transactions it holds and its largest latency (to be held against the tables)."""
+def ecdf_png(baseline: Samples | np.ndarray | None, impact: Samples | np.ndarray | None, path: Path,
+             title: str) -> dict[str, Any]:
+    """Empirical CDF of successful latencies, baseline versus impact, log x axis; each given as samples or as
+    their successful latencies (ms). Returns, per curve, how many transactions it holds and its largest latency
+    (to be held against the tables)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     drawn: dict[str, Any] = {}
     for label, s, color in (("baseline", baseline, "tab:blue"), ("impact", impact, "tab:red")):
-        if s is None or not s.ok.any():
+        ok_ms = s.lat[s.ok] if isinstance(s, Samples) else s
+        if ok_ms is None or not ok_ms.size:  # no window (no fault) or nothing succeeded in it
             continue
-        drawn[label] = {"n": int(s.ok.sum()), "max_ms": float(s.lat[s.ok].max())}
-        x, y = _ecdf_points(s.lat[s.ok])
-        ax.step(x, y, where="post", label=f"{label} (n={int(s.ok.sum())})", color=color)
+        drawn[label] = {"n": int(ok_ms.size), "max_ms": float(ok_ms.max())}
+        x, y = _ecdf_points(ok_ms)
+        ax.step(x, y, where="post", label=f"{label} (n={int(ok_ms.size)})", color=color)
     ax.set_xscale("log")
     from matplotlib.ticker import FuncFormatter  # noqa: PLC0415 - needs the report extra
 
