@@ -8,6 +8,11 @@ In one run, same cluster, same number of clients, ``--rounds`` rounds whose orde
   half updates of one row, keys drawn Zipfian (pgbench's exponent 1.001, the nearest it takes to YCSB's 0.99),
   prepared statements, no explicit
   transaction (the nearest standard peer; YCSB's own client is not available here);
+* ``go-ycsb`` (upstream pingcap/go-ycsb, the client the TiKV study used) when the binary is found (``--bin-dir``,
+  ``CHAOSDB_BIN_DIR``, ``~/.cache/chaosdb/bin`` or PATH): ``go-ycsb run pg`` on the *same* ``usertable`` (its schema
+  and ``user{n}`` keys are YCSB's: ``insertorder=ordered``), workload A (read/update 50/50, ``requestdistribution=
+  zipfian``), the same threads and records, bounded by ``timeout -s INT`` (its ``maxexecutiontime`` is ignored; SIGINT
+  still prints its summary): ops/s, READ/UPDATE p99 and client CPU per operation from its summary;
 * ``--before DIR``: optionally the YCSB driver of another checkout (for example ``git worktree add /tmp/before
   <commit>``), for a before/after in the same run.
 
@@ -32,6 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.load_driver import bench_cluster, child_cpu, cluster_cpu, pgbench_command, quiesce  # noqa: E402
+from chaosdb.core.binaries import find_binary  # noqa: E402
+from chaosdb.core.errors import ChaosDBError  # noqa: E402
 from chaosdb.core.stats import percentile  # noqa: E402
 from chaosdb.embedded import cluster  # noqa: E402
 from chaosdb.workloads import ycsb  # noqa: E402
@@ -61,10 +68,52 @@ def run_ycsb(code_root: Path, dsn: str, records: int, clients: int, seconds: int
     cpu, db = child_cpu() - cpu0, cluster_cpu(layout) - db0
     rows = list(read_samples(samples)) if samples.exists() else []
     ok = sorted(s.latency_ms for s in rows if is_success(s.outcome))
+    by_kind = {kind: sorted(s.latency_ms for s in rows if s.name == kind and is_success(s.outcome))
+               for kind in ("read", "update")}
     return {"operations": len(rows), "failures": len(rows) - len(ok), "ops": round(len(ok) / seconds, 1),
             "p99_ms": round(percentile(ok, 99), 2) if ok else None,
+            "update_p99_ms": round(percentile(by_kind["update"], 99), 2) if by_kind["update"] else None,
+            "read_p99_ms": round(percentile(by_kind["read"], 99), 2) if by_kind["read"] else None,
+            "outcomes": {o: sum(1 for s in rows if s.outcome == o) for o in sorted({s.outcome for s in rows})},
+            "updates_in_ledger": sum(1 for s in rows if s.name == "update" and s.key),
             "client_cpu_s_per_1000_ops": round(cpu / max(1, len(rows)) * 1000, 3),
             "cluster_cpu_ms_per_op": round(db / max(1, len(rows)) * 1000, 3), "exit_code": proc.returncode}
+
+
+def run_go_ycsb(go_ycsb: str, layout, dsn: str, records: int, clients: int, seconds: int) -> dict:
+    """go-ycsb's workload A on the same usertable for *seconds*; its summary lines parsed."""
+    import psycopg
+
+    node = layout.node(cluster.status(layout)["leader"])
+    password = next(line.split(":")[-1] for line in (layout.path / "pgpass").read_text().splitlines()
+                    if line.split(":")[3] == "postgres")
+    props = {"pg.host": node.host, "pg.port": node.pg_port, "pg.user": "postgres", "pg.password": password,
+             "pg.db": psycopg.conninfo.conninfo_to_dict(dsn)["dbname"], "pg.sslmode": "disable",
+             "workload": "core", "readproportion": 0.5, "updateproportion": 0.5, "scanproportion": 0,
+             "insertproportion": 0, "requestdistribution": "zipfian", "insertorder": "ordered",
+             "recordcount": records, "operationcount": 1_000_000_000, "fieldcount": 10, "fieldlength": 100,
+             "threadcount": clients}
+    argv = ["timeout", "-s", "INT", str(seconds), go_ycsb, "run", "pg"]
+    for k, v in props.items():
+        argv += ["-p", f"{k}={v}"]
+    cpu0, db0 = child_cpu(), cluster_cpu(layout)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60)
+    cpu, db = child_cpu() - cpu0, cluster_cpu(layout) - db0
+    summary = {}
+    for line in proc.stdout.splitlines():
+        if " - Takes(s):" in line:
+            name, _, rest = line.partition(" - ")
+            summary[name.strip()] = {k.strip(): float(v) for k, v in (kv.split(":") for kv in rest.split(","))}
+    total = summary.get("TOTAL", {})
+    ops = int(total.get("Count", 0))
+    return {"operations": ops, "failures": int(sum(v.get("Count", 0) for k, v in summary.items() if "ERROR" in k)),
+            "ops": round(ops / seconds, 1), "ops_reported": total.get("OPS"),
+            "p99_ms": round(total.get("99th(us)", 0) / 1000.0, 2) if total else None,
+            "update_p99_ms": round(summary.get("UPDATE", {}).get("99th(us)", 0) / 1000.0, 2) if summary else None,
+            "read_p99_ms": round(summary.get("READ", {}).get("99th(us)", 0) / 1000.0, 2) if summary else None,
+            "client_cpu_s_per_1000_ops": round(cpu / max(1, ops) * 1000, 3),
+            "cluster_cpu_ms_per_op": round(db / max(1, ops) * 1000, 3), "exit_code": proc.returncode,
+            "summary_lines": [ln for ln in proc.stdout.splitlines() if " - Takes(s):" in ln]}
 
 
 def run_pgbench(layout, clients: int, seconds: int, workdir: Path) -> dict:
@@ -88,7 +137,9 @@ def run_pgbench(layout, clients: int, seconds: int, workdir: Path) -> dict:
 
 
 def ratios(ours: dict, peer: dict) -> dict:
-    return {"ops_ratio": round(ours["ops"] / peer["ops"], 3) if peer["ops"] else None,
+    update = ({"update_p99_ratio": round(ours["update_p99_ms"] / peer["update_p99_ms"], 2)}
+              if ours.get("update_p99_ms") and peer.get("update_p99_ms") else {})
+    return {**update, "ops_ratio": round(ours["ops"] / peer["ops"], 3) if peer["ops"] else None,
             "client_cpu_per_1000_ops_ratio": round(ours["client_cpu_s_per_1000_ops"]
                                                    / peer["client_cpu_s_per_1000_ops"], 2),
             "cluster_cpu_per_op_ratio": round(ours["cluster_cpu_ms_per_op"] / peer["cluster_cpu_ms_per_op"], 2),
@@ -102,7 +153,14 @@ def main() -> int:
     ap.add_argument("--records", type=int, default=10000)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--before", default=None, help="another checkout's root whose YCSB driver also runs")
+    ap.add_argument("--bin-dir", default=None, help="where go-ycsb is (else CHAOSDB_BIN_DIR, the cache, PATH)")
+    ap.add_argument("--no-pgbench", action="store_true", help="leave pgbench out (go-ycsb is the peer)")
     args = ap.parse_args()
+    go_ycsb: str | None = None
+    try:
+        go_ycsb = find_binary("go-ycsb", args.bin_dir)
+    except ChaosDBError as e:
+        print(f"go-ycsb not found, measured against pgbench only: {e}", file=sys.stderr)
     before = Path(args.before).resolve() if args.before else None
     with bench_cluster("chaosdb-bench-ycsb-", "benchycsb", "127.0.0.86") as (root, layout):
         dsn = layout.dsn()
@@ -116,7 +174,8 @@ def main() -> int:
         subprocess.run([*pgbench, "-i", "-q", "-s", "1", "pgbench"], env=env, check=True, capture_output=True,
                        cwd=root)
         databases: list[tuple[str, dict]] = [(dsn, {}), (leader_dsn, {"dbname": "pgbench"})]
-        drivers = ["chaosdb_ycsb", "pgbench"] + (["chaosdb_ycsb_before"] if before else [])
+        drivers = (["chaosdb_ycsb"] + (["go_ycsb"] if go_ycsb else []) + ([] if args.no_pgbench else ["pgbench"])
+                   + (["chaosdb_ycsb_before"] if before else []))
         rounds = []
         for n in range(1, max(1, args.rounds) + 1):
             order = drivers if n % 2 else list(reversed(drivers))
@@ -125,21 +184,32 @@ def main() -> int:
                 quiesce(layout, databases)
                 if driver == "pgbench":
                     one[driver] = run_pgbench(layout, args.clients, args.seconds, root)
+                elif driver == "go_ycsb":
+                    assert go_ycsb is not None
+                    one[driver] = run_go_ycsb(go_ycsb, layout, dsn, args.records, args.clients, args.seconds)
                 else:
                     code = before if driver == "chaosdb_ycsb_before" else ROOT
                     one[driver] = run_ycsb(code, dsn, args.records, args.clients, args.seconds, root, layout)
-            one["chaosdb_over_pgbench"] = ratios(one["chaosdb_ycsb"], one["pgbench"])
+            if "pgbench" in one:
+                one["chaosdb_over_pgbench"] = ratios(one["chaosdb_ycsb"], one["pgbench"])
+            if go_ycsb:
+                one["chaosdb_over_go_ycsb"] = ratios(one["chaosdb_ycsb"], one["go_ycsb"])
             if before:
                 one["chaosdb_over_before"] = ratios(one["chaosdb_ycsb"], one["chaosdb_ycsb_before"])
             rounds.append(one)
 
         def mean(driver: str) -> dict:
-            keys = ("ops", "client_cpu_s_per_1000_ops", "cluster_cpu_ms_per_op", "p99_ms")
-            return {k: statistics.fmean(r[driver][k] for r in rounds) for k in keys}
+            keys = ("ops", "client_cpu_s_per_1000_ops", "cluster_cpu_ms_per_op", "p99_ms", "update_p99_ms")
+            return {k: statistics.fmean(r[driver][k] for r in rounds) for k in keys
+                    if all(r[driver].get(k) is not None for r in rounds)}
 
         result = {"benchmark": "ycsb_driver", "clients": args.clients, "seconds": args.seconds,
                   "records": args.records, "cpu_cores": os.cpu_count(), "rounds": rounds,
-                  "means_over_rounds": {"chaosdb_over_pgbench": ratios(mean("chaosdb_ycsb"), mean("pgbench")),
+                  "load_avg_1m": os.getloadavg()[0],
+                  "means_over_rounds": {**({"chaosdb_over_pgbench": ratios(mean("chaosdb_ycsb"), mean("pgbench"))}
+                                           if not args.no_pgbench else {}),
+                                        **({"chaosdb_over_go_ycsb": ratios(mean("chaosdb_ycsb"), mean("go_ycsb"))}
+                                           if go_ycsb else {}),
                                         **({"chaosdb_over_before": ratios(mean("chaosdb_ycsb"),
                                                                           mean("chaosdb_ycsb_before"))}
                                            if before else {})}}
