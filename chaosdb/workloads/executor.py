@@ -13,6 +13,9 @@ Shared by every SQL workload (TPC-C terminals, YCSB clients):
 * a transaction of one statement (YCSB's read or update) may run in autocommit: one round trip instead of
   three (BEGIN, the statement, COMMIT); the statement is then its own commit, so an error while a write is
   in flight is ``ambiguous`` as it would be during COMMIT;
+* the session asks the database to end a transaction left idle for 10 s (``idle_in_transaction_session_timeout``):
+  a load client cut off mid-transaction (its host unplugged) must not hold its locks, stalling the others, until
+  the server notices it is gone;
 * every attempt becomes exactly one :class:`~chaosdb.workloads.samples.Sample`.
 """
 
@@ -54,6 +57,11 @@ class Executor:
     tcp_options: dict = field(default_factory=lambda: {
         "keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "3",
         "tcp_user_timeout": "10000"})
+    #: the database ends a transaction of this client left idle this long (``idle_in_transaction_session_timeout``;
+    #: 0: not asked). A running load never idles inside a transaction; a client whose host vanished mid-transaction
+    #: would otherwise keep its row locks, stalling every other client, until the server noticed (hours with the
+    #: kernel's keepalives, or a proxy's client timeout)
+    server_idle_tx_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
         if self.isolation not in ISOLATION:
@@ -81,6 +89,12 @@ class Executor:
         if level:
             self.conn.execute(f"SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL {level}")
             self.conn.commit()
+        if self.server_idle_tx_timeout_s > 0:
+            try:
+                self.conn.execute(f"SET idle_in_transaction_session_timeout = {int(self.server_idle_tx_timeout_s * 1000)}")
+                self.conn.commit()
+            except psycopg.Error:  # a database or pooler without the setting: the load runs without it
+                self.conn.rollback()
         return self.conn
 
     def close(self) -> None:
