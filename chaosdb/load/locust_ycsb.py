@@ -17,7 +17,10 @@ from chaosdb.load.locust_common import Pacer, ProcessState, add_common_options, 
 from chaosdb.workloads.kv import EtcdBackend
 from chaosdb.workloads.ycsb import SqlBackend, WorkloadA
 
-__all__ = ["YcsbUser"]
+__all__ = ["YcsbUser", "OPERATIONS_PER_TASK"]
+
+#: operations a user runs per Locust task
+OPERATIONS_PER_TASK = 16
 
 _process = ProcessState()
 _process.attach(events)
@@ -58,11 +61,17 @@ class YcsbUser(User):
         _process.flush()
 
     @task
-    def operation(self) -> None:
-        """The next read or update, recorded as a sample, paced to the run's rate."""
-        report(self.environment, _process, self.backend.execute(self.workload.next(), self.client_number), "YCSB")
-        runner = self.environment.runner
-        self.pacer.wait(self.environment.parsed_options.chaosdb_rate, runner.user_count if runner else 1)
+    def operations(self) -> None:
+        """The next reads and updates, one after the other, each recorded as a sample and paced to the run's rate.
+        :data:`OPERATIONS_PER_TASK` of them per Locust task: Locust's scheduling between tasks costs about as much
+        client CPU as a YCSB operation itself (a stop waits for the task's last operation, a few milliseconds)."""
+        environment, execute, workload, client = self.environment, self.backend.execute, self.workload, self.client_number
+        rate = environment.parsed_options.chaosdb_rate
+        runner = environment.runner
+        for _ in range(OPERATIONS_PER_TASK):
+            report(environment, _process, execute(workload.next(), client), "YCSB")
+            if rate:
+                self.pacer.wait(rate, runner.user_count if runner else 1)
 
 
 assert locust  # locust must be imported before psycopg so that gevent patches select first

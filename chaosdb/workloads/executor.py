@@ -16,15 +16,19 @@ Shared by every SQL workload (TPC-C terminals, YCSB clients):
 * the session asks the database to end a transaction left idle for 10 s (``idle_in_transaction_session_timeout``):
   a load client cut off mid-transaction (its host unplugged) must not hold its locks, stalling the others, until
   the server notices it is gone;
+* a one-statement transaction may go straight to libpq (:meth:`Executor.exec_prepared`): the statement prepared
+  once per connection under a name, then sent with its parameters as text and its result awaited without
+  psycopg's cursor layer (about 7 µs of client CPU per round trip instead of 45; YCSB's reads and updates);
 * every attempt becomes exactly one :class:`~chaosdb.workloads.samples.Sample`.
 """
 
 from __future__ import annotations
 
 import random
+import select
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from chaosdb.workloads.outcomes import RETRYABLE, classify
 from chaosdb.workloads.samples import Sample
@@ -69,6 +73,9 @@ class Executor:
         self.conn: Any = None
         self._tcp_extra: dict | None = None
         self._backoff = random.Random(self.seed)
+        self._statements: dict[str, bytes] = {}  # statement -> its prepared name (the same on every connection)
+        self._prepared: set[bytes] = set()  # names prepared on the current connection
+        self._readable: Callable[[], None] | None = None  # waits until the current connection has data
 
     def connection(self) -> Any:
         """The open connection, or a new one after the last broke."""
@@ -82,6 +89,7 @@ class Executor:
 
             given = conninfo_to_dict(self.dsn)
             self._tcp_extra = {k: v for k, v in self.tcp_options.items() if k not in given}
+        self._prepared, self._readable = set(), None
         self.conn = psycopg.connect(self.dsn, connect_timeout=self.connect_timeout_s,
                                     target_session_attrs="read-write", application_name=self.application_name,
                                     **self._tcp_extra)
@@ -96,6 +104,30 @@ class Executor:
             except psycopg.Error:  # a database or pooler without the setting: the load runs without it
                 self.conn.rollback()
         return self.conn
+
+    def exec_prepared(self, conn: Any, statement: str, params: Sequence[str]) -> Any:
+        """Run *statement* (``$1``-style placeholders) with text *params* on *conn*, outside any transaction block
+        (the caller's connection is in autocommit): prepared on first use on this connection, then one round trip
+        through libpq. Returns the libpq result (``get_value(row, column)`` gives bytes); raises psycopg's error
+        for a failed statement, as ``conn.execute`` would."""
+        errors, pq = _psycopg()
+        pgconn = conn.pgconn
+        name = self._statements.get(statement)
+        if name is None:
+            name = self._statements[statement] = f"chaosdb_{len(self._statements)}".encode()
+        if name not in self._prepared:
+            pgconn.send_prepare(name, statement.encode(), None)
+            failed = _result(pgconn, pq.ExecStatus.COMMAND_OK)
+            if failed is not None:
+                raise errors.error_from_result(failed, encoding=conn.info.encoding)
+            self._prepared.add(name)
+        if self._readable is None:
+            self._readable = _waiter(pgconn.socket)
+        pgconn.send_query_prepared(name, [p.encode() for p in params])
+        res = _result(pgconn, readable=self._readable)
+        if res is not None and res.status == pq.ExecStatus.FATAL_ERROR:
+            raise errors.error_from_result(res, encoding=conn.info.encoding)
+        return res
 
     def close(self) -> None:
         """Close the connection (errors on closing a broken one are ignored)."""
@@ -173,3 +205,49 @@ class Executor:
         if outcome not in (keep_key_for or ("committed", "ambiguous")):
             key = ""
         return Sample(start_ts, latency_ms, name, outcome, sqlstate, retries, terminal, key)
+
+
+
+def _psycopg() -> tuple[Any, Any]:
+    """psycopg's errors and pq modules (imported on first use: the postgres extra)."""
+    global _PSYCOPG
+    if _PSYCOPG is None:
+        from psycopg import errors, pq  # noqa: PLC0415 - needs the postgres extra
+
+        _PSYCOPG = (errors, pq)
+    return _PSYCOPG
+
+
+_PSYCOPG: tuple[Any, Any] | None = None
+
+
+def _waiter(fd: int) -> Callable[[], None]:
+    """A function that waits until *fd* is readable: in a gevent program (a Locust worker) one watcher of gevent's
+    loop kept for the connection (a new one, or ``select``, per wait costs system calls each round trip); else
+    ``select``."""
+    try:
+        from gevent import get_hub, monkey  # noqa: PLC0415 - only where gevent runs
+    except ImportError:
+        monkey = None
+    if monkey is not None and monkey.is_module_patched("select"):
+        hub = get_hub()
+        watcher = hub.loop.io(fd, 1)
+        return lambda: hub.wait(watcher)
+    return lambda: select.select([fd], [], []) and None
+
+
+def _result(pgconn: Any, unless: Any = None, readable: Callable[[], None] | None = None) -> Any:
+    """Send what libpq holds and wait for the statement's last result (*readable* waits for the socket; ``select``,
+    which gevent makes cooperative, when not given); with *unless*, None when the result has that status."""
+    while pgconn.flush():
+        select.select([], [pgconn.socket], [])
+    wait = readable or (lambda: select.select([pgconn.socket], [], []) and None)
+    last = None
+    while True:
+        wait()  # nothing can have arrived before the statement was sent: no read attempt that would find nothing
+        pgconn.consume_input()
+        while not pgconn.is_busy():
+            res = pgconn.get_result()
+            if res is None:
+                return None if unless is not None and last is not None and last.status == unless else last
+            last = res

@@ -1,9 +1,9 @@
 """YCSB-style workload A (50 % reads, 50 % updates, zipfian keys) on a SQL table.
 
 Table ``usertable (ycsb_key varchar(64) PRIMARY KEY, field0 .. field9 varchar(100))``
-with keys ``user<n>``; records are loaded with :func:`load`. Key choice follows
-YCSB's scrambled zipfian: a Zipf(θ = 0.99) rank over the record count, spread
-over the key space by an FNV-1a hash so that hot keys are not adjacent.
+with keys ``user<n>``; records are loaded with :func:`load`. Key choice is YCSB's
+scrambled zipfian (as go-ycsb's ``requestdistribution=zipfian``): a Zipf(θ = 0.99) rank
+among 10^10 items, hashed by FNV-1a into the records so that hot keys are not adjacent.
 
 Operations are backend-neutral (:class:`Operation`) so that key-value stores
 can be added as backends; :class:`SqlBackend` runs them through the shared
@@ -26,6 +26,9 @@ __all__ = ["Zipfian", "ScrambledZipfian", "WorkloadA", "Operation", "SqlBackend"
 
 FIELDS = 10
 FIELD_LENGTH = 100
+#: the statements of a read and of an update of each field (prepared once per connection)
+READ = "SELECT * FROM usertable WHERE ycsb_key = $1"
+UPDATES = tuple(f"UPDATE usertable SET field{i} = $1 WHERE ycsb_key = $2" for i in range(FIELDS))
 
 
 def fnv1a_64(value: int) -> int:
@@ -39,14 +42,16 @@ def fnv1a_64(value: int) -> int:
 
 
 class Zipfian:
-    """Zipf-distributed integers in [0, n) with constant θ (Gray et al., as in YCSB's ZipfianGenerator)."""
+    """Zipf-distributed integers in [0, n) with constant θ (Gray et al., as in YCSB's ZipfianGenerator). *zetan*:
+    the sum of 1/i^θ over the n items when known (YCSB precomputes it for 10^10 items)."""
 
-    def __init__(self, n: int, theta: float = 0.99, rng: random.Random | None = None) -> None:
+    def __init__(self, n: int, theta: float = 0.99, rng: random.Random | None = None,
+                 zetan: float | None = None) -> None:
         if n < 2:
             raise ValueError("zipfian needs at least 2 items")
         self.n, self.theta = n, theta
         self.rng = rng or random.Random()
-        self.zetan = sum(1.0 / (i ** theta) for i in range(1, n + 1))
+        self.zetan = zetan if zetan is not None else sum(1.0 / (i ** theta) for i in range(1, n + 1))
         zeta2 = 1.0 + 0.5 ** theta
         self.alpha = 1.0 / (1.0 - theta)
         self.eta = (1.0 - (2.0 / n) ** (1.0 - theta)) / (1.0 - zeta2 / self.zetan)
@@ -63,10 +68,30 @@ class Zipfian:
         return min(self.n - 1, int(self.n * (self.eta * u - self.eta + 1.0) ** self.alpha))
 
 
-class ScrambledZipfian(Zipfian):
+#: YCSB's scrambled Zipfian draws a rank among this many items and hashes it into the records: the popularity of
+#: a record is then that of every rank hashed to it (the hottest gets about 4 % of the operations, not the 9 % of
+#: a Zipfian over 10,000 records)
+SCRAMBLE_ITEMS = 10_000_000_000
+#: the sum of 1/i^0.99 over SCRAMBLE_ITEMS items, as YCSB precomputes it (it cannot be summed at start)
+SCRAMBLE_ZETAN = 26.46902820178302
+
+
+class ScrambledZipfian:
+    """YCSB's scrambled Zipfian over [0, n): a Zipfian rank among 10^10 items (θ = 0.99), hashed with FNV-1a 64
+    (absolute value, as YCSB takes it) into the records, so hot records are spread over the key space. Another θ
+    draws its ranks among the n records themselves (YCSB would sum 10^10 terms first)."""
+
+    def __init__(self, n: int, theta: float = 0.99, rng: random.Random | None = None) -> None:
+        if n < 2:
+            raise ValueError("zipfian needs at least 2 items")
+        self.n = n
+        self.ranks = (Zipfian(SCRAMBLE_ITEMS, theta, rng, zetan=SCRAMBLE_ZETAN) if theta == 0.99
+                      else Zipfian(n, theta, rng))
+
     def next(self) -> int:
         """The next record number, Zipfian popularity scattered over the key space by a hash."""
-        return fnv1a_64(super().next()) % self.n
+        h = fnv1a_64(self.ranks.next())
+        return (h if h < 1 << 63 else (1 << 64) - h) % self.n
 
 
 def key_name(n: int) -> str:
@@ -76,6 +101,10 @@ def key_name(n: int) -> str:
 
 def _value(rng: random.Random) -> str:
     return "".join(rng.choices(string.ascii_letters, k=FIELD_LENGTH))
+
+
+#: letters an update's value is cut from (a random place each time: cheap, and no two updates alike)
+VALUE_POOL = 1 << 16
 
 
 @dataclass
@@ -94,13 +123,16 @@ class WorkloadA:
     def __init__(self, records: int, seed: int | None = None) -> None:
         self.rng = random.Random(seed)
         self.keys = ScrambledZipfian(records, rng=self.rng)
+        self._letters = "".join(self.rng.choices(string.ascii_letters, k=VALUE_POOL))
 
     def next(self) -> Operation:
         """The next operation: a read or an update of a Zipfian-chosen key, 50/50 by default."""
         key = key_name(self.keys.next())
-        if self.rng.random() < self.read_proportion:
+        rng = self.rng
+        if rng.random() < self.read_proportion:
             return Operation("read", key)
-        return Operation("update", key, self.rng.randrange(FIELDS), _value(self.rng))
+        at = rng.randrange(VALUE_POOL - FIELD_LENGTH)
+        return Operation("update", key, rng.randrange(FIELDS), self._letters[at:at + FIELD_LENGTH])
 
 
 class Backend(Protocol):
@@ -122,13 +154,15 @@ class SqlBackend:
 
     def execute(self, op: Operation, client: int) -> Sample:
         """A YCSB read or update on ``usertable`` in autocommit, as a sample."""
+        exec_prepared = self.executor.exec_prepared
         if op.kind == "read":
             def body(conn: Any) -> str:
-                conn.execute("SELECT * FROM usertable WHERE ycsb_key = %s", (op.key,)).fetchone()
+                res = exec_prepared(conn, READ, (op.key,))
+                _row = [res.get_value(0, i) for i in range(res.nfields)] if res.ntuples else None
                 return ""
         else:
             def body(conn: Any) -> str:
-                conn.execute(f"UPDATE usertable SET field{op.field} = %s WHERE ycsb_key = %s", (op.value, op.key))
+                exec_prepared(conn, UPDATES[op.field], (op.value, op.key))
                 return op.key
         # one statement each: autocommit, one round trip (BEGIN and COMMIT would make it three)
         return self.executor.run(op.kind, body, client, keep_key_for=("committed", "ambiguous"),

@@ -34,3 +34,22 @@ def test_workload_a_is_half_reads_half_updates():
 def test_zipfian_needs_items():
     with pytest.raises(ValueError):
         Zipfian(1)
+
+
+def test_scrambled_zipfian_is_ycsbs_the_hottest_record_gets_about_four_percent():
+    """YCSB (and go-ycsb) draw a rank among 10^10 items and hash it into the records; a Zipfian over the records
+    themselves gives the hottest one more than twice as much (and with it row-lock contention YCSB does not have)."""
+    z = ScrambledZipfian(10_000, rng=random.Random(5))
+    draws = [z.next() for _ in range(200_000)]
+    assert 0 <= min(draws) and max(draws) < 10_000
+    top = collections.Counter(draws).most_common(1)[0][1] / len(draws)
+    assert 0.03 < top < 0.05  # 1 / zeta(10^10, 0.99) = 1 / 26.47 = 3.8 %
+    over_records = Zipfian(10_000, rng=random.Random(5))
+    top_plain = collections.Counter(over_records.next() for _ in range(200_000)).most_common(1)[0][1] / 200_000
+    assert top_plain > 2 * top
+
+
+def test_update_values_differ_and_have_the_field_length():
+    w = WorkloadA(1000, seed=9)
+    values = [o.value for o in (w.next() for _ in range(2000)) if o.kind == "update"]
+    assert all(len(v) == 100 and v.isalpha() for v in values) and len(set(values)) > 0.99 * len(values)
