@@ -12,7 +12,8 @@ In one run, same cluster, same number of clients, ``--rounds`` rounds whose orde
   ``CHAOSDB_BIN_DIR``, ``~/.cache/chaosdb/bin`` or PATH): ``go-ycsb run pg`` on the *same* ``usertable`` (its schema
   and ``user{n}`` keys are YCSB's: ``insertorder=ordered``), workload A (read/update 50/50, ``requestdistribution=
   zipfian``), the same threads and records, bounded by ``timeout -s INT`` (its ``maxexecutiontime`` is ignored; SIGINT
-  still prints its summary): ops/s, READ/UPDATE p99 and client CPU per operation from its summary;
+  usually still prints its summary): ops/s (its own OPS: the rate over the time it ran, which leaves its start out),
+  READ/UPDATE p99 and client CPU per operation from its summary;
 * ``--before DIR``: optionally the YCSB driver of another checkout (for example ``git worktree add /tmp/before
   <commit>``), for a before/after in the same run.
 
@@ -99,15 +100,22 @@ def run_go_ycsb(go_ycsb: str, layout, dsn: str, records: int, clients: int, seco
     cpu0, db0 = child_cpu(), cluster_cpu(layout)
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60)
     cpu, db = child_cpu() - cpu0, cluster_cpu(layout) - db0
+    # go-ycsb prints the same lines every 10 s and, after "Run finished", for the whole run; on SIGINT the last
+    # block is sometimes not printed: then the last status block stands for the run (its OPS is the rate over the
+    # time it covers, and the operations of the whole run are estimated from it for the CPU per operation)
+    lines = proc.stdout.splitlines()
+    finished = next((i for i, ln in enumerate(lines) if ln.startswith("Run finished")), None)
     summary = {}
-    for line in proc.stdout.splitlines():
+    for line in lines[finished:] if finished is not None else lines:
         if " - Takes(s):" in line:
             name, _, rest = line.partition(" - ")
             summary[name.strip()] = {k.strip(): float(v) for k, v in (kv.split(":") for kv in rest.split(","))}
     total = summary.get("TOTAL", {})
-    ops = int(total.get("Count", 0))
+    rate = total.get("OPS", 0.0)
+    ops = int(total.get("Count", 0)) if finished is not None else int(rate * seconds)
     return {"operations": ops, "failures": int(sum(v.get("Count", 0) for k, v in summary.items() if "ERROR" in k)),
-            "ops": round(ops / seconds, 1), "ops_reported": total.get("OPS"),
+            "ops": round(rate, 1), "ops_reported": rate, "final_summary": finished is not None,
+            "seconds_covered": total.get("Takes(s)"),
             "p99_ms": round(total.get("99th(us)", 0) / 1000.0, 2) if total else None,
             "update_p99_ms": round(summary.get("UPDATE", {}).get("99th(us)", 0) / 1000.0, 2) if summary else None,
             "read_p99_ms": round(summary.get("READ", {}).get("99th(us)", 0) / 1000.0, 2) if summary else None,

@@ -85,13 +85,20 @@ class ScrambledZipfian:
         if n < 2:
             raise ValueError("zipfian needs at least 2 items")
         self.n = n
+        self._records: dict[int, int] = {}
         self.ranks = (Zipfian(SCRAMBLE_ITEMS, theta, rng, zetan=SCRAMBLE_ZETAN) if theta == 0.99
                       else Zipfian(n, theta, rng))
 
     def next(self) -> int:
         """The next record number, Zipfian popularity scattered over the key space by a hash."""
-        h = fnv1a_64(self.ranks.next())
-        return (h if h < 1 << 63 else (1 << 64) - h) % self.n
+        rank = self.ranks.next()
+        record = self._records.get(rank)
+        if record is None:
+            h = fnv1a_64(rank)
+            record = (h if h < 1 << 63 else (1 << 64) - h) % self.n
+            if len(self._records) < 1 << 16:  # the popular ranks come back: their records are remembered
+                self._records[rank] = record
+        return record
 
 
 def key_name(n: int) -> str:
