@@ -27,13 +27,13 @@ HOST_FAULT_MODULES = {"test_local_faults", "test_node_failures", "test_cluster_a
                       "test_load", "test_kv_load", "test_kv_experiments", "test_k8s_patroni_roles", "test_tikv",
                       "test_fault_engine_units", "test_experiment_truth", "test_tpcc_semantics",
                       "test_load_distributed", "test_gameday_cronjob", "test_chaosd_faults", "test_tpcc_consistency",
-                      "test_chaosd_chaos_mesh", "test_report_events", "test_two_game_days"}
+                      "test_chaosd_chaos_mesh", "test_report_events", "test_two_game_days", "test_executor_prepared"}
 #: ... and the tests that start clusters of their own (own addresses and node users; only process kills)
 OWN_CLUSTERS_GROUP = "own-embedded-clusters"
 #: (a game day's between-run restore cleans only its own cluster's faults, so it runs beside the host faults; the
 #: two game days of test_two_game_days partition nodes with iptables, so they run with the host faults)
 OWN_CLUSTER_MODULES = {"test_quickstart", "test_cluster_errors", "test_gameday_suite", "test_from_wheel",
-                       "test_secure_clusters"}
+                       "test_secure_clusters", "test_load_across_hosts"}
 
 
 def work_group(nodeid: str) -> str:
