@@ -113,14 +113,17 @@ def _files(location: Path) -> list[Path]:
 BLOCK_BYTES = 4 << 20
 
 
-def _blocks(f: Path) -> Iterator[bytes]:
-    """The file's complete lines after the header, in blocks of about :data:`BLOCK_BYTES` that end at a newline
-    (an incomplete last line, still being written, is left out)."""
+def _blocks(f: Path, size: int) -> Iterator[bytes]:
+    """The complete lines after the header among the file's first *size* bytes, in blocks of about
+    :data:`BLOCK_BYTES` that end at a newline (an incomplete last line, still being written, is left out; so is
+    whatever the writer appended after *size* was taken)."""
     with open(f, "rb") as fh:
         fh.readline()
+        left = size - fh.tell()
         carry = b""
-        while True:
-            chunk = fh.read(BLOCK_BYTES)
+        while left > 0:
+            chunk = fh.read(min(BLOCK_BYTES, left))
+            left -= len(chunk)
             if not chunk:
                 return
             chunk = carry + chunk
@@ -130,9 +133,9 @@ def _blocks(f: Path) -> Iterator[bytes]:
                 yield chunk[:cut]
 
 
-def _rows(f: Path) -> int:
-    """How many complete lines the file holds after its header (an upper bound of its rows)."""
-    return sum(block.count(b"\n") for block in _blocks(f))
+def _rows(f: Path, size: int) -> int:
+    """How many complete lines the file's first *size* bytes hold after its header (an upper bound of its rows)."""
+    return sum(block.count(b"\n") for block in _blocks(f, size))
 
 
 def _codes(column: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -232,9 +235,11 @@ def load_samples(location: Path | str) -> Samples:
                                f"{', '.join(REQUIRED)}")
         i_ts, i_lat, i_name, i_out = (header.index(c) for c in REQUIRED)
         headers.append((i_ts, i_lat, i_name, i_out))
-    columns = _Columns(sum(_rows(f) for f in files))
-    for f, cols in zip(files, headers, strict=True):
-        for block in _blocks(f):
+    # files of a running load grow while they are read: each is read up to the size it had when counted
+    sizes = [f.stat().st_size for f in files]
+    columns = _Columns(sum(_rows(f, size) for f, size in zip(files, sizes, strict=True)))
+    for f, cols, size in zip(files, headers, sizes, strict=True):
+        for block in _blocks(f, size):
             columns.add(*_read_block(block, cols))
     if columns.size == 0:
         raise ChaosDBError(f"the samples at {location} hold no rows")

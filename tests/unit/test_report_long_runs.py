@@ -153,3 +153,24 @@ def test_pauses_are_taken_out_where_they_touch_exactly_as_over_every_row(pauses)
     assert len(got) == len(want) < len(s)
     for column in ("ts", "lat", "ok", "name", "outcome"):
         assert (getattr(got, column) == getattr(want, column)).all(), column
+
+
+def test_a_file_that_grows_while_it_is_read_gives_the_rows_it_had_when_counted(tmp_path, monkeypatch):
+    """A probe reads the samples of a running load: the writer appends between the count and the parse."""
+    d = tmp_path / "samples"
+    d.mkdir()
+    path = d / "samples-w0-1.csv"
+    _write(path, _rows(500, 4))
+    counted = data_module._rows
+
+    def count_then_grow(f, size):
+        n = counted(f, size)
+        with open(f, "a") as fh:
+            fh.writelines(_rows(300, 5))
+        return n
+
+    monkeypatch.setattr(data_module, "_rows", count_then_grow)
+    monkeypatch.setattr(data_module, "BLOCK_BYTES", 1000)
+    assert len(load_samples(d)) == 500
+    monkeypatch.setattr(data_module, "_rows", counted)
+    assert len(load_samples(d)) == 800
