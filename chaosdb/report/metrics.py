@@ -623,46 +623,51 @@ class SampleSets:
         hi = int(np.searchsorted(ts, self.end, side="right"))
         return self.samples.rows(slice(lo, hi))
 
+    def _baseline_rows(self) -> tuple[Samples, np.ndarray | None]:
+        """The rows that started in the baseline (a view) and which of them completed before the first fault (None:
+        all, there is no fault). A transaction in flight when the first fault starts belongs to the impact."""
+        s = self._started().between(-np.inf, self.baseline_end)
+        return s, None if self.fault_start is None else s.ts + s.lat / 1000.0 < self.baseline_end
+
+    def _impact_rows(self) -> tuple[Samples, np.ndarray]:
+        """The rows that may have completed at or after the first fault (a view) and which of them did."""
+        assert self.fault_start is not None
+        s = self._started()
+        s = s.rows(s.ending_after(self.fault_start))
+        return s, s.ts + s.lat / 1000.0 >= self.fault_start
+
     @property
     def baseline(self) -> Samples:
         """Transactions that started after the baseline's start and completed before the first fault."""
-        s = self._started().between(-np.inf, self.baseline_end)
-        if self.fault_start is None:
-            return s
-        # a transaction in flight when the first fault starts belongs to the impact, not to the baseline
-        return s.subset(s.ts + s.lat / 1000.0 < self.baseline_end)
+        s, keep = self._baseline_rows()
+        return s if keep is None else s.subset(keep)
 
     def baseline_in_completion_order(self, threshold_ms: float) -> tuple[Samples, tuple[np.ndarray, np.ndarray]]:
         """The baseline's rows as a view that may hold a few more (those in flight at the first fault), and the
         baseline alone :func:`in_completion_order` (without copying its rows)."""
-        s = self._started().between(-np.inf, self.baseline_end)
-        if self.fault_start is None:
+        s, keep = self._baseline_rows()
+        if keep is None:
             return s, in_completion_order(s.ts, s.lat, s.ok, threshold_ms)
-        keep = s.ts + s.lat / 1000.0 < self.baseline_end
         return s, in_completion_order(s.ts[keep], s.lat[keep], s.ok[keep], threshold_ms)
 
     def successful_ms(self, window: str) -> np.ndarray | None:
         """The successful latencies of the ``baseline`` or the ``impact`` (None without a fault), without copying
         the window's rows."""
-        s = self._started()
         if window == "impact":
             if self.fault_start is None:
                 return None
-            s = s.rows(s.ending_after(self.fault_start))
-            return s.lat[s.ok & (s.ts + s.lat / 1000.0 >= self.fault_start)]
-        s = s.between(-np.inf, self.baseline_end)
-        if self.fault_start is None:
-            return s.lat[s.ok]
-        return s.lat[s.ok & (s.ts + s.lat / 1000.0 < self.baseline_end)]
+            s, keep = self._impact_rows()
+            return s.lat[s.ok & keep]
+        s, maybe = self._baseline_rows()
+        return s.lat[s.ok if maybe is None else s.ok & maybe]
 
     @property
     def impact(self) -> Samples | None:
         """Transactions that completed at or after the first fault's start (None without a fault)."""
         if self.fault_start is None:
             return None
-        s = self._started()
-        s = s.rows(s.ending_after(self.fault_start))
-        return s.subset(s.ts + s.lat / 1000.0 >= self.fault_start)
+        s, keep = self._impact_rows()
+        return s.subset(keep)
 
 
 def sample_sets(s: Samples, faults: list[dict[str, Any]], baseline_start: float | None = None,

@@ -115,16 +115,16 @@ class Executor:
         name = self._statements.get(statement)
         if name is None:
             name = self._statements[statement] = f"chaosdb_{len(self._statements)}".encode()
+        if self._readable is None:
+            self._readable = _waiter(pgconn.socket)
         if name not in self._prepared:
             pgconn.send_prepare(name, statement.encode(), None)
-            failed = _result(pgconn, pq.ExecStatus.COMMAND_OK)
+            failed = _result(pgconn, self._readable, pq.ExecStatus.COMMAND_OK)
             if failed is not None:
                 raise errors.error_from_result(failed, encoding=conn.info.encoding)
             self._prepared.add(name)
-        if self._readable is None:
-            self._readable = _waiter(pgconn.socket)
         pgconn.send_query_prepared(name, [p.encode() for p in params])
-        res = _result(pgconn, readable=self._readable)
+        res = _result(pgconn, self._readable)
         if res is not None and res.status == pq.ExecStatus.FATAL_ERROR:
             raise errors.error_from_result(res, encoding=conn.info.encoding)
         return res
@@ -207,7 +207,6 @@ class Executor:
         return Sample(start_ts, latency_ms, name, outcome, sqlstate, retries, terminal, key)
 
 
-
 def _psycopg() -> tuple[Any, Any]:
     """psycopg's errors and pq modules (imported on first use: the postgres extra)."""
     global _PSYCOPG
@@ -236,15 +235,14 @@ def _waiter(fd: int) -> Callable[[], None]:
     return lambda: select.select([fd], [], []) and None
 
 
-def _result(pgconn: Any, unless: Any = None, readable: Callable[[], None] | None = None) -> Any:
-    """Send what libpq holds and wait for the statement's last result (*readable* waits for the socket; ``select``,
-    which gevent makes cooperative, when not given); with *unless*, None when the result has that status."""
+def _result(pgconn: Any, readable: Callable[[], None], unless: Any = None) -> Any:
+    """Send what libpq holds and wait for the statement's last result (*readable* waits for the socket); with
+    *unless*, None when the result has that status."""
     while pgconn.flush():
         select.select([], [pgconn.socket], [])
-    wait = readable or (lambda: select.select([pgconn.socket], [], []) and None)
     last = None
     while True:
-        wait()  # nothing can have arrived before the statement was sent: no read attempt that would find nothing
+        readable()  # nothing can have arrived before the statement was sent: no read attempt that would find nothing
         pgconn.consume_input()
         while not pgconn.is_busy():
             res = pgconn.get_result()
