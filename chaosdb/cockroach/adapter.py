@@ -3,7 +3,7 @@ hold the lease, or a node by id (see :mod:`chaosdb.core.adapters`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Union
 
 from chaosdb.cockroach import channels
 from chaosdb.cockroach.node_processes import find_node_process
@@ -11,6 +11,7 @@ from chaosdb.cockroach.targets import check_selector, resolve_node
 from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
 from chaosdb.core.dbevents import View
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.target_model import Name
 
 __all__ = ["ADAPTER", "CockroachAdapter"]
 
@@ -26,6 +27,7 @@ class CockroachAdapter(DatabaseAdapter):
 
     name = "cockroach"
     roles = ("leaseholder", "not-leaseholder", "node")
+    target_keys = {"table": Name, "row": Union[list[Union[int, float, Name]], int, Name], "node": Union[int, Name]}
 
     def check(self, role: str, target: dict[str, Any]) -> None:
         """A leaseholder role needs ``table`` and ``row``; ``cockroach-node`` needs ``node``."""

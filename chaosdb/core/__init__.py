@@ -34,6 +34,7 @@ What is in it:
 * ``settings``: One name per setting
 * ``signals``: The signals a process kill may send, by name, wherever the process runs (this machine, a pod)
 * ``stats``: Statistics shared by the live probes and the reporter
+* ``target_model``: The typed model of a role target: its keys and their types, checked at any depth
 * ``targets``: Choosing fault targets by role when an action runs, and the quorum safety rule
 * ``timeutil``: Wall-clock timestamps as they appear in fault records and journals
 * ``tls``: TLS and credentials of a client, named alike for every database

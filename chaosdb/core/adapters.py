@@ -22,10 +22,11 @@ from chaosdb.core.dbevents import View
 from chaosdb.core.deprecation import module_getattr
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.plugins import modules_named
-from chaosdb.core.targets import parse_count
+from chaosdb.core.target_model import check_target_model
+from chaosdb.core.targets import SINGULAR_SELECTORS, parse_count
 
 __all__ = ["all_adapters", "DatabaseAdapter", "ResolvedNode", "load_adapter", "adapter_roles", "split_role",
-           "check_role_target", "resolve_role_target", "resolve_role_nodes", "watched_sources", "forget_adapters"]
+           "check_role_target", "check_role_count", "resolve_role_target", "resolve_role_nodes", "watched_sources", "forget_adapters"]
 
 
 
@@ -57,9 +58,18 @@ class DatabaseAdapter(ABC):
     #: where its sources come among a run's watched sources: a database's own first (0), the stores other databases
     #: keep their state in (etcd for Patroni: 1) after them, so the first source of a run is the database itself
     watch_order: ClassVar[int] = 0
+    #: the keys its role targets carry besides ``role`` and :data:`chaosdb.core.target_model.COMMON_KEYS`, with their
+    #: types (``{"key": Name, "api_version": int}``); any other key is refused. None: not declared (any key passes,
+    #: its value still checked for shape)
+    target_keys: ClassVar[dict[str, Any] | None] = None
 
     def check(self, role: str, target: dict[str, Any]) -> None:  # noqa: B027 - optional hook
         """Refuse a target whose other keys do not fit *role*, before anything asks the database (no I/O)."""
+
+    def max_count(self, role: str) -> int | None:
+        """The most nodes one target of *role* can name (None: as many as the cluster has); by default one, as
+        :meth:`resolve_nodes` resolves one node."""
+        return 1
 
     @abstractmethod
     def resolve(self, role: str, target: dict[str, Any], configuration: dict[str, Any],
@@ -145,10 +155,36 @@ def split_role(role: str) -> tuple[DatabaseAdapter, str]:
     raise ChaosDBError(f"unknown target role {role!r}; one of {', '.join(adapter_roles())}")
 
 
-def check_role_target(target: dict[str, Any]) -> None:
-    """The role of *target* is known and its other keys fit it (no I/O)."""
-    adapter, role = split_role(target.get("role", ""))
+def check_role_target(target: dict[str, Any], count: Any = None) -> None:
+    """The role of *target* is known, its keys and their types fit it (at any depth), and *count* (when given) is not
+    more nodes than the role can name (no I/O)."""
+    role_name = target.get("role", "")
+    if not isinstance(role_name, str):
+        raise ChaosDBError(f"target role must be a string such as 'patroni-primary', got {role_name!r}")
+    adapter, role = split_role(role_name)
+    check_target_model(adapter.name, role, adapter.target_keys, target)
     adapter.check(role, target)
+    if count is not None:
+        check_role_count(target, count)
+
+
+def check_role_count(target: Any, count: Any) -> None:
+    """Refuse a *count* larger than the number of nodes a role can name at once (``leader``: one); a string target
+    is a selector of the local cluster (``"leader"``), a dict a role target. ``"all"`` is every node that has it."""
+    wanted = parse_count(count)
+    if wanted is None or wanted == 1:
+        return
+    if isinstance(target, str):
+        selector = target.strip().lower()
+        limit = 1 if selector in SINGULAR_SELECTORS else None
+    elif isinstance(target, dict) and isinstance(target.get("role"), str):
+        adapter, role = split_role(target["role"])
+        selector, limit = target["role"], adapter.max_count(role)
+    else:
+        return
+    if limit is not None and wanted > limit:
+        raise ChaosDBError(f"target {selector!r} names at most {limit} node(s) at a time: count must be "
+                           f"{'1' if limit == 1 else f'at most {limit}'} (or 'all'), got {count!r}")
 
 
 def resolve_role_nodes(target: dict[str, Any], configuration: dict[str, Any] | None = None,

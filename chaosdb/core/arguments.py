@@ -26,18 +26,23 @@ would give; a *combination* check receives every argument (after defaults) as a 
 from __future__ import annotations
 
 import difflib
+import importlib
 import inspect
+import math
+import unicodedata
 from typing import Any, Callable, Iterable, Mapping
 
-from chaoslib.exceptions import InvalidActivity
+from chaoslib.exceptions import InvalidActivity, InvalidControl
 
+from chaosdb.core.adapters import check_role_count
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.extras import MissingExtra, missing_modules
+from chaosdb.core.extras import experiment_being_validated, experiment_missing_extra, missing_modules
 from chaosdb.core.targets import parse_count
 from chaosdb.core.tls import as_bool
 
 __all__ = ["Check", "CheckedSignature", "check_arguments", "choice", "number", "one_of_or_names",
-           "problems_in_call", "is_unresolved", "GENERIC_CHECKS", "checked_signature", "MAX_SECONDS", "boolean"]
+           "problems_in_call", "is_unresolved", "GENERIC_CHECKS", "checked_signature", "MAX_SECONDS", "boolean",
+           "value_problems", "control_argument_problems", "with_argument_checks", "duplicate_control_problems"]
 
 Check = Callable[[Any], None]
 Combination = Callable[[dict[str, Any]], None]
@@ -59,11 +64,45 @@ def _as_number(name: str, value: Any, integer: bool) -> float:
         raise ChaosDBError(f"{name} must be a number, got {value!r}")
     try:
         n = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ChaosDBError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(n):
+        raise ChaosDBError(f"{name} must be a finite number, got {value!r}")
     if integer and n != int(n):
         raise ChaosDBError(f"{name} must be a whole number, got {value!r}")
     return n
+
+
+def value_problems(name: str, value: Any, depth: int = 0) -> list[str]:
+    """What no argument of this pack may hold, at any depth of *value*: a number that is not finite (NaN,
+    Infinity: JSON parsers accept them, nothing here can use them), a control character in a string (a name
+    with a trailing newline or an escape), nesting deeper than any activity reads."""
+    if depth > _MAX_DEPTH:
+        return [f"{name} is nested more than {_MAX_DEPTH} levels deep"]
+    if isinstance(value, float) and not math.isfinite(value):
+        return [f"{name} must be a finite number, got {value!r}"]
+    if isinstance(value, str):
+        bad = sorted({c for c in value if unicodedata.category(c) == "Cc" and c not in _TEXT_CONTROLS})
+        if bad:
+            return [f"{name} holds control character(s) {', '.join(repr(c) for c in bad)}: {value!r}"]
+        return []
+    if isinstance(value, Mapping):
+        found = []
+        for key, item in value.items():
+            found += value_problems(f"{name}.{key}", item, depth + 1)
+        return found
+    if isinstance(value, (list, tuple)):
+        found = []
+        for i, item in enumerate(value):
+            found += value_problems(f"{name}[{i}]", item, depth + 1)
+        return found
+    return []
+
+
+#: the deepest an argument's value may nest (role targets and Kubernetes specs are far shallower)
+_MAX_DEPTH = 32
+#: control characters a free text may hold (names hold none: their own checks refuse every one)
+_TEXT_CONTROLS = frozenset("\t\n\r")
 
 
 def _fmt(bound: float) -> str:
@@ -112,7 +151,7 @@ def choice(name: str, *values: Any) -> Check:
     """One of *values* (strings, or numbers such as an API version)."""
     def check(value: Any) -> None:
         if value not in values:
-            raise ChaosDBError(f"{name} must be one of {', '.join(values)}, got {value!r}"
+            raise ChaosDBError(f"{name} must be one of {', '.join(map(str, values))}, got {value!r}"
                                f"{_did_you_mean(str(value), values)}")
 
     return check
@@ -203,23 +242,27 @@ class CheckedSignature(inspect.Signature):
 
     def problems(self, arguments: Mapping[str, Any]) -> list[str]:
         """Every problem with these arguments' values (a value holding ``${...}`` is skipped), after the
-        extras the activity needs that are not installed."""
+        extras the activity needs that are not installed. Total: a check that breaks on a value it did not expect
+        reports that value as a problem, never lets it through."""
         found = []
         missing = missing_modules(self.extras)
         if missing:
-            found.append(str(MissingExtra("this activity", missing)))
+            found.append(str(experiment_missing_extra("this activity", missing)))
         given = {k: v for k, v in arguments.items() if k not in ("configuration", "secrets")}
         for name, value in given.items():
+            if is_unresolved(value):
+                continue
+            shape = value_problems(name, value)
+            if shape:
+                found += shape
+                continue
             check = getattr(self, "checks", {}).get(name)
-            if check is None or is_unresolved(value):
+            if check is None:
                 continue
             if value is None and self.parameters.get(name) is not None \
                     and self.parameters[name].default is None:
                 continue  # an optional argument left out explicitly
-            try:
-                check(value)
-            except ChaosDBError as exc:
-                found.append(str(exc))
+            found += _run_check(name, check, value)
         combination = getattr(self, "combination", None)
         # a combination sees the values once all are known, or at once when it checks what is known (``partial``)
         if combination is not None and not found and (not is_unresolved(given) or getattr(combination, "partial",
@@ -227,10 +270,9 @@ class CheckedSignature(inspect.Signature):
             values = {name: p.default for name, p in self.parameters.items()
                       if p.default is not inspect.Parameter.empty}
             values.update(given)
-            try:
-                combination(values)
-            except ChaosDBError as exc:
-                found.append(str(exc))
+            found += _run_check("the arguments together", combination, values)
+        if not found and "target" in given and "count" in given and not is_unresolved(given):
+            found += _run_check("count", lambda c: check_role_count(given["target"], c), given["count"])
         return found
 
     def bind(self, *args: Any, **kwargs: Any) -> inspect.BoundArguments:
@@ -240,6 +282,23 @@ class CheckedSignature(inspect.Signature):
         if found:
             raise InvalidActivity(f"{getattr(self, 'where', 'activity')}: " + "; ".join(found))
         return bound
+
+
+def _run_check(name: str, check: Callable[[Any], None], value: Any) -> list[str]:
+    """The problem *check* finds in *value*: its own message, or, when the check itself breaks on a value it did not
+    expect, that the value could not be checked (a refusal, never a value let through)."""
+    try:
+        check(value)
+    except ChaosDBError as exc:
+        return [str(exc)]
+    except Exception as exc:  # noqa: BLE001 - any break in a check refuses the value it could not judge
+        return [f"{name} could not be checked ({type(exc).__name__}: {exc}): got {_short_repr(value)}"]
+    return []
+
+
+def _short_repr(value: Any, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def check_arguments(namespace: dict[str, Any], combinations: Mapping[str, Combination] | None = None,
@@ -269,3 +328,75 @@ def problems_in_call(func: Callable[..., Any], arguments: Mapping[str, Any]) -> 
     if not isinstance(sig, CheckedSignature):
         return []
     return sig.problems(arguments)
+
+
+#: what Chaos Toolkit hands every control hook itself: never an argument of the experiment's
+_HOOK_PARAMETERS = frozenset({"context", "state", "configuration", "secrets", "experiment", "event_registry",
+                              "settings", "extensions", "kwargs"})
+
+
+def control_argument_problems(module: Any, arguments: dict[str, Any]) -> list[str]:
+    """The problems with the arguments of a control of *module*: a name none of its hooks takes, and the rules of
+    its ``CONTROL_ARGUMENTS`` (:class:`chaosdb.core.arguments.CheckedSignature`)."""
+    signature = getattr(module, "CONTROL_ARGUMENTS", None)
+    known = set(signature.parameters) if signature is not None else set()
+    for name in dir(module):
+        hook = getattr(module, name)
+        if name.startswith(("before_", "after_", "configure_")) and name.endswith("_control") and callable(hook):
+            try:
+                known |= set(inspect.signature(hook).parameters)
+            except (TypeError, ValueError):
+                continue
+    known -= _HOOK_PARAMETERS
+    problems = [f"unknown argument '{k}'{_did_you_mean(str(k), sorted(known))}; it takes "
+                f"{', '.join(sorted(known)) or 'no argument'}" for k in arguments if k not in known]
+    if signature is not None:
+        problems += signature.problems({k: v for k, v in arguments.items() if k in signature.parameters})
+    return problems
+
+
+def duplicate_control_problems(controls: Any) -> list[str]:
+    """A control named twice, or one of this pack's control modules declared under two names."""
+    if not isinstance(controls, list):
+        return []
+    problems, names, modules = [], set(), {}  # type: ignore[var-annotated]
+    for control in controls:
+        if not isinstance(control, dict):
+            continue
+        name = control.get("name")
+        module = (control.get("provider") or {}).get("module") if isinstance(control.get("provider"), dict) else None
+        if isinstance(name, str) and name in names:
+            problems.append(f"control '{name}': declared twice (each declaration runs its hooks: keep one)")
+        elif isinstance(module, str) and module.startswith("chaosdb.") and module in modules:
+            problems.append(f"control '{name}': the module {module} is already declared as control "
+                            f"'{modules[module]}' (its hooks would run twice: keep one)")
+        if isinstance(name, str):
+            names.add(name)
+        if isinstance(module, str):
+            modules.setdefault(module, name)
+    return problems
+
+
+def with_argument_checks(validate: Callable[[dict[str, Any]], None], module: str) -> Callable[[dict[str, Any]], None]:
+    """A control module's ``validate_control`` that also refuses its literal arguments when they cannot work
+    (unknown names, wrong shapes, ``CONTROL_ARGUMENTS``' rules; values holding ``${...}`` wait for the run), so
+    ``chaos validate`` says it before any run."""
+
+    def validate_control(control: dict[str, Any]) -> None:
+        validate(control)
+        provider = control.get("provider") if isinstance(control, dict) else None
+        arguments = provider.get("arguments") if isinstance(provider, dict) else None
+        label = f"control '{control.get('name', '?') if isinstance(control, dict) else '?'}'"
+        if arguments is not None and not isinstance(arguments, dict):
+            raise InvalidControl(f"{label}: its arguments must be an object of name: value, not "
+                                 f"{type(arguments).__name__}")
+        problems = [f"{label} ({module}): {p}" for p in
+                    control_argument_problems(importlib.import_module(module), arguments or {})]
+        experiment = experiment_being_validated()
+        if experiment is not None:  # what only the whole experiment shows: a control declared twice
+            problems += duplicate_control_problems(experiment.get("controls"))
+        if problems:
+            raise InvalidControl("; ".join(problems))
+
+    validate_control.__doc__ = validate.__doc__
+    return validate_control

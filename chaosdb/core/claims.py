@@ -76,7 +76,9 @@ def claim(folder: str | Path, what: str, setting: str = "") -> Path:
         raise ChaosDBError(f"{what} {folder} goes up with '..' (it would be {Path(folder).resolve()}): give the "
                            f"folder without '..'" + (f" ({setting})" if setting else ""))
     path = Path(folder).absolute()
+    missing = [p for p in (path, *path.parents) if not p.exists()]
     path.mkdir(parents=True, exist_ok=True)
+    _created.setdefault(path, missing)
     for _attempt in range(5):
         try:  # only one run can create the claim
             fd = os.open(path / CLAIM_FILE, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -103,7 +105,17 @@ def _mine(path: Path) -> bool:
     return owner.get("pid") == me["pid"] and owner.get("start") == me["start"]
 
 
+#: folder claimed -> the folders its claim created (removed again when it is given back empty)
+_created: dict[Path, list[Path]] = {}
+
+
 def release(folder: str | Path) -> None:
-    """Give *folder* back, when it is this run's."""
+    """Give *folder* back, when it is this run's; the folders the claim created go again when nothing was written in
+    them (a refused run leaves nothing behind)."""
     if _mine(Path(folder)):
         (Path(folder) / CLAIM_FILE).unlink(missing_ok=True)
+    for made in _created.pop(Path(folder).absolute(), []):
+        try:
+            made.rmdir()  # only when empty: what a run wrote stays
+        except OSError:
+            break

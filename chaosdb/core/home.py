@@ -34,7 +34,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 def check_cluster_name(name: str) -> str:
     """*name*, when it is a cluster name (letters, digits, ``-`` and ``_``, at most 63): a name is never a path, so a
     cluster always lives directly in its home folder."""
-    if not _NAME.match(str(name)):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ChaosDBError(f"cluster name {name!r} may contain only letters, digits, '-' and '_' (at most 63, "
                            "starting with a letter or digit): it names a folder in CHAOSDB_HOME, never a path; "
                            "give a folder with chaosdb_cluster_dir / --dir instead")

@@ -31,6 +31,7 @@ from chaosdb.core.errors import ChaosDBError, UnsafeFault
 __all__ = [
     "Target",
     "ROLE_SELECTORS",
+    "SINGULAR_SELECTORS",
     "select_targets",
     "tolerated_failures",
     "check_quorum",
@@ -48,6 +49,8 @@ ROLE_SELECTORS: dict[str, str | None] = {
     "any": None,
     "random": None,
 }
+#: selectors only one node matches at a time: a target of one takes count 1 (or "all")
+SINGULAR_SELECTORS = frozenset({"leader", "primary", "etcd-leader"})
 
 
 @dataclass

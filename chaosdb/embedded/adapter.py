@@ -8,11 +8,12 @@ the host engine turns the shorthand into this adapter's role and acts only on th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Union
 
 from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.targets import ROLE_SELECTORS, Target
+from chaosdb.core.target_model import ClusterName, Name
+from chaosdb.core.targets import ROLE_SELECTORS, SINGULAR_SELECTORS, Target
 from chaosdb.embedded.nodes import check_target, choose, open_cluster
 from chaosdb.embedded.processes import node_processes
 from chaosdb.embedded.state import ClusterLayout, load_layout
@@ -37,6 +38,11 @@ class EmbeddedAdapter(DatabaseAdapter):
     roles = (*ROLE_SELECTORS, "node")
     components = {"etcd": frozenset({"etcd"}), "patroni": frozenset({"patroni"}),
                   "postgres": frozenset({"postmaster", "postgres"})}
+    target_keys = {"names": Union[Name, list[Name]], "name": Name, "cluster": ClusterName, "cluster_dir": Name}
+
+    def max_count(self, role: str) -> int | None:
+        """One for a role only one node has at a time (the leader, the etcd leader); else as many as there are."""
+        return 1 if role in SINGULAR_SELECTORS else None
 
     def check(self, role: str, target: dict[str, Any]) -> None:
         """``embedded-node`` needs node names (``node1, node2, ...``); a selector role takes none."""

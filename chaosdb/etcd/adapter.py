@@ -6,7 +6,7 @@ watches etcd for a run's event log (:func:`chaosdb.etcd.view.etcd_view`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
 from chaosdb.core.dbevents import View
@@ -27,6 +27,7 @@ class EtcdAdapter(DatabaseAdapter):
 
     name = "etcd"
     roles = ("leader", "follower")
+    target_keys: ClassVar[dict[str, Any] | None] = {}  # the members are the configuration's (etcd_urls, an embedded cluster)
     watch_order = 1  # Patroni's DCS: a run of the embedded cluster watches Patroni first, then its etcd
 
     def resolve(self, role: str, target: dict[str, Any], configuration: dict[str, Any],

@@ -6,5 +6,7 @@ What is in it:
 * ``control``: Chaos Toolkit control
 * ``malformed``: What is wrong with a malformed experiment file, in plain sentences
 * ``refusals``: Why a control stopped the run
+* ``secrets``: An experiment's secrets kept out of the journal Chaos Toolkit writes and out of the run's log
+* ``shape``: The shape of a Chaos Toolkit experiment as one typed model
 * ``verdict``: What a run's journal says happened, in one plain sentence, and the status the run must end with
 """

@@ -16,7 +16,12 @@ from typing import Any
 
 from chaoslib import substitute
 
-from chaosdb.core.arguments import problems_in_call
+from chaosdb.core.arguments import (
+    control_argument_problems,
+    duplicate_control_problems,
+    problems_in_call,
+    with_argument_checks,
+)
 from chaosdb.core.claims import busy_message
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.home import check_cluster_name
@@ -24,7 +29,8 @@ from chaosdb.core.libpq import libpq_parameters
 from chaosdb.core.tls import SERVICES, as_bool, client_tls, tls_keys
 from chaosdb.experiment.refusals import refused
 
-__all__ = ["activities_of", "experiment_problems", "refuse_bad_arguments", "configuration_problems", "output_problems"]
+__all__ = ["activities_of", "experiment_problems", "refuse_bad_arguments", "configuration_problems", "output_problems",
+           "control_problems", "duplicate_control_problems", "control_argument_problems", "with_argument_checks"]
 
 _checked: dict[int, list[str]] = {}
 
@@ -45,15 +51,25 @@ def experiment_problems(experiment: dict[str, Any], configuration: dict[str, Any
                         secrets: dict[str, Any] | None = None) -> list[str]:
     """``"activity 'name': problem"`` for every problem with an activity's argument values, and the TLS settings
     of the configuration (files that do not exist, a certificate without its key, a flag that is not true/false)."""
-    problems = size_problems(experiment) + configuration_problems(configuration) \
-        + output_problems(experiment, configuration, secrets) + control_problems(experiment, configuration, secrets)
-    for activity in _activities(experiment):
-        provider = activity.get("provider") or {}
-        if provider.get("type") != "python":
-            continue
+    problems = []
+    for part in (lambda: size_problems(experiment), lambda: configuration_problems(configuration),
+                 lambda: output_problems(experiment, configuration, secrets),
+                 lambda: control_problems(experiment, configuration, secrets)):
         try:
-            func = getattr(importlib.import_module(provider.get("module", "")), provider.get("func", ""))
-        except (ImportError, AttributeError):
+            problems += [p for p in part() if p not in problems]
+        except ChaosDBError as exc:  # a part that cannot look further says why (a bad name it had to follow)
+            if str(exc) not in " ".join(problems):
+                problems.append(str(exc))
+    for activity in _activities(experiment):
+        provider = activity.get("provider") if isinstance(activity, dict) else None
+        if not isinstance(provider, dict) or provider.get("type") != "python":
+            continue
+        module, name = provider.get("module"), provider.get("func")
+        if not isinstance(module, str) or not isinstance(name, str):
+            continue  # the file's shape (chaosdb.experiment.malformed) says so
+        try:
+            func = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError, ValueError):
             continue  # chaoslib's own validation reports a missing module or function
         arguments = substitute(provider.get("arguments") or {}, configuration or {}, secrets or {})
         for problem in problems_in_call(func, arguments):
@@ -76,23 +92,32 @@ def size_problems(experiment: dict[str, Any]) -> list[str]:
 
 def control_problems(experiment: dict[str, Any], configuration: dict[str, Any] | None = None,
                      secrets: dict[str, Any] | None = None) -> list[str]:
-    """``"control 'name': problem"`` for each argument value of this pack's controls that cannot work (the rules of
-    the module's ``CONTROL_ARGUMENTS``, values substituted)."""
-    problems = []
-    for control in experiment.get("controls") or []:
-        provider = (control or {}).get("provider") or {}
+    """``"control 'name': problem"`` for each control declared twice (Chaos Toolkit would run its hooks twice: two
+    loads, two clusters) and each argument of this pack's controls that cannot work: unknown names, wrong shapes and
+    the rules of the module's ``CONTROL_ARGUMENTS`` (values substituted)."""
+    controls = experiment.get("controls") or []
+    problems = duplicate_control_problems(controls)
+    for control in controls if isinstance(controls, list) else []:
+        provider = control.get("provider") if isinstance(control, dict) else None
+        if not isinstance(provider, dict):
+            continue  # the file's shape (chaosdb.experiment.malformed) says so before the run
         module = str(provider.get("module") or "")
         if not module.startswith("chaosdb."):
             continue
+        label = f"control '{control.get('name', '?')}'"
         try:
-            signature = getattr(importlib.import_module(module), "CONTROL_ARGUMENTS", None)
+            found = importlib.import_module(module)
         except ImportError:
             continue  # its extra is missing: the control's own validation says so
-        arguments = substitute(provider.get("arguments") or {}, configuration or {}, secrets or {})
-        if signature is None or not isinstance(arguments, dict):
+        raw = provider.get("arguments")
+        if raw is not None and not isinstance(raw, dict):
+            problems.append(f"{label}: its arguments must be an object of name: value, not {type(raw).__name__}")
             continue
-        known = {k: v for k, v in arguments.items() if k in signature.parameters}
-        problems += [f"control '{control.get('name', '?')}': {p}" for p in signature.problems(known)]
+        arguments = substitute(raw or {}, configuration or {}, secrets or {})
+        own = control_argument_problems(found, arguments)
+        if not own and callable(getattr(found, "input_problems", None)):  # what it can tell before it starts
+            own = found.input_problems(experiment, arguments, configuration, secrets)
+        problems += [f"{label}: {p}" for p in own]
     return problems
 
 
@@ -152,11 +177,16 @@ def configuration_problems(configuration: dict[str, Any] | None) -> list[str]:
 def refuse_bad_arguments(experiment: dict[str, Any], configuration: dict[str, Any] | None = None,
                          secrets: dict[str, Any] | None = None) -> None:
     """Raise :class:`InterruptExecution` naming every problem, before anything is started (checked once per
-    experiment object)."""
+    experiment object). A check that cannot run stops the run too: a problem it could not look for is never let
+    through."""
     key = id(experiment)
     if key not in _checked:
         _checked.clear()
-        _checked[key] = experiment_problems(experiment, configuration, secrets)
+        try:
+            _checked[key] = experiment_problems(experiment, configuration, secrets)
+        except Exception as exc:  # noqa: BLE001 - whatever broke the check, the run must not go on unchecked
+            _checked[key] = [f"the input check itself could not run ({type(exc).__name__}: {exc}); nothing may "
+                             "start on input nobody checked"]
     if _checked[key]:
-        raise refused("the experiment's arguments are wrong, nothing was started: "
-                                 + "; ".join(_checked[key]))
+        raise refused("the experiment's arguments are wrong: " + "; ".join(_checked[key]),
+                      nothing_started=True)

@@ -21,6 +21,7 @@ handlers: the control registers one when it is configured, and only uses it to r
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -31,7 +32,8 @@ from chaoslib.run import RunEventHandler
 from chaosdb.core.deprecation import warn_deprecated
 from chaosdb.core.settings import applied_old_names
 from chaosdb.experiment import refusals
-from chaosdb.experiment.checks import refuse_bad_arguments
+from chaosdb.experiment.checks import refuse_bad_arguments, size_problems
+from chaosdb.experiment.secrets import LogMask, inline_secrets, make_journal_private, mask_journal, secret_values
 from chaosdb.experiment.verdict import verdict_of
 
 __all__ = ["configure_control", "before_experiment_control", "before_method_control", "after_method_control",
@@ -49,6 +51,9 @@ class _Run:
         self.stopped_at = ""
         self.sentence = ""
         self.ok = True
+        self.secrets: list[str] = []  # the run's secret values, masked in its log and its journal
+        self.log_mask: LogMask | None = None
+        self.has_secrets = False
 
 
 _run = _Run()
@@ -60,17 +65,48 @@ class _JournalHandle(RunEventHandler):
         _run.journal = journal
 
 
-def configure_control(experiment: dict[str, Any] | None = None, event_registry: Any = None, **kwargs: Any) -> None:
-    """A new run: forget the last one's refusal and state, say the environment variables used by their old names."""
+def configure_control(experiment: dict[str, Any] | None = None, event_registry: Any = None,
+                      secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    """A new run: forget the last one's refusal and state, say the environment variables used by their old names,
+    mask the run's secrets in its log from now on (and say once that inline secrets belong in the environment)."""
     global _run
+    _remove_log_mask()
     _run = _Run()
     refusals.forget()
     for old, new in applied_old_names():  # said on stderr when chaos started; said again in the run's log
         warn_deprecated(f"the environment variable {old}", new)
     if event_registry is not None:
         event_registry.register(_JournalHandle())
+    _run.secrets = secret_values(experiment, secrets)
+    _run.has_secrets = bool(_run.secrets) or bool(isinstance(experiment, dict) and experiment.get("secrets"))
+    if _run.secrets:
+        _run.log_mask = LogMask(_run.secrets)
+        for handler in _log_handlers():
+            handler.addFilter(_run.log_mask)
+    inline = inline_secrets(experiment)
+    if inline:
+        logger.warning("chaosdb: the experiment holds secrets inline (%s): they are masked in the journal and the "
+                       "log, but belong in the environment, e.g. {\"type\": \"env\", \"key\": \"CHAOSDB_LOAD_DSN\"}",
+                       ", ".join(inline))
 
 
+def _log_handlers() -> list[logging.Handler]:
+    """The handlers the run's log lines pass through (Chaos Toolkit's console and file, and the root's)."""
+    found: list[logging.Handler] = []
+    for name in ("chaostoolkit", ""):
+        for handler in logging.getLogger(name).handlers:
+            if handler not in found:
+                found.append(handler)
+    return found
+
+
+def _remove_log_mask() -> None:
+    if _run.log_mask is not None:
+        for handler in _log_handlers():
+            handler.removeFilter(_run.log_mask)
+
+
+@refusals.stops_the_run("chaosdb input check")
 def before_experiment_control(context: dict[str, Any], configuration: dict[str, Any] | None = None,
                               secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
     """Refuse the run before anything starts when an activity's arguments cannot work (the refusal is kept for the
@@ -133,19 +169,40 @@ def after_hypothesis_control(context: dict[str, Any], state: dict[str, Any] | No
 
 
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None, **kwargs: Any) -> None:
-    """The verdict: the run's status and one sentence, in the journal and the log."""
+    """The verdict: the run's status and one sentence in the journal (said in the log once, as the run's last line,
+    by :func:`cleanup_control`). A run refused for the experiment's size keeps only its title in the journal."""
     if not isinstance(state, dict):
         return
     if refusals.reason():
         state["chaosdb_refused"] = refusals.reason()
+        state["chaosdb_nothing_started"] = refusals.nothing_started()
+        _trim_oversized(state)
     verdict = verdict_of(state)
     state["status"] = verdict.status
     state["chaosdb_verdict"] = {**verdict.as_dict(), "method_stopped_at": _run.stopped_at or None}
     _run.sentence, _run.ok = verdict.sentence, verdict.ok
-    (logger.info if verdict.ok else logger.error)("chaosdb verdict: %s", verdict.sentence)
+    _run.journal = state
+
+
+def _trim_oversized(state: dict[str, Any]) -> None:
+    """A refused experiment over the size limit is not copied into the journal (its title and size are)."""
+    experiment = state.get("experiment")
+    if isinstance(experiment, dict) and size_problems(experiment):
+        size = len(json.dumps(experiment, default=str))
+        state["experiment"] = {"title": str(experiment.get("title", ""))[:200],
+                               "chaosdb_omitted": f"the experiment ({size / 1e6:.1f} MB) was refused for its size; "
+                                                  "it is not copied into the journal"}
 
 
 def cleanup_control() -> None:
-    """Runs after every other control's after-experiment hook: the verdict is the run's last word."""
-    if _run.sentence:
-        (logger.info if _run.ok else logger.error)("chaosdb verdict: %s", _run.sentence)
+    """Runs after every other control's after-experiment hook, just before Chaos Toolkit writes the journal: the
+    run's secret values masked in it (and its file private), then the verdict, the run's last word."""
+    try:
+        if _run.journal is not None and _run.secrets:
+            mask_journal(_run.journal, _run.secrets)
+        if _run.has_secrets:
+            make_journal_private()
+    finally:
+        if _run.sentence:
+            (logger.info if _run.ok else logger.error)("chaosdb verdict: %s", _run.sentence)
+        _remove_log_mask()

@@ -1,30 +1,74 @@
-"""Why a control stopped the run: said once, read by the verdict.
+"""Why a control stopped the run: said once, read by the verdict and by every control's after-experiment hook.
 
 A control that refuses input, or cannot start what the experiment needs, raises :func:`refused` instead of a bare
-:class:`InterruptExecution`: the verdict then says "Refused: <why>" (or "Nothing was started: <why>" when nothing
-had started yet) instead of calling the run interrupted by a signal.
+:class:`InterruptExecution`. Two kinds:
+
+* ``nothing_started=True``: the input was refused before any control started anything. The run ends with status
+  ``refused``, the verdict says "Nothing was started: <why>", and the controls' after hooks leave everything as it
+  was: no report, no copied journal, no cluster stopped.
+* otherwise: something the run needed could not start (a cluster, the load). The verdict says "Refused: <why>"; the
+  controls stop what *they* started, as after any run.
 """
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable, TypeVar, cast
+
 from chaoslib.exceptions import InterruptExecution
 
-__all__ = ["refused", "reason", "forget"]
+__all__ = ["refused", "reason", "forget", "nothing_started", "stops_the_run"]
 
-_reasons: list[str] = []
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def refused(message: str) -> InterruptExecution:
-    """The exception a control raises to stop the run, with *message* kept for the verdict."""
-    _reasons.append(message)
+@dataclass(frozen=True)
+class _Refusal:
+    message: str
+    nothing_started: bool
+
+
+_reasons: list[_Refusal] = []
+
+
+def refused(message: str, nothing_started: bool = False) -> InterruptExecution:
+    """The exception a control raises to stop the run, with *message* kept for the verdict (*nothing_started*: the
+    input was refused before anything started)."""
+    _reasons.append(_Refusal(message, nothing_started))
     return InterruptExecution(message)
 
 
 def reason() -> str:
     """The first refusal of this run, or ""."""
-    return _reasons[0] if _reasons else ""
+    return _reasons[0].message if _reasons else ""
+
+
+def nothing_started() -> bool:
+    """Whether this run was refused before anything started (its controls then leave everything as it was)."""
+    return bool(_reasons) and _reasons[0].nothing_started
 
 
 def forget() -> None:
     """A new run starts (the experiment control's configure step)."""
     _reasons.clear()
+
+
+def stops_the_run(what: str) -> Callable[[F], F]:
+    """Decorate a control's before-experiment hook: an error it did not expect stops the run with a refusal naming
+    *what* failed and why, instead of Chaos Toolkit's default for a control that raises (a line at DEBUG level, and
+    the run going on without what the control should have started)."""
+
+    def decorate(hook: F) -> F:
+        @functools.wraps(hook)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return hook(*args, **kwargs)
+            except InterruptExecution:
+                raise
+            except Exception as exc:  # noqa: BLE001 - whatever it was, the run must not go on without it
+                raise refused(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+        return cast(F, wrapped)
+
+    return decorate

@@ -9,7 +9,8 @@ reads the journal and says:
 situation                  sentence starts                                 status
 =========================  ==============================================  ==============
 interrupted                "The run was interrupted ..."                   interrupted
-arguments refused          (interrupted before anything started)           interrupted
+input refused              "Nothing was started: <why>"                    refused
+a control could not start  "Refused: <why>. The run stopped there; ..."    refused
 hypothesis before failed   "The steady-state hypothesis did not hold       failed
                            before the method, so no fault was injected"
 a method action failed     "Action 'x' failed, so ..."                     failed
@@ -113,13 +114,13 @@ def verdict_of(journal: dict[str, Any]) -> Verdict:
     def verdict(ok: bool, end_status: str, sentence: str, deviated: bool = False) -> Verdict:
         return Verdict(ok, end_status, sentence, deviated, failed, hypothesis)
 
+    refused = journal.get("chaosdb_refused")
+    if refused and status in ("interrupted", "refused"):
+        if journal.get("chaosdb_nothing_started") or "nothing was started" in str(refused):
+            return verdict(False, "refused", f"Nothing was started: {refused}")
+        return verdict(False, "refused", f"Refused: {refused}. The run stopped there; what it had started was "
+                                         "stopped again.")
     if status == "interrupted":
-        refused = journal.get("chaosdb_refused")
-        if refused and "nothing was started" in refused:
-            return verdict(False, "interrupted", f"Nothing was started: {refused}")
-        if refused:
-            return verdict(False, "interrupted", f"Refused: {refused}. The run stopped there; what had started was "
-                                                 "stopped again.")
         return verdict(False, "interrupted", "The run was interrupted before it finished (Ctrl-C, a signal or a "
                                              "control), so its results are incomplete.")
     if isinstance(before, dict) and not before.get("steady_state_met", True):

@@ -36,6 +36,7 @@ Network faults tell a node's traffic apart by its address and its user (see
 """
 
 import logging
+import os
 import signal as _signal
 from typing import Any, Dict, List, Union
 
@@ -45,6 +46,7 @@ from chaosdb.core.adapters import DatabaseAdapter, split_role
 from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.core.embedded import embedded_cluster_dir
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.home import resolve_cluster_dir
 from chaosdb.core.results import action_result
 from chaosdb.core.results import target as target_entry
 from chaosdb.core.signals import ENDING_SIGNALS, signal_name
@@ -347,11 +349,14 @@ def _cluster_dir_of(cluster: str, cluster_dir: str, configuration: Any) -> str:
 
 
 @action_result
-def cleanup_faults(configuration: Configuration = None) -> Dict[str, Any]:
+def cleanup_faults(cluster: str = "", cluster_dir: str = "", configuration: Configuration = None) -> Dict[str, Any]:
     """Revert every recorded fault and remove anything of the fault engine left without a record
     (tagged iptables chains and rules, cgroups, the tc qdisc, proxies, reverters). The same as
-    ``chaosdb faults cleanup``; ``clean`` is true when nothing is left."""
-    return {"targets": [], **engine.cleanup()}
+    ``chaosdb faults cleanup``; ``clean`` is true when nothing is left. With ``cluster`` / ``cluster_dir``: only that
+    cluster's faults, whoever made them (their records, and the iptables chains tagged with its folder even without a
+    record), as ``chaosdb faults cleanup --name/--dir`` and ``chaosdb cluster down`` do; other clusters' are kept."""
+    scoped = str(resolve_cluster_dir(cluster, cluster_dir)) if cluster or cluster_dir else ""  # may be gone already
+    return {"targets": [], **engine.cleanup(scoped)}
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
@@ -374,13 +379,24 @@ def _network_target(value: Any) -> None:
         adapter.members({}, {}, None)  # raises the adapter's reason
 
 
+def _cpu_rule(args: Dict[str, Any]) -> None:
+    """A CPU quota is a limit only below what the machine has: ``quota_s / period_s`` CPUs, at most its cores (the
+    host engine's targets run here)."""
+    cores = os.cpu_count() or 1
+    share = float(args["quota_s"]) / float(args["period_s"])
+    if share > cores:
+        raise ChaosDBError(f"quota_s / period_s is {share:g} CPUs ({share * 100:.0f} % of one core), more than the "
+                           f"{cores} core(s) this machine has: such a limit never bites; give at most "
+                           f"quota_s = {cores * float(args['period_s']):g} for period_s = {float(args['period_s']):g}")
+
+
 def _delay_rule(args: Dict[str, Any]) -> None:
     if float(args["jitter_ms"]) > float(args["delay_ms"]):
         raise ChaosDBError(f"jitter_ms must be between 0 and delay_ms ({args['delay_ms']}), got {args['jitter_ms']}")
 
 
 _NODES_ONLY = {"target": _network_target}  # network faults need every node's address and user
-check_arguments(globals(), {"delay_traffic": _delay_rule},
+check_arguments(globals(), {"delay_traffic": _delay_rule, "limit_cpu": _cpu_rule},
                 {"revert_faults": {"target": _one_node_or_none},
                  **{name: _NODES_ONLY for name in ("partition_node", "lose_packets", "lose_packets_in_bursts",
                                                     "limit_bandwidth", "delay_traffic")}},

@@ -11,10 +11,11 @@ action and its rollback). Faults of other runs are left alone.
 import logging
 from typing import Any
 
+from chaosdb.core.arguments import with_argument_checks
 from chaosdb.faults import engine
 from chaosdb.faults.records import RunScope
 
-__all__ = ["after_experiment_control"]
+__all__ = ["validate_control", "after_experiment_control"]
 
 logger = logging.getLogger("chaostoolkit")
 
@@ -30,3 +31,11 @@ def after_experiment_control(context: Any = None, state: Any = None, **kwargs: A
     if done:
         logger.warning("chaosdb: reverted %d local fault(s) the experiment left active: %s", len(done),
                        ", ".join(f"{d['kind']} {d['id']}" for d in done))
+
+
+def _no_check(control: dict[str, Any]) -> None:
+    """Nothing beyond the arguments to check: this control needs no extra."""
+
+
+#: ``chaos validate`` refuses arguments this control does not take
+validate_control = with_argument_checks(_no_check, __name__)

@@ -251,13 +251,16 @@ class Runner:
             before = ((j.get("steady_states") or {}).get("before") or {})
             if j.get("status") == "interrupted" or self.interrupt.signum is not None or entry.get("timed_out"):
                 status = "interrupted"
+            elif j.get("status") == "refused":  # refused before its method: nothing to measure, a run to fix
+                status = "error"
+                entry["error"] = str((j.get("chaosdb_verdict") or {}).get("sentence") or j.get("chaosdb_refused"))
             elif before and before.get("steady_state_met") is False:
                 status = "unsteady"  # the hypothesis failed before any fault: the run says nothing about it
             elif j.get("status") == "completed" and not j.get("deviated"):
                 status = "completed"
             else:
                 status = "deviated"
-            if status != "interrupted":
+            if status not in ("interrupted", "error"):
                 entry["metrics"] = self._metrics(run_dir, journal, entry)
         elif self.interrupt.signum is not None:
             status = "interrupted"

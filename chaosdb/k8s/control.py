@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from chaosdb.core.arguments import with_argument_checks
 from chaosdb.core.engines import engine_action
 from chaosdb.core.extras import control_validator
 from chaosdb.k8s import created
@@ -44,3 +45,7 @@ def after_experiment_control(context: Any = None, state: Any = None, **kwargs: A
                          "chaosdb.chaosmesh.actions.delete_all_chaos", kind, namespace, name, exc)
             continue
         logger.warning("chaosdb: deleted %s %s/%s that the experiment left behind", kind, namespace, name)
+
+
+#: ``chaos validate`` also refuses arguments this control does not take
+validate_control = with_argument_checks(validate_control, __name__)

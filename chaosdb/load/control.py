@@ -37,11 +37,12 @@ import logging
 import time
 from typing import Any
 
-from chaosdb.core.arguments import MAX_SECONDS, checked_signature, choice, number
+from chaosdb.core.arguments import MAX_SECONDS, boolean, checked_signature, choice, number, with_argument_checks
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
+from chaosdb.core.tls import as_bool
 from chaosdb.experiment.checks import refuse_bad_arguments
-from chaosdb.experiment.refusals import refused
+from chaosdb.experiment.refusals import refused, stops_the_run
 from chaosdb.load import state as load_state
 from chaosdb.load.dsn import etcd_endpoints, etcd_tls, resolve_dsn
 from chaosdb.load.progress import PROGRESS
@@ -93,13 +94,15 @@ def before_rollback_control(context: dict[str, Any], **kwargs: Any) -> None:
 
 
 
+@stops_the_run("chaosdb load control")
 def before_experiment_control(context: dict[str, Any], configuration: dict[str, Any] | None = None,
-                              secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
+                              secrets: dict[str, Any] | None = None, only_with_dsn: bool = False,
+                              **kwargs: Any) -> None:
     """Before the run: refuse bad arguments, then start the load (warm-up and baseline included) so the hypothesis and
     the method run under it."""
     refuse_bad_arguments(context, configuration, secrets)  # nothing starts on bad input
     args = {k: v for k, v in kwargs.items() if k in start_load.__code__.co_varnames}
-    if kwargs.get("only_with_dsn"):  # e.g. the Kubernetes experiments: a load (and figures) where a DSN is given
+    if as_bool(only_with_dsn, default=False):  # e.g. the Kubernetes experiments: a load (and figures) where a DSN is given
         try:
             resolve_dsn(str(args.get("dsn") or ""), configuration, secrets, str(args.get("workload") or "tpcc"))
         except ChaosDBError:
@@ -122,9 +125,9 @@ def finish_load(state: dict[str, Any] | None, stop_timeout_s: float = 20.0) -> N
 
 
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None,
-                             **kwargs: Any) -> None:
+                             stop_timeout_s: float = 20.0, **kwargs: Any) -> None:
     """Stop the load and record it in the journal."""
-    finish_load(state, float(kwargs.get("stop_timeout_s", 20.0)))
+    finish_load(state, float(stop_timeout_s))
 
 
 def cleanup_control() -> None:
@@ -148,5 +151,9 @@ CONTROL_ARGUMENTS = checked_signature(
     master_port=number("master_port", 0, maximum=65535, integer=True),
     workload=choice("workload", *LOCUSTFILES),
     observe_s=number("observe_s", 0.1, maximum=60, hint=" (seconds between two questions to the database)"),
+    replace_samples=boolean("replace_samples"),
+    isolation=choice("isolation", "default", "read_committed", "repeatable_read", "serializable"),
+    progress_s=number("progress_s", 0, maximum=3600, hint=" (seconds between two progress lines)"),
 )
+validate_control = with_argument_checks(validate_control, __name__)
 

@@ -4,7 +4,7 @@ configuration maps members to pods (see :mod:`chaosdb.core.adapters`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
 from chaosdb.core.dbevents import View
@@ -25,6 +25,7 @@ class PatroniAdapter(DatabaseAdapter):
 
     name = "patroni"
     roles = ("primary", "replica")
+    target_keys: ClassVar[dict[str, Any] | None] = {}  # the cluster is the configuration's (patroni_urls, an embedded cluster)
 
     def resolve(self, role: str, target: dict[str, Any], configuration: dict[str, Any],
                 secrets: dict[str, Any] | None) -> ResolvedNode:

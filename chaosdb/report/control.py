@@ -18,11 +18,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from chaosdb.core.arguments import with_argument_checks
 from chaosdb.core.claims import OutputFolder, claim, release
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
 from chaosdb.core.redact import redact
-from chaosdb.experiment.refusals import refused
+from chaosdb.experiment import refusals
+from chaosdb.experiment.refusals import refused, stops_the_run
 from chaosdb.load.control import finish_load
 from chaosdb.report.journal import secret_values_of
 
@@ -38,6 +40,7 @@ logger = logging.getLogger("chaostoolkit")
 OUTPUT_FOLDER = OutputFolder("out_dir", "the report folder", "out_dir, e.g. CHAOSDB_REPORT_DIR")
 
 
+@stops_the_run("chaosdb report control")
 def before_experiment_control(context: dict[str, Any], out_dir: str = "", **kwargs: Any) -> None:
     """The report folder is this run's for the whole run: another run writing it is refused now, not at the end."""
     if out_dir:
@@ -53,6 +56,9 @@ def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | No
     if state is None:
         return
     try:
+        if refusals.reason():  # a refused run writes nothing but its sentence (the verdict)
+            logger.info("chaosdb report: none for a refused run")
+            return
         _write_report(state, out_dir, rule, float(window_s))
     finally:
         if out_dir:
@@ -104,3 +110,7 @@ def _log_summary(m: dict[str, Any], target: Path) -> None:
         logger.info("  %-12s %12s %12s", a, x, y)
     logger.info("  recovery: %s   no commit for: %s", f(r.get("duration_s"), " s") if r.get("duration_s") is not None
                 else f"- ({r.get('reason')})", f(r.get("unavailability_s"), " s"))
+
+
+#: ``chaos validate`` also refuses arguments this control does not take
+validate_control = with_argument_checks(validate_control, __name__)

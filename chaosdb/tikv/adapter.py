@@ -3,11 +3,12 @@ the region of a key, or a store by id (see :mod:`chaosdb.core.adapters`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Union
 
 from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
 from chaosdb.core.dbevents import View
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.target_model import Name
 from chaosdb.tikv.cluster import check_store_selector, health, members, resolve_store, stores
 from chaosdb.tikv.store_processes import store_pids
 
@@ -25,6 +26,8 @@ class TikvAdapter(DatabaseAdapter):
 
     name = "tikv"
     roles = ("leader", "follower", "store")
+    target_keys = {"key": Name, "mode": Name, "api_version": int, "keyspace_id": int, "key_format": Name,
+                   "store": Union[int, Name], "process_match": Name}
 
     def check(self, role: str, target: dict[str, Any]) -> None:
         check_store_selector(_selector(role, target), target.get("key"))

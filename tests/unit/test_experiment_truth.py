@@ -217,7 +217,7 @@ def test_a_substituted_bad_value_stops_the_run_before_any_other_control(tmp_path
     code, out, journal = _chaos(tmp_path, "run", "--journal-path", "journal.json", str(path))
     assert code == 1
     assert not cluster_dir.exists(), "the embedded cluster control started although the input was bad"
-    assert journal["run"] == [] and journal["status"] == "interrupted"
+    assert journal["run"] == [] and journal["status"] == "refused"
     assert "Nothing was started: the experiment's arguments are wrong" in journal["chaosdb_verdict"]["sentence"]
     assert "activity 'kill-the-primary': unknown target priamry" in out
 

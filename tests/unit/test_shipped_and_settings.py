@@ -94,6 +94,22 @@ def test_every_shipped_experiment_reads_each_setting_from_its_one_variable():
 def test_the_docs_print_the_settings_table():
     doc = (ROOT / "docs" / "running-experiments.md").read_text()
     assert settings.markdown_table() in doc, "paste chaosdb.core.settings.markdown_table() into the docs"
+    for header in settings.markdown_table().splitlines():
+        if header.startswith("| ") and "meaning |" in header:  # each of its tables once, not pasted twice
+            assert doc.count(header) == 1, header
+
+
+def test_the_docs_name_every_extra_and_what_the_system_must_bring():
+    doc = (ROOT / "docs" / "running-experiments.md").read_text()
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    declared = re.findall(r"^(\w+) = \[", pyproject.split("[project.optional-dependencies]")[1].split("\n[")[0],
+                          re.MULTILINE)
+    assert set(declared) >= {"quickstart", "all", "test", *extras.EXTRA_MODULES}
+    for extra in declared:
+        assert f"| `{extra}` |" in doc, extra
+    ci = (ROOT / ".ci" / "run").read_text()
+    for package in re.findall(r"missing\+=\((\S+)\)", ci):  # what .ci/run installs with apt-get
+        assert f"`{package}`" in doc.split("no extra can bring")[1], package
 
 
 def test_an_old_variable_still_works_for_one_release_and_says_so(capsys):
@@ -157,8 +173,9 @@ def test_validate_refuses_an_activity_whose_extra_is_missing_with_one_install_li
     exp = json.loads((shipped.experiments_dir() / "quickstart.json").read_text())
     with pytest.raises(InvalidActivity) as err:
         ensure_experiment_is_valid(exp)
-    assert "needs the postgres extra (psycopg not installed): pip install 'chaostoolkit-db[postgres]'" \
-        in str(err.value)
+    # psycopg comes with three extras: the quickstart's controls need two of them, its activities the third
+    assert "this experiment needs the load, local and postgres extras (psycopg not installed): pip install " \
+        "'chaostoolkit-db[load,local,postgres]'" in str(err.value), str(err.value)
 
 
 def test_validate_refuses_a_control_whose_extra_is_missing(without):
@@ -168,6 +185,56 @@ def test_validate_refuses_a_control_whose_extra_is_missing(without):
                                              r"\(matplotlib, numpy not installed\): pip install "
                                              r"'chaostoolkit-db\[report\]'"):
         ensure_experiment_is_valid(exp)
+
+
+def _quickstart_with_a_kubernetes_rollback() -> dict:
+    """The quickstart (activities of the postgres and report extras; controls of the local, load and report
+    extras) with a rollback of the k8s extra."""
+    exp = json.loads((shipped.experiments_dir() / "quickstart.json").read_text())
+    exp["rollbacks"].append({"type": "probe", "name": "statefulset-ready", "provider": {
+        "type": "python", "module": "chaosdb.k8s.probes", "func": "statefulset_is_ready",
+        "arguments": {"name": "cockroachdb"}}})
+    return exp
+
+
+def test_an_experiment_needs_the_extras_of_its_activities_and_controls():
+    assert extras.experiment_extras(_quickstart_with_a_kubernetes_rollback()) == [
+        "k8s", "load", "local", "postgres", "report"]
+
+
+def _controls_only() -> dict:
+    """An experiment whose controls need the load and report extras and whose activity needs none."""
+    return {"title": "t", "description": "d", "method": [
+        {"type": "probe", "name": "errors", "provider": {"type": "python", "module": "chaosdb.load.probes",
+                                                         "func": "error_rate", "arguments": {"window_s": 10}}}],
+        "controls": [{"name": name, "provider": {"type": "python", "module": f"chaosdb.{name}.control"}}
+                     for name in ("load", "report")]}
+
+
+@pytest.mark.parametrize("experiment,absent,refused", [
+    # a base install: the first activity with an extra is refused, naming every extra of the experiment
+    (_quickstart_with_a_kubernetes_rollback, {m for ms in extras.EXTRA_MODULES.values() for m in ms},
+     InvalidActivity),
+    # the activities' extras are there: the first control is refused, naming the other control's extra too
+    (_controls_only, {m for e in ("load", "report") for m in extras.EXTRA_MODULES[e]} - {"psycopg"}, InvalidControl),
+])
+def test_validate_names_every_missing_extra_of_the_experiment_in_one_install_line(without, experiment, absent,
+                                                                                   refused):
+    without(absent)
+    wanted = sorted(e for e, modules in extras.EXTRA_MODULES.items() if set(modules) & absent)
+    with pytest.raises(refused) as err:
+        ensure_experiment_is_valid(experiment())
+    message = str(err.value)
+    assert f"this experiment needs the {', '.join(wanted[:-1])} and {wanted[-1]} extras" in message, message
+    assert message.count("pip install 'chaostoolkit-db[") == 2, message  # the experiment's line and [all]
+    assert f"pip install 'chaostoolkit-db[{','.join(wanted)}]'" in message, message
+
+
+def test_outside_a_validation_a_missing_extra_names_only_its_own(without):
+    without({"numpy"})
+    refusal = extras.experiment_missing_extra("this activity", extras.missing_modules(["report"]))
+    assert str(refusal).startswith("this activity needs the report extra (numpy not installed): "
+                                   "pip install 'chaostoolkit-db[report]'")
 
 
 def test_every_shipped_experiment_validates_with_every_extra(monkeypatch):
@@ -182,6 +249,7 @@ def test_every_shipped_experiment_validates_with_every_extra(monkeypatch):
 @pytest.mark.parametrize("argv,extra", [
     (["report", "journal.json"], "report"),
     (["load", "tpcc-load", "--dsn", "postgresql://u@h/db"], "postgres"),
+    (["load", "ycsb-load", "--dsn", "postgresql://u@127.0.0.1:1/db"], "postgres"),
     (["load", "calibrate", "--dsn", "postgresql://u@h/db"], "load"),
     (["load", "worker", "--master", "127.0.0.1:5557"], "load"),
     (["manifests", "render", "cockroachdb/pod-kill"], "k8s"),
