@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from chaosdb.core.clusterkinds import (
 from chaosdb.core.console import print_json, show_progress
 from chaosdb.core.embedded import embedded_endpoints
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.extras import missing_extra_of, require_extras
+from chaosdb.core.extras import missing_extra_of, needs_line, require_extras
 from chaosdb.core.home import cluster_dir_for, resolve_cluster_dir
 from chaosdb.faults.engine import cleanup, residue
 from chaosdb.faults.probes import active_faults
@@ -67,8 +68,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     module = kind_module(kind)
     if args.cluster_command == "up":
         require_extras(f"'chaosdb cluster up --kind {kind}'", module.EXTRAS)
-        if not args.json:
-            show_progress()  # a cluster takes tens of seconds to start: say what it is doing
+    if args.cluster_command in ("up", "down") and not args.json:
+        show_progress()  # a cluster takes tens of seconds to start or to stop: say what it is doing
     return run_command(kind, args, _cluster_dir(args), _cluster_name(args))
 
 
@@ -98,6 +99,8 @@ def cmd_load_tpcc(args: argparse.Namespace) -> int:
 
 def cmd_load_ycsb(args: argparse.Namespace) -> int:
     """``chaosdb load ycsb-load``: the YCSB usertable in PostgreSQL, or its keys in the cluster's etcd."""
+    if args.backend == "sql":
+        require_extras("'chaosdb load ycsb-load --backend sql'", ("postgres",))
     if args.backend == "etcd":
         cluster = {"chaosdb_cluster": args.cluster or "chaosdb", "chaosdb_cluster_dir": args.cluster_dir}
         endpoints = args.dsn or etcd_endpoints(cluster)
@@ -221,15 +224,19 @@ def cmd_local_cleanup(args: argparse.Namespace) -> int:
 
 def cmd_local_residue(args: argparse.Namespace) -> int:
     """``chaosdb faults residue``: anything of the fault engine on this host (records, rules, cgroups, qdiscs, helper
-    processes); exit 1 when there is."""
-    left = residue()
+    processes), or with ``--name``/``--dir`` what belongs to one cluster; exit 1 when there is."""
+    scoped = bool(args.name or args.dir)
+    directory = resolve_cluster_dir(args.name or "", args.dir or "") if scoped else None
+    left = residue(str(directory)) if directory is not None else residue()
     if args.json:
         print_json(left)
     else:
         for key in ("records", "iptables", "cgroups", "tc", "processes"):
-            for item in left[key]:
+            for item in left.get(key, []):
                 print(f"{key}: {item}")
-        print("clean" if left["clean"] else "residue found: 'chaosdb faults cleanup' removes it")
+        where = f" of the cluster at {directory}" if scoped else ""
+        fix = f"'chaosdb faults cleanup --dir {directory}'" if scoped else "'chaosdb faults cleanup --all-clusters'"
+        print(f"clean: nothing{where}" if left["clean"] else f"residue found{where}: {fix} removes it")
     return 0 if left["clean"] else 1
 
 
@@ -262,7 +269,15 @@ def _add_cluster_target(p: argparse.ArgumentParser) -> None:
 
 
 class _DefaultsShown(argparse.HelpFormatter):
-    """Every option's help ends with its default, unless the help already says it or there is none to say."""
+    """Every option's help ends with its default, unless the help already says it or there is none to say; lines
+    break between words, never at a hyphen (an install line stays one piece to copy)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False)
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
@@ -292,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = csub.add_parser("up", help="start a cluster (create it on first use); a no-op when it runs",
                         description="Start a local cluster of the kind asked for; options under '--kind KIND' "
-                                    "apply to that kind only.")
+                                    "apply to that kind only.", epilog=_extras_by_kind())
     _add_cluster_target(p)
     add_kind_arguments(p)
     p.add_argument("--nodes", type=int, default=3, help="number of nodes (kubernetes: kwok nodes)")
@@ -334,7 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=2, help="loader processes")
     p.add_argument("--drop", action="store_true", help="drop the TPC-C tables first")
     p.set_defaults(func=cmd_load_tpcc, extras=("postgres",))
-    p = lsub.add_parser("ycsb-load", help="create the YCSB usertable and insert missing records")
+    p = lsub.add_parser("ycsb-load", help="create the YCSB usertable and insert missing records",
+                        epilog=f"--backend sql, the default, {needs_line(['postgres'])}; --backend etcd needs "
+                               "no extra")
     _add_dsn_options(p)
     p.add_argument("--records", type=int, default=10000, help="records of the YCSB table")
     p.add_argument("--backend", choices=["sql", "etcd"], default="sql",
@@ -365,7 +382,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="active CPU/memory/network/process faults and what they did so far")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_local_faults)
-    p = losub.add_parser("residue", help="anything of the fault engine on this host (exit 1 if so)")
+    p = losub.add_parser("residue", help="anything of the fault engine on this host, or of one cluster with "
+                                         "--name/--dir (exit 1 if so)")
+    p.add_argument("--name", default=None, help="only what belongs to this embedded cluster (its records, the "
+                                                 "iptables chains tagged with its folder, even once it is gone)")
+    p.add_argument("--dir", default="", help="only what belongs to the cluster in this directory")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_local_residue)
     p = losub.add_parser("cleanup", help="revert one cluster's faults (--name/--dir, default: the default cluster), "
@@ -384,7 +405,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("journal", help="Chaos Toolkit journal (journal.json)")
     p.add_argument("--samples", default=None, help="samples file or directory (default: from the journal)")
     p.add_argument("-o", "--out", default=None, help="output directory (default: report/ beside the journal)")
-    p.add_argument("--rule", choices=["runs", "literal"], default="runs", help="recovery rule (see README)")
+    p.add_argument("--rule", choices=["runs", "literal"], default="runs",
+                   help="recovery rule: runs (for high rates: the disturbance starts and ends with runs of 5 "
+                        "consecutive transactions outside the baseline's mean + 2 sigma) or literal (the thesis's "
+                        "wording: it ends with the last such transaction followed by 5 s without one)")
     p.add_argument("--window-s", type=_positive_seconds, default=5.0,
                    help="width of the timeline's windows in seconds (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -402,7 +426,38 @@ def build_parser() -> argparse.ArgumentParser:
     add_experiments_parser(sub)
     add_manifests_parser(sub)
     add_gameday_parser(sub)
+    _say_the_extras(parser)
     return parser
+
+
+def _extras_by_kind() -> str:
+    """``cluster up``'s word on extras: what each kind needs."""
+    kinds = {kind: tuple(kind_module(kind).EXTRAS) for kind in cluster_kinds()}
+    needing = [f"--kind {kind} {needs_line(extras)}" for kind, extras in kinds.items() if extras]
+    free = [kind for kind, extras in kinds.items() if not extras]
+    return "; ".join(needing) + (f"; {', '.join(free)} need{'s' if len(free) == 1 else ''} no extra" if free else "")
+
+
+def _say_the_extras(parser: argparse.ArgumentParser) -> None:
+    """Every subcommand that needs an extra (its ``extras`` default, or an epilog that says which) names it with
+    its install line at the end of its help, and in its parent's list of subcommands."""
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        listed = {choice.dest: choice for choice in action._choices_actions}
+        for name, sub in action.choices.items():
+            extras = sub.get_default("extras")
+            if extras and not sub.epilog:
+                sub.epilog = needs_line(extras)
+            if name in listed and sub.epilog and "pip install 'chaostoolkit-db[" in sub.epilog \
+                    and "extra" not in (listed[name].help or ""):
+                listed[name].help = f"{listed[name].help} ({_short_needs(sub.epilog)})"
+            _say_the_extras(sub)
+
+
+def _short_needs(epilog: str) -> str:
+    """The extras part of a subcommand's epilog, for its line in the parent's list: ``needs the 'report' extra``."""
+    return "; ".join(part.split(":")[0].strip() for part in epilog.split(";") if "pip install" in part)
 
 
 def _command_words(args: argparse.Namespace) -> str:

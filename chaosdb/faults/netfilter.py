@@ -1,8 +1,9 @@
 """iptables chains and rules of faults, tagged so that they can always be found again.
 
-Every chain the pack creates is named ``CHAOSDB-<fault id>[-suffix]`` and every
-rule it puts into a built-in chain jumps to such a chain and carries the comment
-``chaosdb:<fault id>``. ``remove_tagged`` deletes all of them whatever the records say.
+Every chain the pack creates is named ``CHAOSDB-<fault id>-<cluster tag>[-suffix]`` (the tag: six hex digits of
+the cluster folder's path, :func:`chaosdb.faults.records.cluster_tag`) and every rule it puts into a built-in chain
+jumps to such a chain and carries the comment ``chaosdb:<fault id>``. ``remove_tagged`` deletes all of them whatever
+the records say, or only one cluster's (its tag).
 """
 
 from __future__ import annotations
@@ -14,11 +15,31 @@ from typing import Sequence
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.faults.host import require_tool
 
-__all__ = ["CHAIN_PREFIX", "TABLES", "iptables", "create_chain", "append_rule", "hook_chain", "remove_chain",
+__all__ = ["CHAIN_PREFIX", "TABLES", "chain_name", "iptables", "create_chain", "append_rule", "hook_chain", "remove_chain",
            "tagged_rules", "remove_tagged", "chain_counters", "Batch", "remove_chains"]
 
 CHAIN_PREFIX = "CHAOSDB-"
 TABLES = ("filter", "mangle", "nat")
+
+
+def chain_name(fault_id: str, tag: str, suffix: str = "") -> str:
+    """The name of a fault's chain (at most 28 characters, iptables' limit)."""
+    return f"{CHAIN_PREFIX}{fault_id}-{tag}" + (f"-{suffix}" if suffix else "")
+
+
+def _chain_of(line: str) -> str:
+    """The chain of ours an ``iptables -S`` line declares (``-N``) or jumps to (``-j``), or ""."""
+    parts = line.split()
+    for flag in ("-N", "-j", "-A"):
+        if flag in parts:
+            i = parts.index(flag)
+            if i + 1 < len(parts) and parts[i + 1].startswith(CHAIN_PREFIX):
+                return parts[i + 1]
+    return ""
+
+
+def _tagged(chain: str, tag: str) -> bool:
+    return bool(chain) and (not tag or chain.split("-")[2:3] == [tag])
 
 
 def iptables(table: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -129,31 +150,37 @@ def _rules(table: str) -> list[str]:
     return proc.stdout.splitlines() if proc.returncode == 0 else []
 
 
-def tagged_rules() -> list[str]:
-    """``table: rule`` for every chain and rule of ours on the host."""
+def tagged_rules(tag: str = "") -> list[str]:
+    """``table: rule`` for every chain and rule of ours on the host (*tag*: only one cluster's)."""
     found = []
     for table in TABLES:
         for line in _rules(table):
             if CHAIN_PREFIX in line or "chaosdb:" in line:
                 if line.startswith("-A " + CHAIN_PREFIX):
                     continue  # rules inside our chains are listed with their chain
+                if tag and not _tagged(_chain_of(line), tag):
+                    continue
                 found.append(f"{table}: {line}")
     return found
 
 
-def remove_tagged() -> list[str]:
-    """Delete every rule and chain of ours, whatever the records say; return what was removed."""
+def remove_tagged(tag: str = "") -> list[str]:
+    """Delete every rule and chain of ours (*tag*: only one cluster's), whatever the records say; return what was
+    removed."""
     removed = []
     for table in TABLES:
         lines = _rules(table)
         for line in lines:
             if line.startswith("-A ") and not line.startswith("-A " + CHAIN_PREFIX) and (
                     "chaosdb:" in line or f"-j {CHAIN_PREFIX}" in line):
+                if tag and not _tagged(_chain_of(line), tag):
+                    continue
                 args = shlex.split(line)
                 args[0] = "-D"
                 if iptables(table, *args, check=False).returncode == 0:
                     removed.append(f"{table}: {line}")
-        chains = [ln.split()[1] for ln in lines if ln.startswith("-N " + CHAIN_PREFIX)]
+        chains = [ln.split()[1] for ln in lines if ln.startswith("-N " + CHAIN_PREFIX)
+                  and _tagged(ln.split()[1], tag)]
         for chain in chains:
             iptables(table, "-F", chain, check=False)
         for chain in chains:

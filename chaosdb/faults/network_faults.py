@@ -20,6 +20,7 @@ from chaosdb.faults.host import netem_available, require_root, require_tool
 from chaosdb.faults.lifecycle import NETWORK_KINDS, _inject, _validate_duration
 from chaosdb.faults.records import (
     FaultRecord,
+    cluster_tag,
     new_record,
 )
 
@@ -66,9 +67,10 @@ def _check_network(targets: list[NodeIdentity], nodes: list[NodeIdentity], clust
                            + ". Stop the other cluster first")
 
 
-def _new_chain(rec: FaultRecord, batch: netfilter.Batch, table: str, chain: str, parent: str = "") -> str:
-    """Record the chain (saved before anything is applied, so a revert finds it whatever happens next) and add its
-    creation to *batch*."""
+def _new_chain(rec: FaultRecord, batch: netfilter.Batch, table: str, suffix: str = "", parent: str = "") -> str:
+    """A chain of the fault (named by its id and its cluster's tag, and *suffix*): recorded (saved before anything is
+    applied, so a revert finds it whatever happens next) and its creation added to *batch*; its name."""
+    chain = netfilter.chain_name(rec.id, cluster_tag(rec.cluster_dir), suffix)
     rec.chains.append({"table": table, "chain": chain, "parent": parent})
     batch.chain(table, chain)
     return chain
@@ -81,10 +83,8 @@ def _gilbert_chains(rec: FaultRecord, batch: netfilter.Batch, loss: float, burst
     The burst state is kept per source address (xt_recent)."""
     q = loss / (burst * (1.0 - loss))
     r = 1.0 / burst
-    good, bad = f"CHAOSDB-{rec.id}-G", f"CHAOSDB-{rec.id}-B"
+    bad, good = _new_chain(rec, batch, "filter", "B"), _new_chain(rec, batch, "filter", "G")
     name = f"chaosdb{rec.id}"
-    for chain in (bad, good):
-        _new_chain(rec, batch, "filter", chain)
     batch.rule("filter", bad, ["-m", "statistic", "--mode", "random", "--probability", f"{r:.6f}",
                                "-m", "recent", "--name", name, "--remove", "--rsource", "-j", "RETURN"])
     batch.rule("filter", bad, ["-j", "DROP"])
@@ -130,7 +130,7 @@ def inject_network(kind: str, targets: list[NodeIdentity], nodes: list[NodeIdent
 
     def steps(rec: FaultRecord) -> None:
         batch = netfilter.Batch()  # every chain and rule applied by one iptables-restore, after the record
-        mangle = _new_chain(rec, batch, "mangle", f"CHAOSDB-{rec.id}-L", "OUTPUT")
+        mangle = _new_chain(rec, batch, "mangle", "L", "OUTPUT")
         for rule in label_rules(nodes):
             batch.rule("mangle", mangle, rule)
         if kind in ("bandwidth", "delay"):
@@ -144,7 +144,7 @@ def inject_network(kind: str, targets: list[NodeIdentity], nodes: list[NodeIdent
                     batch.rule("mangle", mangle, m + ["-j", "CLASSIFY", "--set-class", entry["classid"]])
         batch.hook("mangle", "OUTPUT", mangle, rec.id)
         if kind in ("partition", "loss", "bursty-loss"):
-            chain = _new_chain(rec, batch, "filter", f"CHAOSDB-{rec.id}", "INPUT")
+            chain = _new_chain(rec, batch, "filter", "", "INPUT")
             if kind == "partition":
                 action = ["-j", "DROP"]
             elif kind == "loss":

@@ -97,7 +97,7 @@ def inject_proxy_delay(targets: list[NodeIdentity], nodes: list[NodeIdentity], p
         # iptables-restore): from then on new connections are held in the socket's backlog until the proxy serves
         # them, delayed; the action returns once every proxy serves
         batch = netfilter.Batch()
-        chain = _new_chain(rec, batch, "nat", f"CHAOSDB-{rec.id}-N", "OUTPUT")
+        chain = _new_chain(rec, batch, "nat", "N", "OUTPUT")
         before: list[tuple[str, int, dict[str, Any]]] = []
         started: list[tuple[dict[str, Any], Path]] = []
         for t in targets:

@@ -6,14 +6,18 @@ happens to the process that injected it, a fresh process (``chaosdb faults
 cleanup``, the detached reverter, the next run's control) knows exactly what to
 undo. The record is deleted once the fault is fully reverted.
 
-Records live in ``$CHAOSDB_FAULTS_DIR``, else ``$CHAOSDB_HOME/faults`` when ``CHAOSDB_HOME`` is set (the
-records follow the clusters' home: two homes on one host keep apart), else ``/run/chaosdb/faults`` for root
-(a tmpfs: it forgets faults exactly when a reboot forgets the rules) and ``~/.local/state/chaosdb/faults``
-otherwise. Each record names its cluster and the run (process) that made it (:class:`RunScope`).
+Records live in ``$CHAOSDB_FAULTS_DIR``, else in a runtime folder outside every cluster's home, so that a record
+outlives the folders it names (a purged cluster, a home removed by hand): ``/run/chaosdb/faults`` for root (a tmpfs:
+it forgets faults exactly when a reboot forgets the rules), ``$XDG_RUNTIME_DIR/chaosdb/faults`` (else
+``~/.local/state/chaosdb-faults``) for other users. With ``CHAOSDB_HOME`` set, each home has its own folder below it
+(``homes/<tag of the home's path>``): two homes on one host keep apart. Each record names its cluster and the run
+(process) that made it (:class:`RunScope`); :func:`cluster_tag` is the short name of a cluster folder that the
+fault's iptables chains carry, so they are found per cluster even without their record.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -23,22 +27,41 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.home import default_home
 from chaosdb.core.processes import start_time as process_start_time
 
-__all__ = ["FaultRecord", "faults_dir", "new_record", "load_records", "load_record", "RunScope", "same_cluster"]
+__all__ = ["FaultRecord", "faults_dir", "records_root", "path_tag", "cluster_tag", "new_record", "load_records",
+           "load_record", "RunScope", "same_cluster"]
 
 
 def faults_dir() -> Path:
-    """Where fault records are kept: CHAOSDB_FAULTS_DIR, else ``$CHAOSDB_HOME/faults``, else the default home's."""
+    """Where fault records are kept: CHAOSDB_FAULTS_DIR, else the runtime folder (:func:`records_root`), in the
+    home's own folder below it when ``CHAOSDB_HOME`` is set."""
     env = os.environ.get("CHAOSDB_FAULTS_DIR")
     if env:
         return Path(env)
-    if os.environ.get("CHAOSDB_HOME"):
-        return Path(os.environ["CHAOSDB_HOME"]) / "faults"
+    home = os.environ.get("CHAOSDB_HOME")
+    return records_root() / "homes" / path_tag(home) if home else records_root()
+
+
+def records_root() -> Path:
+    """The runtime folder of this user's fault records, outside every cluster's home."""
     if os.geteuid() == 0:
         return Path("/run/chaosdb/faults")
-    return default_home() / "faults"
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime):
+        return Path(runtime) / "chaosdb" / "faults"
+    return Path.home() / ".local" / "state" / "chaosdb-faults"
+
+
+def path_tag(path: str | Path) -> str:
+    """Six hex digits naming a folder by its real path (the same whether the folder still exists or not)."""
+    return hashlib.sha1(os.path.realpath(str(path)).encode()).hexdigest()[:6]
+
+
+def cluster_tag(cluster_dir: str | Path) -> str:
+    """The tag a fault on the cluster in *cluster_dir* carries in its iptables chains' names (``000000``: no
+    cluster named)."""
+    return path_tag(cluster_dir) if cluster_dir else "000000"
 
 
 @dataclass

@@ -16,7 +16,7 @@ from chaosdb.core.processes import start_time as process_start_time
 from chaosdb.faults import cgroups, netfilter, traffic
 from chaosdb.faults.host import cgroup_host, require_tool
 from chaosdb.faults.lifecycle import _OUR_MODULES, revert, take_timer_results
-from chaosdb.faults.records import load_records, same_cluster
+from chaosdb.faults.records import cluster_tag, load_records, same_cluster
 
 
 def _our_processes() -> list[dict[str, Any]]:
@@ -29,8 +29,12 @@ def _our_processes() -> list[dict[str, Any]]:
     return found
 
 
-def residue() -> dict[str, Any]:
-    """Everything of the fault engine present on the host right now."""
+def residue(cluster_dir: str = "") -> dict[str, Any]:
+    """Everything of the fault engine present on the host right now; with *cluster_dir*, what belongs to that
+    cluster only: its records, the iptables chains tagged with its folder (found with or without their record, even
+    after the folder is gone), and the helper processes and cgroups of its recorded faults."""
+    if cluster_dir:
+        return _cluster_residue(cluster_dir)
     out: dict[str, Any] = {
         "records": [r.summary() for r in load_records()],
         "iptables": netfilter.tagged_rules() if os.geteuid() == 0 and _have("iptables") else [],
@@ -46,6 +50,25 @@ def residue() -> dict[str, Any]:
     if _have("tc") and traffic.our_root():
         out["tc"] = [f"qdisc htb {traffic.ROOT_HANDLE} on {traffic.DEV}"]
     out["clean"] = not any(out[k] for k in ("records", "iptables", "cgroups", "tc", "processes", "chaosd"))
+    return out
+
+
+def _cluster_residue(cluster_dir: str) -> dict[str, Any]:
+    records = [r for r in load_records() if same_cluster(r.cluster_dir, cluster_dir)]
+    ids = {r.id for r in records}
+    out: dict[str, Any] = {
+        "cluster_dir": os.path.realpath(cluster_dir),
+        "records": [r.summary() for r in records],
+        "iptables": netfilter.tagged_rules(cluster_tag(cluster_dir)) if os.geteuid() == 0 and _have("iptables")
+        else [],
+        "cgroups": [],
+        "processes": [p["cmd"] for p in _our_processes() if any(i in p["cmd"] for i in ids)],
+    }
+    try:
+        out["cgroups"] = [g for g in cgroups.tagged_groups(cgroup_host()) if Path(g).name in ids]
+    except ChaosDBError:
+        pass
+    out["clean"] = not any(out[k] for k in ("records", "iptables", "cgroups", "processes"))
     return out
 
 
@@ -78,10 +101,12 @@ def cleanup(cluster_dir: str = "") -> dict[str, Any]:
                 rec.delete()  # the sweep below removes what it names
     if scoped:
         mine_ids = {r.id for r in mine}
-        left_over = [r.summary() for r in load_records() if r.id in mine_ids]
-        return {"reverted": reverted, "swept": [], "errors": errors, "clean": not left_over and not errors,
-                "residue": {"records": left_over}, "kept_other_faults": sorted(r.id for r in records
-                                                                                 if r.id not in mine_ids)}
+        tagged: list[str] = []
+        if os.geteuid() == 0 and _have("iptables"):  # its chains without a record (the record lost): its own too
+            tagged = netfilter.remove_tagged(cluster_tag(cluster_dir))
+        left = _cluster_residue(cluster_dir)
+        return {"reverted": reverted, "swept": tagged, "errors": errors, "clean": left["clean"] and not errors,
+                "residue": left, "kept_other_faults": sorted(r.id for r in records if r.id not in mine_ids)}
     swept: list[str] = []
     for proc in _our_processes():
         if stop_process(proc):

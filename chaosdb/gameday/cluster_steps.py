@@ -65,9 +65,13 @@ def restore(directory: Path, control: dict[str, Any], address_base: str, timeout
     args = {k: v for k, v in control.items() if k in ("nodes", "tpcc_warehouses", "tpcc_scale_down", "ycsb_records",
                                                       "etcd_ycsb_records")}
     try:
-        local_control.before_experiment_control({}, configuration={"chaosdb_cluster_dir": str(directory)},
-                                                address_base=address_base, timeout_s=timeout, **args)
-    except ChaosException as exc:
+        local_control.provision(directory, {"chaosdb_cluster_dir": str(directory)}, None, address_base=address_base,
+                                timeout_s=timeout, by="gameday", nodes=int(args.get("nodes", 3)),
+                                tpcc_warehouses=int(args.get("tpcc_warehouses", 0)),
+                                tpcc_scale_down=int(args.get("tpcc_scale_down", 10)),
+                                ycsb_records=int(args.get("ycsb_records", 0)),
+                                etcd_ycsb_records=int(args.get("etcd_ycsb_records", 0)))
+    except (ChaosException, ChaosDBError, OSError, ValueError) as exc:
         reinitialized = _reinitialize_stuck_replicas(directory, timeout)
         if not reinitialized:
             raise ChaosDBError(f"could not start the cluster at {directory}: {exc}") from None
