@@ -494,9 +494,14 @@ def build(name: str) -> dict[str, Any]:
 
 
 def to_json(experiment: dict[str, Any], command: str) -> str:
-    """The experiment as its file holds it, saying (after the title) which command regenerates it."""
+    """The experiment as its file holds it, saying (after the title) which command regenerates it: true for a
+    user's copy (``chaosdb experiments copy``: theirs to edit) and for a contributor (the generator is in the
+    source repository, which the installed package does not hold)."""
     stamp = {"name": "chaosdb-generated", "regenerate": command,
-             "note": "generated file: edit the generator in tools/, then run this command"}
+             "note": "shipped with chaostoolkit-db; a copy made with 'chaosdb experiments copy' is yours to edit. "
+                     "Contributors change the shipped file through its generator in the chaostoolkit-db source "
+                     "repository (tools/, not part of the installed package): edit it, then run the 'regenerate' "
+                     "command from the repository's root"}
     out: dict[str, Any] = {}
     for key, value in experiment.items():
         out[key] = value

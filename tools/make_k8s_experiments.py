@@ -115,8 +115,9 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
     "chaosmesh-network-delay-leaseholder": _experiment(
         "CockroachDB: 100 ms network delay on the leaseholder of warehouse 1 (Chaos Mesh)",
         "The pod holding the lease of TPC-C warehouse 1 is found when the run starts (SHOW RANGE ... FOR ROW), "
-        "and only that pod's egress is delayed. Run it with the TPC-C load (see README) to measure the "
-        "latency it costs; the cluster must stay healthy.",
+        "and only that pod's egress is delayed. Run it with the TPC-C load to measure the latency it costs (the "
+        "'tpcc-load' and 'report' controls of the shipped cockroachdb/k8s-process-kill.json give it); the "
+        "cluster must stay healthy.",
         ["chaos-mesh", "network-delay", "cockroachdb", "leaseholder"],
         {"cockroach_url": _env("CHAOSDB_COCKROACH_URL", "postgresql://root@cockroachdb-public:26257/tpcc?sslmode=disable"),
          "latency": _env("CHAOSDB_LATENCY", "100ms"), "chaos_duration": _env("CHAOSDB_CHAOS_DURATION", "120s")},

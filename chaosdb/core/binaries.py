@@ -21,14 +21,19 @@ HOW_TO_GET = {
     "pd-server": "build PD from its sources (github.com/tikv/pd, tag v8.5.7): `go build -tags without_dashboard "
                  "./cmd/pd-server` (a few minutes), or take it from a TiUP / PD release",
     "pd-simulator": "build it from the same PD sources: `cd tools && go build ./pd-simulator`",
-    "kube-apiserver": "run scripts/build-local-kubernetes.sh (Go needed; builds Kubernetes v1.34.2, kwok and "
+    "kube-apiserver": "run scripts/build-local-kubernetes.sh of the chaostoolkit-db source repository (not part of "
+                      "the installed package; Go needed; builds Kubernetes v1.34.2, kwok and "
                       "the Chaos Mesh controller into ~/.cache/chaosdb/bin, about 35 min on 2 cores), or take "
                       "the binaries of a Kubernetes server release",
-    "kube-controller-manager": "see kube-apiserver: scripts/build-local-kubernetes.sh builds all three",
-    "kube-scheduler": "see kube-apiserver: scripts/build-local-kubernetes.sh builds all three",
-    "kwok": "`go install sigs.k8s.io/kwok/cmd/kwok@v0.7.0` (a few minutes) or scripts/build-local-kubernetes.sh",
+    "kube-controller-manager": "see kube-apiserver: scripts/build-local-kubernetes.sh of the source repository "
+                               "builds all three",
+    "kube-scheduler": "see kube-apiserver: scripts/build-local-kubernetes.sh of the source repository builds all "
+                      "three",
+    "kwok": "`go install sigs.k8s.io/kwok/cmd/kwok@v0.7.0` (a few minutes) or scripts/build-local-kubernetes.sh of "
+            "the source repository",
     "chaos-controller-manager": "build it from the Chaos Mesh sources (`go build ./cmd/chaos-controller-manager`) or "
-                                "run scripts/build-local-kubernetes.sh; --no-chaos-mesh starts the cluster without it",
+                                "run scripts/build-local-kubernetes.sh of the source repository; --no-chaos-mesh "
+                                "starts the cluster without it",
 }
 
 

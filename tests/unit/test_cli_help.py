@@ -1,5 +1,6 @@
 """The ``chaosdb`` command explains itself: every option and argument has a help text, each default is shown,
-``--version`` answers, and a starting cluster says what it is doing."""
+every subcommand that needs an extra names it with its install line, ``--version`` answers, and a starting
+cluster says what it is doing."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ import pytest
 
 import chaosdb
 from chaosdb.cli import build_parser
+from chaosdb.core.clusterkinds import cluster_kinds, kind_module
 from chaosdb.core.console import PROGRESS, show_progress
+from chaosdb.core.extras import install_line
 
 BIN = Path(sys.executable).parent
 
@@ -50,6 +53,47 @@ def test_every_default_is_shown_in_the_help():
         if "default" not in shown:
             unshown.append((words, action.option_strings[-1]))
     assert not unshown, unshown
+
+
+def _leaves():
+    """(words, parser, its parent) of every subcommand that runs something (aliases included)."""
+    parsers = dict(_parsers(build_parser()))
+    for words, parser in parsers.items():
+        if words and not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions):
+            yield words, parser, parsers[words[:-1]]
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+#: subcommands whose extra depends on an option (their help says which)
+_CONDITIONAL = {("cluster", "up"): [install_line(kind_module(k).EXTRAS) for k in cluster_kinds()
+                                    if kind_module(k).EXTRAS],
+                ("load", "ycsb-load"): [install_line(["postgres"])]}
+
+
+@pytest.mark.parametrize("words,parser,parent", [pytest.param(*leaf, id=" ".join(leaf[0])) for leaf in _leaves()])
+def test_every_subcommand_names_the_extras_it_needs_in_its_help(words, parser, parent):
+    """The extras a command refuses to run without (its ``extras``) are in its ``--help`` with the install line,
+    and in its parent's list of subcommands; a command that needs none says none."""
+    extras = parser.get_default("extras") or ()
+    wanted = [install_line(extras)] if extras else _CONDITIONAL.get(words, [])
+    text = _flat(parser.format_help())
+    for line in wanted:
+        assert line in text, (words, line)
+    assert text.count("pip install 'chaostoolkit-db[") == len(wanted), (words, text)
+    listing = _flat(parent.format_help())
+    entry = listing[listing.index(f" {words[-1]} "):]
+    for extra in extras:
+        assert f"'{extra}'" in entry.split(" extra")[0], (words, entry[:200])
+
+
+def test_the_commands_that_need_an_extra_are_the_ones_that_say_so():
+    named = {words for words, parser, _ in _leaves() if "pip install" in parser.format_help()}
+    assert {("report", "build"), ("load", "tpcc-load"), ("load", "ycsb-load"), ("load", "worker"),
+            ("load", "calibrate"), ("cluster", "up"), ("manifests", "render"), ("manifests", "validate"),
+            ("gameday", "run"), ("gameday", "report"), ("gameday", "gate")} <= named
 
 
 def test_version():
