@@ -8,6 +8,8 @@ What is in it:
 * ``console``: The reporter from a terminal
 * ``control``: Chaos Toolkit control that writes the report when the experiment ends
 * ``data``: Samples as numpy arrays for the reporter
+* ``definitions``: how every figure of a report is defined (printed at the end of the report itself)
+* ``findings``: what a report says first (the outage beside the verdict, throughput not recovered, availability)
 * ``html``: HTML reports from Jinja2 templates (``templates/``), plots inlined
 * ``journal``: Reading Chaos Toolkit journals
 * ``metrics``: Degradation and recovery metrics from samples and fault windows (``metrics.json``)
@@ -15,5 +17,6 @@ What is in it:
 * ``plots``: PNG plots of a run (matplotlib, Agg backend)
 * ``probes``: probes that bound the outage while the run goes on (commit gap, recovery, new leader)
 * ``spans``: How long each fault was in effect, and what the database did after the first one
+* ``tolerance``: a probe's tolerance in words
 * ``upb``: UPB degradation indices (Under Pressure Benchmark, seeds/001)
 """

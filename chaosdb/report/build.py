@@ -19,15 +19,24 @@ from chaosdb.core.redact import redact, redact_dsn
 from chaosdb.experiment.verdict import verdict_of
 from chaosdb.load.observer import read_events
 from chaosdb.report.data import Samples, load_samples
+from chaosdb.report.definitions import DEFINITIONS, DEFINITIONS_TITLE
+from chaosdb.report.findings import (
+    availability_line,
+    not_recovered_flag,
+    outage_sentence,
+    restore_lines,
+    throughput_recovery,
+)
 from chaosdb.report.html import render_page
 from chaosdb.report.journal import JournalInfo, read_journal
 from chaosdb.report.metrics import compute_metrics, sample_sets
 from chaosdb.report.operations import measure_operations, operation_spans, operations_from_journal
 from chaosdb.report.plots import ecdf_png, timeline_png
-from chaosdb.report.spans import effects, events_from, fault_spans
+from chaosdb.report.spans import MAX_SHOWN, SHOWN_EVENTS, effects, events_from, fault_spans, timeline_events
+from chaosdb.report.tolerance import tolerance_in_words
 
 __all__ = ["build_report", "build_journal_report", "render_markdown", "render_html", "format_value", "recovery_lines", "load_workers_of",
-           "effect_rows", "span_rows", "HEADLINE_GUIDE",
+           "effect_rows", "span_rows", "HEADLINE_GUIDE", "event_rows", "EVENT_HEADER", "definition_rows",
            "load_worker_lines"]
 
 SCHEMA_VERSION = 1
@@ -121,7 +130,7 @@ def recovery_lines(m: dict[str, Any]) -> list[str]:
     """The degradation and recovery findings of a run's metrics, one sentence each."""
     r = m.get("recovery") or {}
     d = m.get("degradation") or {}
-    lines = []
+    lines: list[str] = []
     scope = f", {r['scope']}" if r.get("scope") else ""
     if r.get("duration_s") is not None:
         lines.append(f"Recovery from the fault: **{r['duration_s']:.1f} s** (rule '{r['rule']}', threshold "
@@ -133,35 +142,18 @@ def recovery_lines(m: dict[str, Any]) -> list[str]:
     else:
         lines.append(f"Recovery from the fault: not measured: {r.get('reason')}"
                      + (f" (at least {r['lower_bound_s']:.1f} s)" if r.get("lower_bound_s") is not None else ""))
-    after = r.get("after_restore") or {}
-    if after.get("duration_s") is not None:
-        lines.append(f"Disturbance after the restore: **{after['duration_s']:.1f} s** (the same rule from the "
-                     "restoring action on: the cost of bringing the node back)")
-    elif r.get("spans_restore"):
-        lines.append(f"After the restore: not a separate disturbance ({after.get('reason')})")
-    elif after.get("onset_ts") is not None:
-        lines.append(f"Disturbance after the restore: not measured: {after.get('reason')}")
-    elif after.get("restore_ts") is not None:
-        lines.append(f"After the restore: no disturbance ({after.get('reason')})")
-    said = after.get("onset_ts")
-    more = [d for d in (r.get("disturbances") or [])[1:] if d.get("duration_s") is not None
-            and not (said is not None and abs(d["onset_ts"] - said) < 1e-3)]
-    if more:
-        zero = m.get("first_fault_ts") or m["first_ts"]
-        lines.append("Later disturbances: " + "; ".join(
-            f"one lasting {d['duration_s']:.1f} s from {d['onset_ts'] - zero:.1f} s, after '{d['after_fault']}'"
-            for d in more))
+    lines += restore_lines(m)
     if r.get("unavailability_s") is not None:
         lines.append(f"Longest span without a commit: **{r['unavailability_s']:.1f} s**")
     if "time_to_baseline_throughput_s" in r:
         ttb = r["time_to_baseline_throughput_s"]
         lines.append("Back to 95 % of baseline throughput: " + (f"**{ttb:.1f} s** after the first fault"
-                                                                 if ttb is not None else "never during the run"))
+                                                                 if ttb is not None else "**never during the run**"))
     if r.get("duration_s") is not None or r.get("unavailability_s") is not None:
         lines.append(HEADLINE_GUIDE)
-    if d:
-        lines.append(f"Throughput degradation {format_value(d.get('throughput_pct'))} %, p99 "
-                     f"{format_value(d.get('p99_increase_pct'), 0)} %, availability {format_value((d.get('availability') or 0) * 100, 3)} %")
+    said = availability_line(m) if d else None
+    if said:
+        lines.append(said)
     return lines + load_worker_lines(m)
 
 
@@ -183,6 +175,29 @@ def effect_rows(m: dict[str, Any]) -> list[list[str]]:
 
 
 EFFECT_HEADER = ["what the database did", "seen by", "at (s)", "± (s)", "detail"]
+EVENT_HEADER = ["#", "at (s)", "± (s)", "seen by", "what the database said"]
+
+
+def event_rows(m: dict[str, Any]) -> list[list[str]]:
+    """#, at (s), ± (s), seen by, what: one row per numbered line of the timeline (``timeline_events``), with the
+    number, time and words the timeline shows."""
+    return [[str(e["n"]), format_value(e["at_s"]), format_value(e.get("resolution_s")), ", ".join(e["sources"]),
+             e["label"]] for e in m.get("timeline_events") or []]
+
+
+def _events_not_drawn(m: dict[str, Any]) -> str | None:
+    """A sentence when the run had more database events than the timeline draws."""
+    shown = [e for e in m.get("events") or [] if e.get("event") in SHOWN_EVENTS and e.get("at_s") is not None]
+    drawn = sum(len(e["events"]) for e in m.get("timeline_events") or [])
+    if len(shown) <= drawn:
+        return None
+    return (f"The timeline draws the first {MAX_SHOWN} lines of events; {len(shown) - drawn} later event(s) are in "
+            "metrics.json (`events`) only.")
+
+
+def definition_rows() -> list[list[str]]:
+    """figure, metrics.json key, definition: the report's section "How the numbers are defined"."""
+    return [[figure, key, text] for figure, key, text in DEFINITIONS]
 SPAN_HEADER = ["fault", "from (s)", "to (s)", "in effect (s)", "ended by"]
 
 
@@ -243,19 +258,23 @@ def _hypothesis_rows(v: dict[str, Any]) -> list[list[str]]:
     rows = []
     for name in dict.fromkeys([*before, *after]):
         tol = (before.get(name) or after.get(name) or {}).get("tolerance")
-        rows.append([name, json.dumps(tol) if not isinstance(tol, str) else tol,
-                     _hypothesis_cell(before.get(name)), _hypothesis_cell(after.get(name))])
+        rows.append([name, tolerance_in_words(tol), _hypothesis_cell(before.get(name)),
+                     _hypothesis_cell(after.get(name))])
     return rows
 
 
 HYPOTHESIS_HEADER = ["probe", "tolerance", "before the method", "after the method"]
-FAULT_HEADER = ["activity", "kind", "start (s)", "end (s)", "status"]
+FAULT_HEADER = ["activity", "kind", "start (s)", "returned (s)", "status"]
 
 
 def _fault_rows(faults: list[dict[str, Any]], zero: float) -> list[list[str]]:
-    """activity, kind, start and end in seconds from *zero*, status: every fault and rollback of the run."""
+    """activity, kind, start and the time its call returned in seconds from *zero*, status: every fault and
+    rollback of the run (how long a fault was in effect is the table of fault spans)."""
+    def returned(f: dict[str, Any]) -> float:
+        return f.get("returned_ts") or f["end_ts"] or zero
+
     return [[f["name"], "rollback" if f["rollback"] else ("restore" if f.get("restores") else f["type"]),
-             format_value((f["start_ts"] or zero) - zero), format_value((f["end_ts"] or zero) - zero), f["status"]]
+             format_value((f["start_ts"] or zero) - zero), format_value(returned(f) - zero), f["status"]]
             for f in faults]
 
 
@@ -272,20 +291,31 @@ def render_markdown(title: str, info: JournalInfo, m: dict[str, Any], images: di
     """The run's report in Markdown: verdict, hypothesis, headline figures, baseline and impact, plots, transactions,
     what the database did."""
     v = m.get("verdict") or {}
-    out = [f"# {title}", "", f"**Verdict: {v.get('sentence', '')}**", "",
-           f"Journal: `{Path(info.path).name}` · status **{v.get('status', info.status)}**"
-           + (" · **deviated**" if info.deviated else "") + f" · {m['samples']:,} transactions", ""]
+    outage = outage_sentence(m)
+    flag = not_recovered_flag(m)
+    out = [f"# {title}", "", f"**Verdict: {v.get('sentence', '')}**" + (f" {outage}." if outage else ""), ""]
+    if flag:
+        out += [f"**⚠ {flag}.**", ""]
+    out += [f"Journal: `{Path(info.path).name}` · status **{v.get('status', info.status)}**"
+            + (" · **deviated**" if info.deviated else "") + f" · {m['samples']:,} transactions", ""]
     rows = _hypothesis_rows(v)
     if rows:
         out += _markdown_table(HYPOTHESIS_HEADER, rows) + [""]
     out += [f"- {line}" for line in recovery_lines(m)] + [""]
     out += ["## Baseline and impact", "", "| | baseline | impact | change |", "| --- | ---: | ---: | ---: |"]
     out += [f"| {' | '.join(r)} |" for r in _summary_rows(m)] + [""]
-    out += ["## Over time", "", f"![timeline]({images['timeline']})", "", f"![latency ECDF]({images['ecdf']})", ""]
+    out += ["## Over time", "", f"![timeline]({images['timeline']})", ""]
+    if m.get("timeline_events"):
+        out += ["Database events (the numbered dotted lines of the timeline):", ""]
+        out += _markdown_table(EVENT_HEADER, event_rows(m), ["---:", "---:", "---:", "---", "---"]) + [""]
+        more = _events_not_drawn(m)
+        out += [more, ""] if more else []
+    out += [f"![latency ECDF]({images['ecdf']})", ""]
     out += ["## By transaction", "", "| " + " | ".join(TX_HEADER) + " |", "|" + " --- |" * len(TX_HEADER)]
     out += [f"| {' | '.join(r)} |" for r in _tx_rows(m)] + [""]
     if m.get("effects"):
-        out += ["## What the database did", ""] + _markdown_table(EFFECT_HEADER, effect_rows(m)) + [""]
+        out += ["## What the database did: time to each effect of the first fault", ""]
+        out += _markdown_table(EFFECT_HEADER, effect_rows(m)) + [""]
     out += ["## Faults and rollbacks", ""]
     if m.get("fault_spans"):
         out += _markdown_table(SPAN_HEADER, span_rows(m)) + [""]
@@ -294,10 +324,13 @@ def render_markdown(title: str, info: JournalInfo, m: dict[str, Any], images: di
     if m.get("operations"):
         out += ["", "## Operations under load", "", "| " + " | ".join(OPS_HEADER) + " |", "|" + " --- |" * len(OPS_HEADER)]
         out += [f"| {' | '.join(r)} |" for r in _ops_rows(m)]
+    out += ["", f"## {DEFINITIONS_TITLE}", ""]
+    out += [f"- **{figure}** (`metrics.json`: {key}): {text}." for figure, key, text in definition_rows()]
     out += ["", "Times are seconds from the first fault. Latency statistics, the tables and both figures are of the "
             "same transactions: those that did not start while the load was paused for an integrity check (the "
-            "grey spans); percentiles are nearest-rank, of successful transactions. Definitions: `metrics.json` "
-            "schema in the README.", ""]
+            f"grey spans); percentiles are nearest-rank, of successful transactions. Definitions: the section "
+            f"\"{DEFINITIONS_TITLE}\" above; `metrics.json` beside this report holds every figure under the key "
+            "named there.", ""]
     return "\n".join(out)
 
 
@@ -307,17 +340,31 @@ def render_html(title: str, info: JournalInfo, m: dict[str, Any], png: dict[str,
     v = m.get("verdict") or {}
     status = str(v.get("status", info.status))
     after = r.get("after_restore") or {}
+    if after.get("duration_s") is not None:
+        after_restore = f"{after['duration_s']:.1f} s"
+    elif r.get("spans_restore"):
+        after_restore = "part of the recovery"
+    elif after.get("restore_ts") is not None and after.get("onset_ts") is None \
+            and float(m.get("end_ts") or 0.0) - float(after["restore_ts"]) >= float(r.get("quiet_s") or 5.0):
+        after_restore = "none"
+    else:
+        after_restore = "–"
     kpis = [("recovery from the fault", f"{r['duration_s']:.1f} s" if r.get("duration_s") is not None else "–"),
-            ("after the restore", f"{after['duration_s']:.1f} s" if after.get("duration_s") is not None else "–"),
+            ("after the restore", after_restore),
             ("no commit for", f"{r['unavailability_s']:.1f} s" if r.get("unavailability_s") is not None else "–"),
             ("throughput drop", f"{d['throughput_pct']:.1f} %" if d.get("throughput_pct") is not None else "–"),
             ("p99 increase", f"{d['p99_increase_pct']:.0f} %" if d.get("p99_increase_pct") is not None else "–"),
-            ("availability", f"{d['availability'] * 100:.2f} %" if d.get("availability") is not None else "–")]
+            ("availability (time-based)",
+             f"{d['availability'] * 100:.1f} %" if d.get("availability") is not None else "–"),
+            ("attempts that succeeded",
+             f"{d['success_ratio'] * 100:.2f} %" if d.get("success_ratio") is not None else "–")]
     return render_page(
         "run.html", title=title, status=status, deviated=info.deviated, sentence=str(v.get("sentence", "")),
         status_class="ok" if v.get("ok", status == "completed" and not info.deviated) else "bad",
         samples=m["samples"], journal=Path(info.path).name, hypothesis_header=HYPOTHESIS_HEADER,
-        hypothesis=_hypothesis_rows(v), kpis=kpis,
+        hypothesis=_hypothesis_rows(v), kpis=kpis, outage=outage_sentence(m) or "", flag=not_recovered_flag(m) or "",
+        event_header=EVENT_HEADER, events=event_rows(m), events_not_drawn=_events_not_drawn(m) or "",
+        definitions_title=DEFINITIONS_TITLE, definitions=definition_rows(),
         recovery_lines=[line.replace("**", "").replace("*", "") for line in recovery_lines(m)],
         summary=_summary_rows(m), images={"timeline": png["timeline"], "ecdf": png["ecdf"]},
         tx_header=TX_HEADER, transactions=_tx_rows(m), effect_header=EFFECT_HEADER,
@@ -325,6 +372,18 @@ def render_html(title: str, info: JournalInfo, m: dict[str, Any], png: dict[str,
         spans=span_rows(m) if m.get("fault_spans") else [], fault_header=FAULT_HEADER,
         faults=_fault_rows(m["faults"], m.get("first_fault_ts") or m["first_ts"]), ops_header=OPS_HEADER,
         operations=_ops_rows(m) if m.get("operations") else [])
+
+
+def _first_fault_ended(spans: list[dict[str, Any]], fault_start: float | None) -> tuple[float | None, str] | None:
+    """When the first fault was ended and by what (its span): the restore that divides the recovery from the fault
+    from the disturbance after it; ``(None, "")`` when nothing ended it but its own action; None when the first
+    fault has no span (an operator action: the first restoring action after it is the restore)."""
+    first = [sp for sp in spans if fault_start is not None and abs(sp["start_ts"] - fault_start) < 1e-6]
+    if not first:
+        return None
+    if first[0]["ended_by"] == "the action's end" or first[0]["end_ts"] <= first[0]["start_ts"]:
+        return None, ""
+    return float(first[0]["end_ts"]), str(first[0]["ended_by"])
 
 
 def build_report(journal_path: Path | str, samples: Path | str | None = None, out_dir: Path | str | None = None,
@@ -360,14 +419,16 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
     sets = sample_sets(data, injected, info.load.get("warmup_end_ts"), info.load.get("stop_ts"),
                        info.load.get("pauses") or [])
     del data  # with pauses, sets.samples is a copy: a long run's samples are not held twice
+    spans = fault_spans(injected)
     m = compute_metrics(sets.samples, injected, baseline_start=info.load.get("warmup_end_ts"),
                         end_ts=info.load.get("stop_ts"), pauses=info.load.get("pauses") or [], rule=rule, sets=sets,
-                        window_s=float(window_s))
+                        window_s=float(window_s), restore=_first_fault_ended(spans, sets.fault_start))
     m["window_s"] = float(window_s)
     m["faults"] = faults
-    m["fault_spans"] = fault_spans(injected)
+    m["fault_spans"] = spans
     events = read_events(location) if location.is_dir() else []
     m["events"] = events_from(events, m.get("first_fault_ts"))
+    m["timeline_events"] = timeline_events(m["events"])
     watched = (info.load.get("events") or {}).get("sources") or []
     m["effects"] = effects(events, m.get("first_fault_ts"), sets.samples,
                            str(watched[0]).rpartition(":")[2] if watched else None)
@@ -377,6 +438,7 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
     workers = load_workers_of(info.load, m.get("first_fault_ts") or m.get("first_ts"))
     if workers is not None:
         m["load_workers"] = workers
+    m["throughput_recovery"] = throughput_recovery(m)
     m["verdict"] = verdict_of(journal).as_dict()
     m["schema_version"] = SCHEMA_VERSION
     m["run"] = {"title": info.title, "status": m["verdict"]["status"], "deviated": info.deviated,
@@ -398,8 +460,9 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
 
 
 NO_LOAD = ("This run had no load: the journal names no samples (no load control in the experiment) and none were "
-           "given, so there are no degradation or recovery figures. Run the experiment with the load control "
-           "(docs/load.md) or pass --samples to get them.")
+           "given, so there are no degradation or recovery figures. Add the load control to the experiment (module "
+           "chaosdb.load.control; the shipped experiments that 'chaosdb experiments copy DIR' writes out show how) "
+           "or pass --samples to 'chaosdb report' to get them.")
 
 
 def build_journal_report(journal_path: Path | str, out_dir: Path | str | None = None,

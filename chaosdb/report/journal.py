@@ -29,7 +29,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.settings import secret_environment_values
 
 __all__ = ["Activity", "JournalInfo", "read_journal", "parse_ts", "secret_values_of", "activities_of", "RESTORING",
-           "OPERATOR", "WAITS"]
+           "OPERATOR", "WAITS", "fault_facts"]
 
 #: activities of this pack that restore rather than inject (by function name)
 RESTORING = frozenset({
@@ -75,6 +75,8 @@ class Activity:
     output: Any = None
     func: str = ""
     module: str = ""
+    #: when the action's call returned (``end`` is later for a timed fault: its revert was due then)
+    returned: float | None = None
 
     @property
     def restores(self) -> bool:
@@ -87,10 +89,49 @@ class Activity:
         return isinstance(self.output, dict) and isinstance(self.output.get("reverts_at"), (int, float))
 
     def as_dict(self) -> dict[str, Any]:
-        """The activity as the report's metrics list it."""
+        """The activity as the report's metrics list it; what its output says it did to which fault is in
+        :func:`fault_facts`."""
         return {"name": self.name, "type": self.kind, "start_ts": self.start, "end_ts": self.end,
                 "status": self.status, "rollback": self.rollback, "restores": self.restores,
-                "timed": self.timed, "operator": self.func in OPERATOR, "waits": self.func in WAITS}
+                "timed": self.timed, "operator": self.func in OPERATOR, "waits": self.func in WAITS,
+                "returned_ts": self.returned, **fault_facts(self.output)}
+
+
+def _names(targets: Any) -> list[str] | None:
+    """The node names of an output's ``targets`` (entries or plain names); None when it has no such list."""
+    if not isinstance(targets, list):
+        return None
+    names = [t.get("name") if isinstance(t, dict) else t for t in targets]
+    return [str(n) for n in names if isinstance(n, (str, int)) and not isinstance(n, bool)]
+
+
+def fault_facts(output: Any) -> dict[str, Any]:
+    """What an action's output says about faults (the pack's actions; other outputs say nothing):
+
+    * ``fault_id``, ``reverts_at``: the fault it injected and when its timer was due to revert it;
+    * ``targets``: the nodes it acted on (an empty list: it acted on none; absent: its output does not say);
+    * ``reverted``: the faults it reverted (``revert_faults`` and the rollbacks built on it), each ``id``,
+      ``targets``, ``by`` (``timer`` when a timer had already reverted it and the action only reports it) and
+      ``at`` (when it was reverted)."""
+    if not isinstance(output, dict):
+        return {}
+    facts: dict[str, Any] = {}
+    if isinstance(output.get("fault_id"), str):
+        facts["fault_id"] = output["fault_id"]
+    if isinstance(output.get("reverts_at"), (int, float)) and not isinstance(output.get("reverts_at"), bool):
+        facts["reverts_at"] = float(output["reverts_at"])
+    names = _names(output.get("targets"))
+    if isinstance(output.get("resumed"), dict):  # resume_nodes names the nodes it resumed
+        names = sorted(set(names or []) | {str(n) for n in output["resumed"]})
+    if names is not None:
+        facts["targets"] = names
+    reverted = output.get("reverted")
+    if isinstance(reverted, list):
+        facts["reverted"] = [{"id": r.get("id"), "targets": _names(r.get("targets")) or [],
+                              "by": r.get("reverted_by") or "action",
+                              "at": r.get("reverted_at") if isinstance(r.get("reverted_at"), (int, float)) else None}
+                             for r in reverted if isinstance(r, dict)]
+    return facts
 
 
 @dataclass
@@ -133,7 +174,7 @@ def _activities(runs: list[dict[str, Any]], rollback: bool) -> list[Activity]:
             end=end, status=str(r.get("status", "")), rollback=rollback,
             background=bool(act.get("background", False)), output=output,
             func=str((act.get("provider") or {}).get("func", "")),
-            module=str((act.get("provider") or {}).get("module", ""))))
+            module=str((act.get("provider") or {}).get("module", "")), returned=parse_ts(r.get("end"))))
     return out
 
 

@@ -57,6 +57,12 @@ Recovery is split in two (:func:`split_recovery`): *from the fault* (the thesis'
 the first restoring action, e.g. the restart of a killed node; over the whole run when the disturbance lasted
 through it) and *after the restore* (the same rule from the restoring action on: the dip when the node came back).
 
+Availability (``availability``, ``degradation.availability``) is time-based: the share of the impact window's
+slices (1 s; longer when the baseline commits fewer than 20 transactions a second) in which the database committed at
+least half the baseline's rate; ``baseline_ratio`` is the same measure over the baseline (about 1 on a healthy
+system). The share of attempts that succeeded is ``degradation.success_ratio``: closed-loop clients stalled by the
+database send few attempts, so that share can be 100 % through an outage.
+
 ``unavailability_s`` is the longest span of the impact window in which no transaction
 committed (completion times); ``time_to_baseline_throughput_s`` is from the first fault's
 start to the start of the first 5 s window (sliding by 1 s) after the impact's worst window
@@ -74,6 +80,7 @@ from chaosdb.report.data import Samples
 
 __all__ = ["SampleSets", "sample_sets", "in_completion_order", "window_stats", "recovery", "split_recovery", "first_restore", "disturbances", "calibrated_run_length",
            "max_healthy_gap", "compute_metrics", "windows", "unavailability", "time_to_throughput", "overlap_s",
+           "availability", "AVAILABLE_FRACTION", "measured_end", "SILENT_END_S",
            "pause_spans"]
 
 
@@ -413,13 +420,13 @@ def split_recovery(s: Samples, threshold_ms: float, fault_start: float, end_ts: 
         # nothing disturbed, or the disturbance ended before the restoring action: what follows is the restore's
         start = max(restore_ts, (whole.get("client_end_ts") or restore_ts) + 1e-6)
         after = recovery(s, threshold_ms, start, end_ts, **rule)
-        return {**whole, "scope": "from the first fault to the restoring action", "restore_ts": restore_ts,
+        return {**whole, "scope": "from the first fault to the restore", "restore_ts": restore_ts,
                 "after_restore": {**after, "restore_ts": restore_ts}}
     before = recovery(s, threshold_ms, fault_start, restore_ts, **rule)
     if before.get("duration_s") is not None:
         # the whole-run rule chained the restore's dip onto the fault's disturbance: the restore divides them
         after = recovery(s, threshold_ms, restore_ts, end_ts, **rule)
-        return {**before, "scope": "from the first fault to the restoring action", "restore_ts": restore_ts,
+        return {**before, "scope": "from the first fault to the restore", "restore_ts": restore_ts,
                 "after_restore": {**after, "restore_ts": restore_ts}}
     return {**whole, "scope": "from the first fault through the restore", "spans_restore": True,
             "restore_ts": restore_ts,
@@ -476,6 +483,45 @@ def unavailability(s: Samples, start: float, end: float, pauses: list[dict[str, 
     edges = np.concatenate(([start], done, [end]))
     gaps = np.diff(edges) - _paused_within(edges[:-1], edges[1:], pauses or [])
     return round(float(gaps.max()), 3) if gaps.size else round(end - start, 3)
+
+
+#: a slice of time counts as available when the database committed at least this share of the baseline's rate in it
+AVAILABLE_FRACTION = 0.5
+#: slices are long enough for the baseline to expect at least this many commits in one (at least 1 s)
+SLICE_COMMITS = 20.0
+
+
+def availability(s: Samples, start: float, end: float, baseline_tps: float, pauses: list[dict[str, Any]] | None = None,
+                 fraction: float = AVAILABLE_FRACTION, min_commits: float = SLICE_COMMITS) -> dict[str, Any]:
+    """Time-based availability of [*start*, *end*]: the share of its slices (1 s, longer when the baseline commits
+    fewer than *min_commits* a second) in which the database committed at least *fraction* of the baseline's rate,
+    *baseline_tps* (commits counted when they completed). Slices that overlap a pause of the load are left out.
+
+    Closed-loop clients send fewer attempts while the database stalls, so the share of attempts that succeeded
+    can read 100 % through an outage; this cannot: a throughput drop of D over the window leaves at most
+    (1 - D) / *fraction* of its slices available."""
+    out: dict[str, Any] = {"fraction": fraction, "threshold_tps": None, "slice_s": None, "slices": 0,
+                           "available_slices": 0, "unavailable_s": None, "ratio": None}
+    if not baseline_tps or baseline_tps <= 0 or end <= start:
+        out["reason"] = "no baseline throughput" if not baseline_tps or baseline_tps <= 0 else "no time to measure"
+        return out
+    slice_s = max(1.0, float(np.ceil(min_commits / baseline_tps)))
+    n = int((end - start) // slice_s)
+    out.update(threshold_tps=round(fraction * baseline_tps, 3), slice_s=slice_s)
+    if n <= 0:
+        out["reason"] = f"shorter than one {slice_s:g} s slice"
+        return out
+    starts = start + np.arange(n) * slice_s
+    kept = starts[_paused_within(starts, starts + slice_s, pauses or []) == 0]
+    if not kept.size:
+        out["reason"] = "the load was paused throughout"
+        return out
+    done = s.completions(start, start + n * slice_s)
+    counts = np.searchsorted(done, kept + slice_s, side="left") - np.searchsorted(done, kept, side="left")
+    up = int(np.count_nonzero(counts >= fraction * baseline_tps * slice_s))
+    out.update(slices=int(kept.size), available_slices=up, unavailable_s=round((kept.size - up) * slice_s, 3),
+               ratio=round(up / kept.size, 6))
+    return out
 
 
 def time_to_throughput(s: Samples, fault_start: float, end: float, baseline_tps: float, width: float = 5.0,
@@ -670,6 +716,20 @@ class SampleSets:
         return s.subset(keep)
 
 
+#: samples that end longer than this before the load stopped end in a silence: the run is measured to the load's stop
+SILENT_END_S = 1.0
+
+
+def measured_end(last_ts: float, stop_ts: float | None) -> float:
+    """Where the measured run ends: at the last transaction's start, or at the load's stop (*stop_ts*) when that came
+    more than :data:`SILENT_END_S` later. Clients held by a hung or cut-off database record nothing (a transaction is
+    written when it completes), and a run interrupted then ends with seconds in which nothing committed: those are
+    part of the run, not after it."""
+    if stop_ts is None:
+        return last_ts
+    return float(stop_ts) if float(stop_ts) - last_ts > SILENT_END_S else min(float(stop_ts), last_ts)
+
+
 def sample_sets(s: Samples, faults: list[dict[str, Any]], baseline_start: float | None = None,
                 end_ts: float | None = None, pauses: list[dict[str, Any]] | None = None) -> SampleSets:
     """The samples split into baseline (up to the first fault) and impact (from it), pauses left out."""
@@ -677,7 +737,7 @@ def sample_sets(s: Samples, faults: list[dict[str, Any]], baseline_start: float 
         s = _without_pauses(s, pauses)
     first_ts, last_ts = float(s.ts[0]), float(s.ts[-1])
     b_start = max(baseline_start or first_ts, first_ts)
-    end = min(end_ts or last_ts, last_ts) if end_ts else last_ts
+    end = measured_end(last_ts, end_ts)
     # restoring actions (a restart, a revert) are not faults: they never start the impact
     fault_starts = [f["start_ts"] for f in faults if f.get("start_ts") is not None and not f.get("rollback")
                     and not f.get("restores")]
@@ -693,8 +753,12 @@ def _by_transaction_stats(w: Samples, seconds: float) -> dict[int, dict[str, Any
 
 def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: float | None = None,
                     end_ts: float | None = None, pauses: list[dict[str, Any]] | None = None,
-                    rule: str = "runs", window_s: float = 5.0, sets: SampleSets | None = None) -> dict[str, Any]:
-    """The run's metrics; *sets* when the caller already split the samples with the same arguments.
+                    rule: str = "runs", window_s: float = 5.0, sets: SampleSets | None = None,
+                    restore: tuple[float | None, str] | None = None) -> dict[str, Any]:
+    """The run's metrics; *sets* when the caller already split the samples with the same arguments; *restore*: when
+    the first fault was ended and by what (its fault span: a restoring action, a rollback or its timer), which
+    divides the recovery from the fault from the one after the restore; ``(None, "")``: nothing ended it (default:
+    the first restoring action or rollback after the first fault, :func:`first_restore`).
 
     The baseline's and the impact's rows are copied one after the other and let go before the recovery is
     measured, so a long run needs about its samples' own memory plus one window's."""
@@ -735,8 +799,11 @@ def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: fl
         measured = s.between(b_start, end + 1e-9)
         # Little's law: clients in flight on average = throughput x mean latency (closed-loop load)
         clients = (result["baseline"]["throughput_tps"] or 0) * mean / 1000.0
-        rec = split_recovery(measured, mean + 2 * std, fault_start, end, first_restore(faults, fault_start),
+        restore_ts = restore[0] if restore is not None else first_restore(faults, fault_start)
+        rec = split_recovery(measured, mean + 2 * std, fault_start, end, restore_ts,
                              rule=rule, concurrency=clients, run_length=length, max_gap_s=gap)
+        if restore is not None and rec.get("restore_ts") is not None:
+            rec["restore_by"] = restore[1]
         rec["clients_estimate"] = round(clients, 1)
         rec["disturbances"] = disturbances(measured, mean + 2 * std, faults, end, rule=rule, concurrency=clients,
                                            run_length=length, max_gap_s=gap)
@@ -749,10 +816,16 @@ def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: fl
         result["recovery"] = rec
         bt, it = result["baseline"]["throughput_tps"], result["impact"]["throughput_tps"]
         b99, i99 = result["baseline"]["p99_ms"], result["impact"]["p99_ms"]
+        avail = availability(s, fault_start, end, bt or 0.0, pauses)
+        avail["baseline_ratio"] = availability(s, b_start, b_end, bt or 0.0, pauses)["ratio"]
+        result["availability"] = avail
         result["degradation"] = {
             "throughput_pct": round((1 - it / bt) * 100, 3) if bt else None,
             "p99_increase_pct": round((i99 / b99 - 1) * 100, 3) if b99 and i99 is not None else None,
-            "availability": round(result["impact"]["successes"] / result["impact"]["count"], 6)
+            # one definition of availability: time-based (``availability``); the share of attempts that succeeded
+            # is ``success_ratio``
+            "availability": avail["ratio"],
+            "success_ratio": round(result["impact"]["successes"] / result["impact"]["count"], 6)
             if result["impact"]["count"] else None,
         }
     empty = window_stats(s.rows(slice(0, 0)), b_end - b_start)
@@ -772,5 +845,5 @@ def compute_metrics(s: Samples, faults: list[dict[str, Any]], baseline_start: fl
                              if n}
         by_tx[name] = entry
     result["by_transaction"] = by_tx
-    result["windows"] = windows(s, np.floor(first_ts), last_ts + 1e-9, window_s, pauses)
+    result["windows"] = windows(s, np.floor(first_ts), max(last_ts, end) + 1e-9, window_s, pauses)
     return result
