@@ -195,7 +195,7 @@ def test_load_that_cannot_start_interrupts_before_the_method(tmp_path, pg_cluste
     run = subprocess.run([CHAOS, "--no-log-file", "run", str(exp), "--journal-path", str(tmp_path / "journal.json")],
                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     journal = json.loads((tmp_path / "journal.json").read_text())
-    assert journal["status"] == "interrupted"
+    assert journal["status"] == "refused"
     assert journal["run"] == []
     assert "chaosdb load control" in run.stdout + run.stderr
     assert before.path.exists()
