@@ -218,6 +218,7 @@ def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | No
     run left), this run's faults reverted and the cluster down unless ``down_after`` is false (``purge``: its data
     removed). A person's cluster is left running (or stopped again, when the run found it stopped); a refused run
     leaves everything as it was."""
+    refusals.record_in(state)
     finish_load(state)  # the load is over before its database goes down
     owned, directory = _ownership, resolve_cluster_dir("", "", configuration)
     if owned is None or refusals.nothing_started() or not (directory / STATE_FILE).exists():

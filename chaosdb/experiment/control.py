@@ -174,8 +174,7 @@ def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | No
     if not isinstance(state, dict):
         return
     if refusals.reason():
-        state["chaosdb_refused"] = refusals.reason()
-        state["chaosdb_nothing_started"] = refusals.nothing_started()
+        refusals.record_in(state)
         _trim_oversized(state)
     verdict = verdict_of(state)
     state["status"] = verdict.status

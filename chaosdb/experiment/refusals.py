@@ -18,7 +18,7 @@ from typing import Any, Callable, TypeVar, cast
 
 from chaoslib.exceptions import InterruptExecution
 
-__all__ = ["refused", "reason", "forget", "nothing_started", "stops_the_run"]
+__all__ = ["refused", "reason", "forget", "nothing_started", "stops_the_run", "record_in"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -47,6 +47,17 @@ def reason() -> str:
 def nothing_started() -> bool:
     """Whether this run was refused before anything started (its controls then leave everything as it was)."""
     return bool(_reasons) and _reasons[0].nothing_started
+
+
+def record_in(state: Any) -> None:
+    """Put this run's refusal in the journal (*state*) with status ``refused``: every control of the pack that ends a
+    run calls it, so a refused run is journalled as refused even without the experiment control (which also writes
+    the verdict)."""
+    if _reasons and isinstance(state, dict):
+        state["chaosdb_refused"] = _reasons[0].message
+        state["chaosdb_nothing_started"] = _reasons[0].nothing_started
+        if state.get("status") in (None, "interrupted"):
+            state["status"] = "refused"
 
 
 def forget() -> None:

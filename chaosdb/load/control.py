@@ -41,6 +41,7 @@ from chaosdb.core.arguments import MAX_SECONDS, boolean, checked_signature, choi
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
 from chaosdb.core.tls import as_bool
+from chaosdb.experiment import refusals
 from chaosdb.experiment.checks import refuse_bad_arguments
 from chaosdb.experiment.refusals import refused, stops_the_run
 from chaosdb.load import state as load_state
@@ -126,7 +127,8 @@ def finish_load(state: dict[str, Any] | None, stop_timeout_s: float = 20.0) -> N
 
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None,
                              stop_timeout_s: float = 20.0, **kwargs: Any) -> None:
-    """Stop the load and record it in the journal."""
+    """Stop the load and record it in the journal (a refused run: journalled as refused)."""
+    refusals.record_in(state)
     finish_load(state, float(stop_timeout_s))
 
 

@@ -57,6 +57,7 @@ def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | No
         return
     try:
         if refusals.reason():  # a refused run writes nothing but its sentence (the verdict)
+            refusals.record_in(state)
             logger.info("chaosdb report: none for a refused run")
             return
         _write_report(state, out_dir, rule, float(window_s))

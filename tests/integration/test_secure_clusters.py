@@ -239,7 +239,7 @@ def etcd_with_login(tmp_path_factory):
     from tests.polling import poll
 
     d = tmp_path_factory.mktemp("etcd-auth")
-    url, peer = "http://127.0.0.87:2379", "http://127.0.0.87:2380"
+    url, peer = "http://127.0.0.97:2379", "http://127.0.0.97:2380"  # not a node of ADDRESS's cluster (.86-.88)
     proc = subprocess.Popen([find_binaries(None, None).etcd, "--name", "a", "--data-dir", str(d / "data"),
                              "--listen-client-urls", url, "--advertise-client-urls", url, "--listen-peer-urls", peer,
                              "--initial-advertise-peer-urls", peer, "--initial-cluster", f"a={peer}",
