@@ -16,6 +16,7 @@ What is in it:
 * ``etcd/``: etcd v3 through its JSON gateway: client, probes, adapter
 * ``experiment/``: the run as a whole: arguments checked before anything starts, the verdict after
 * ``faults/``: the local fault engine (processes, cgroups, iptables, tc, a delay proxy)
+* ``images/``: the pack's own image builder (root filesystems from Debian packages, OCI archives, a cache)
 * ``gameday/``: game days: suites of repeated runs, the resumable runner, the aggregated report, the gate
 * ``k8s/``: The Kubernetes engine, through the official ``kubernetes`` client
 * ``litmus/``: LitmusChaos engines and their verdicts

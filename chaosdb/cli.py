@@ -28,6 +28,7 @@ from chaosdb.core.home import cluster_dir_for, resolve_cluster_dir
 from chaosdb.faults.engine import cleanup, residue
 from chaosdb.faults.probes import active_faults
 from chaosdb.gameday.cli import add_parser as add_gameday_parser
+from chaosdb.images.command import add_parser as add_images_parser
 from chaosdb.load.calibrate import calibrate
 from chaosdb.load.distributed_control import worker_argv
 from chaosdb.load.dsn import etcd_endpoints, etcd_tls
@@ -426,6 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_experiments_parser(sub)
     add_manifests_parser(sub)
     add_gameday_parser(sub)
+    add_images_parser(sub)
     _say_the_extras(parser)
     return parser
 

@@ -1,0 +1,176 @@
+"""The images this pack builds, as data: each recipe is a stack of layer specifications (a Debian root file system,
+files the user brings in ``--bin-dir``, a program compiled here) and the config of its containers.
+
+* ``pause``: the pack's own static pause program, the only file of the image (containerd's CRI ``sandbox_image``);
+* ``chaos-daemon``: Chaos Mesh's daemon and its helpers on Debian with the tools it runs (stress-ng, iptables,
+  ipset, tc);
+* ``patroni``: PostgreSQL 15 and Patroni from Debian, run as the ``postgres`` user (uid and gid
+  :data:`POSTGRES_UID`), data in :data:`PATRONI_DATA_DIR`.
+
+A later ``chaosdb`` image (the pack's wheel with its extras on a minimal Debian base) is a :class:`DebianRootfs`
+with ``python3`` and ``python3-venv`` whose ``pip_requirements`` pin the wheel's dependencies, plus a layer
+holding the wheel: :data:`PLANNED` says so, and :func:`recipe` refuses it until it is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+import chaosdb
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.images.oci import DEFAULT_PATH, ImageConfig
+
+__all__ = ["REGISTRY", "DEBIAN_SUITE", "POSTGRES_UID", "PATRONI_DATA_DIR", "DebianRootfs", "BinDirFile",
+           "BinDirFiles", "StaticProgram", "LayerSpec", "Recipe", "RECIPES", "PLANNED", "recipe", "pack_version"]
+
+#: the registry part of every reference: a name no registry answers to, so nobody pulls these by mistake
+REGISTRY = "chaosdb.local"
+#: the Debian release of the root file systems
+DEBIAN_SUITE = "bookworm"
+#: uid and gid of the ``postgres`` user of the ``patroni`` image (fixed, so that a pod's ``runAsUser`` and
+#: ``fsGroup`` can name it)
+POSTGRES_UID = 999
+#: the ``patroni`` image's data folder: empty, owned by ``postgres``, mode 0700 (mount the volume here)
+PATRONI_DATA_DIR = "/var/lib/postgresql/data"
+#: PostgreSQL 15's programs in Debian (not on Debian's PATH)
+POSTGRES_BIN_DIR = "/usr/lib/postgresql/15/bin"
+
+
+def pack_version() -> str:
+    """The pack's version: every image's tag."""
+    return str(chaosdb.__version__)
+
+
+@dataclass(frozen=True)
+class DebianRootfs:
+    """A Debian root file system made by ``mmdebstrap``: *variant* plus *packages* (and what they depend on, no
+    recommends), with shell hooks run with the root folder as ``$1`` after the essential packages
+    (*essential_hooks*) and at the end (*customize_hooks*). *pip_requirements* (``name==version`` each) are
+    downloaded as wheels by this machine's pip and installed from them into the virtualenv ``/opt/venv`` (the
+    packages must then include ``python3-venv``)."""
+
+    packages: tuple[str, ...]
+    suite: str = DEBIAN_SUITE
+    variant: str = "essential"
+    essential_hooks: tuple[str, ...] = ()
+    customize_hooks: tuple[str, ...] = ()
+    pip_requirements: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BinDirFile:
+    """A file the user brings in ``--bin-dir`` (the first of *names* found there), put at *target*."""
+
+    target: str
+    names: tuple[str, ...]
+    mode: int = 0o755
+
+
+@dataclass(frozen=True)
+class BinDirFiles:
+    """A layer of files from ``--bin-dir``."""
+
+    files: tuple[BinDirFile, ...]
+
+
+@dataclass(frozen=True)
+class StaticProgram:
+    """A C program shipped with the pack (*source*, relative to the shipped images folder) compiled here as a
+    static binary and put at *target*."""
+
+    source: str
+    target: str
+
+
+#: what one layer of a recipe is made from
+LayerSpec = Union[DebianRootfs, BinDirFiles, StaticProgram]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """An image: its name, a one-line summary, its layers (bottom first) and its containers' config."""
+
+    name: str
+    summary: str
+    layers: tuple[LayerSpec, ...]
+    config: ImageConfig
+
+    def reference(self, version: str | None = None) -> str:
+        """``chaosdb.local/<name>:<version>`` (the pack's version unless another is given)."""
+        return f"{REGISTRY}/{self.name}:{version or pack_version()}"
+
+    def debian_packages(self) -> tuple[str, ...]:
+        """The Debian packages the recipe names (their dependencies come with them)."""
+        return tuple(p for layer in self.layers if isinstance(layer, DebianRootfs) for p in layer.packages)
+
+    def bin_dir_files(self) -> tuple[BinDirFile, ...]:
+        """The files the recipe needs from ``--bin-dir``."""
+        return tuple(f for layer in self.layers if isinstance(layer, BinDirFiles) for f in layer.files)
+
+
+def _labels(name: str, summary: str) -> dict[str, str]:
+    return {"org.opencontainers.image.title": name, "org.opencontainers.image.description": summary,
+            "org.opencontainers.image.vendor": "chaostoolkit-db"}
+
+
+_PAUSE_SUMMARY = "the pod sandbox's pause process (chaostoolkit-db's own static C program)"
+_CHAOS_DAEMON_SUMMARY = "Chaos Mesh's chaos-daemon with nsexec, cdh, cm-pause, memStress, stress-ng, iptables, ipset, tc"
+_PATRONI_SUMMARY = "PostgreSQL 15 and Patroni from Debian, run as postgres"
+
+_POSTGRES_USER_HOOK = (
+    f"grep -q '^postgres:' \"$1/etc/group\" || echo 'postgres:x:{POSTGRES_UID}:' >> \"$1/etc/group\"; "
+    f"grep -q '^postgres:' \"$1/etc/passwd\" || echo 'postgres:x:{POSTGRES_UID}:{POSTGRES_UID}:"
+    "PostgreSQL administrator:/var/lib/postgresql:/bin/bash' >> \"$1/etc/passwd\"")
+_NO_MAIN_CLUSTER_HOOK = ("mkdir -p \"$1/etc/postgresql-common/createcluster.d\" && echo 'create_main_cluster = false' "
+                         "> \"$1/etc/postgresql-common/createcluster.d/chaosdb-no-main-cluster.conf\"")
+#: no cluster of Debian's own, no snakeoil key made at build time (random, so every build would differ, and the same
+#: private key in every container), the empty data folder
+_PATRONI_FOLDERS_HOOK = (
+    "rm -rf \"$1/etc/postgresql/15\" \"$1/var/lib/postgresql/15\"; "
+    "rm -f \"$1/etc/ssl/private/ssl-cert-snakeoil.key\" \"$1/etc/ssl/certs/ssl-cert-snakeoil.pem\"; "
+    "find \"$1/etc/ssl/certs\" -lname ssl-cert-snakeoil.pem -delete; "
+    f"install -d -o {POSTGRES_UID} -g {POSTGRES_UID} -m 0700 \"$1{PATRONI_DATA_DIR}\"")
+
+RECIPES: dict[str, Recipe] = {
+    "pause": Recipe(
+        "pause", _PAUSE_SUMMARY,
+        (StaticProgram("pause/pause.c", "/pause"),),
+        ImageConfig(entrypoint=("/pause",), env=(), user="65535:65535", labels=_labels("pause", _PAUSE_SUMMARY))),
+    "chaos-daemon": Recipe(
+        "chaos-daemon", _CHAOS_DAEMON_SUMMARY,
+        (DebianRootfs(("iproute2", "iptables", "ipset", "stress-ng")),
+         BinDirFiles((BinDirFile("/usr/local/bin/chaos-daemon", ("chaos-daemon",)),
+                      BinDirFile("/usr/local/bin/cdh", ("cdh",)),
+                      BinDirFile("/usr/local/bin/nsexec", ("nsexec",)),
+                      BinDirFile("/usr/local/lib/libnsenter.so", ("libnsenter.so",), 0o644),
+                      BinDirFile("/usr/local/bin/pause", ("cm-pause", "pause")),
+                      BinDirFile("/usr/local/bin/memStress", ("memStress",))))),
+        ImageConfig(entrypoint=("/usr/local/bin/chaos-daemon",),
+                    labels=_labels("chaos-daemon", _CHAOS_DAEMON_SUMMARY))),
+    "patroni": Recipe(
+        "patroni", _PATRONI_SUMMARY,
+        (DebianRootfs(("postgresql-15", "patroni"), essential_hooks=(_POSTGRES_USER_HOOK, _NO_MAIN_CLUSTER_HOOK),
+                      customize_hooks=(_PATRONI_FOLDERS_HOOK,)),),
+        ImageConfig(cmd=("/usr/bin/patroni",),
+                    env=(f"{DEFAULT_PATH}:{POSTGRES_BIN_DIR}", "LANG=C.UTF-8", f"PGDATA={PATRONI_DATA_DIR}"),
+                    working_dir="/var/lib/postgresql", user=f"{POSTGRES_UID}:{POSTGRES_UID}",
+                    labels=_labels("patroni", _PATRONI_SUMMARY))),
+}
+
+#: images that have a place here but no recipe yet, with what they will be
+PLANNED = {
+    "chaosdb": "the pack's wheel with its extras (postgres, load, report, k8s) on a minimal Debian base: a "
+               "DebianRootfs with python3 and python3-venv whose pip_requirements pin the wheel's dependencies, "
+               "then a layer with the wheel installed into /opt/venv",
+}
+
+
+def recipe(name: str) -> Recipe:
+    """The recipe called *name*, or an error naming the known ones."""
+    if name in RECIPES:
+        return RECIPES[name]
+    if name in PLANNED:
+        raise ChaosDBError(f"image {name!r} has no recipe yet (planned: {PLANNED[name]}); buildable: "
+                           f"{', '.join(RECIPES)}")
+    raise ChaosDBError(f"no image recipe {name!r}; known: {', '.join(RECIPES)}")

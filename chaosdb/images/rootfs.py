@@ -1,0 +1,225 @@
+"""Debian root file systems made by ``mmdebstrap``, written as an uncompressed tar.
+
+The mirror is the one this machine's apt uses (``/etc/apt/sources.list.d/*.sources`` or ``sources.list``: a
+local mirror or proxy keeps working), else mmdebstrap's default (``deb.debian.org``). Documentation, manual pages,
+info pages and translations are never unpacked (dpkg ``path-exclude``; the copyright files stay), recommends are
+not installed, and downloaded packages are kept in a folder offered to the next build, so two images that share
+packages download them once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tarfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.images.recipes import DebianRootfs
+from chaosdb.images.tarlayer import image_path
+
+__all__ = ["SOURCE_DATE_EPOCH", "TRIMMED_PATHS", "MERGED_USR_HOOKS", "hook_dirs", "host_debian_sources",
+           "mirror_lines", "mmdebstrap_argv",
+           "build_rootfs_tar", "keep_in_layer", "installed_packages"]
+
+#: the time the builds claim to happen at (2024-01-01T00:00:00Z): maintainer scripts that honour it write no
+#: build time, and Python writes hash-checked byte code that does not depend on file times
+SOURCE_DATE_EPOCH = 1704067200
+#: what dpkg never unpacks into an image (``path-exclude`` / ``path-include`` options, in order)
+TRIMMED_PATHS = (
+    "path-exclude=/usr/share/man/*",
+    "path-exclude=/usr/share/info/*",
+    "path-exclude=/usr/share/doc/*",
+    "path-include=/usr/share/doc/*/copyright",
+    "path-exclude=/usr/share/locale/*",
+    "path-exclude=/usr/share/lintian/*",
+    "path-exclude=/usr/share/linda/*",
+)
+#: Debian release names a mirror entry of this machine may carry (its own release need not be the images')
+_DEBIAN_SUITES = {"buster", "bullseye", "bookworm", "trixie", "forky", "duke", "sid", "oldoldstable", "oldstable",
+                  "stable", "testing", "unstable", "experimental"}
+#: files a build leaves that an image does not need (logs with build times, apt's caches, dpkg's backups) and the
+#: building machine's name and resolver, which mmdebstrap copies in (a container runtime gives its own)
+_LEFT_OUT = re.compile(r"^/(etc/resolv\.conf|etc/hostname|var/log/.+\.(log|xz|gz)|var/log/(apt|dpkg)/.+"
+                       r"|var/cache/apt/.+\.bin"
+                       r"|var/lib/apt/lists/.+|var/cache/debconf/.+-old|var/lib/dpkg/.+-old)$")
+_SOURCES = Path("/etc/apt")
+#: mmdebstrap's hooks that merge /usr with the small ``usr-is-merged`` package instead of ``usrmerge`` (which
+#: brings perl, 20 MB)
+MERGED_USR_HOOKS = Path("/usr/share/mmdebstrap/hooks/merged-usr")
+
+
+def _stanzas(text: str) -> Iterable[dict[str, str]]:
+    """The stanzas of a deb822 file (field names lower-cased)."""
+    fields: dict[str, str] = {}
+    last = ""
+    for line in text.splitlines() + [""]:
+        if line.startswith("#"):
+            continue
+        if not line.strip():
+            if fields:
+                yield fields
+            fields, last = {}, ""
+        elif line[:1].isspace() and last:
+            fields[last] += " " + line.strip()
+        elif ":" in line:
+            key, _, value = line.partition(":")
+            last = key.strip().lower()
+            fields[last] = value.strip()
+
+
+def _one_line_entries(text: str) -> Iterable[tuple[str, list[str], list[str]]]:
+    """(uri, suites, components) of the ``deb`` lines of a sources.list."""
+    for line in text.splitlines():
+        words = re.sub(r"\[[^]]*\]", "", line.split("#", 1)[0]).split()
+        if len(words) >= 3 and words[0] == "deb":
+            yield words[1], [words[2]], words[3:]
+
+
+def host_debian_sources(apt_dir: Path = _SOURCES) -> list[tuple[str, list[str], list[str]]]:
+    """(uri, suites, components) of every enabled ``deb`` entry of this machine's apt that serves a Debian
+    release (other vendors' and third-party repositories are left out)."""
+    entries: list[tuple[str, list[str], list[str]]] = []
+    parts = apt_dir / "sources.list.d"
+    for path in sorted(parts.glob("*.sources")) if parts.is_dir() else []:
+        for stanza in _stanzas(path.read_text(errors="replace")):
+            if "deb" in stanza.get("types", "").split() and stanza.get("enabled", "yes").lower() != "no":
+                for uri in stanza.get("uris", "").split():
+                    entries.append((uri, stanza.get("suites", "").split(), stanza.get("components", "").split()))
+    for path in [apt_dir / "sources.list", *sorted(parts.glob("*.list"))] if parts.is_dir() else \
+            [apt_dir / "sources.list"]:
+        if path.is_file():
+            entries += list(_one_line_entries(path.read_text(errors="replace")))
+    return [(uri, suites, components) for uri, suites, components in entries
+            if any(s.split("-")[0].split("/")[0] in _DEBIAN_SUITES for s in suites)]
+
+
+def mirror_lines(suite: str, apt_dir: Path = _SOURCES) -> list[str]:
+    """One-line sources for *suite* on this machine's Debian mirrors: the archive (*suite* and
+    *suite*-updates) and the security archive (*suite*-security); empty when this machine has no Debian mirror
+    (mmdebstrap then uses its default)."""
+    archive = security = ""
+    for uri, suites, _ in host_debian_sources(apt_dir):
+        if any(s.endswith("-security") or s.endswith("/updates") for s in suites):
+            security = security or uri
+        else:
+            archive = archive or uri
+    if not archive:
+        return []
+    lines = [f"deb {archive} {suite} main", f"deb {archive} {suite}-updates main"]
+    return lines + ([f"deb {security} {suite}-security main"] if security else [])
+
+
+def hook_dirs() -> list[str]:
+    """The hook folders of mmdebstrap every build uses that this machine's mmdebstrap has."""
+    return [str(MERGED_USR_HOOKS)] if MERGED_USR_HOOKS.is_dir() else []
+
+
+def _guarded(hook: str) -> str:
+    """A shell hook that refuses to run without its root folder argument (``$1``) or with ``/``."""
+    return f'test -n "$1" && test "$1" != / || exit 1; set -e; {hook}'
+
+
+#: prints the pip download options that select wheels for the root file system's Python (run inside it)
+_TARGET_PYTHON = ("import platform, sys; v = '%d%d' % sys.version_info[:2]; m = platform.machine(); "
+                  "glibc = int(platform.libc_ver()[1].split('.')[1]); "
+                  "print(f'--python-version {v} --implementation cp --abi cp{v} --abi abi3 --abi none', "
+                  "*(f'--platform manylinux_2_{n}_{m}' for n in range(glibc, 4, -1)))")
+
+
+def _pip_hook(requirements: tuple[str, ...]) -> str:
+    """Download the wheels of *requirements* (and of what they need) with this machine's pip, whose configuration
+    (index, proxy, certificates) works here, for the root file system's Python; then install them from that folder
+    only into the virtualenv ``/opt/venv``."""
+    unpinned = [r for r in requirements if not re.fullmatch(r"[A-Za-z0-9._-]+(\[[A-Za-z0-9,._-]+\])?==[^=\s]+", r)]
+    if unpinned:
+        raise ChaosDBError(f"Python packages of an image must be pinned as NAME==VERSION: {', '.join(unpinned)}")
+    wanted = " ".join(shlex.quote(r) for r in requirements)
+    return (f'target=$(chroot "$1" python3 -c {shlex.quote(_TARGET_PYTHON)}); mkdir -p "$1/tmp/chaosdb-wheels"; '
+            f"{shlex.quote(sys.executable)} -m pip download --quiet --disable-pip-version-check --only-binary=:all: "
+            f'$target --dest "$1/tmp/chaosdb-wheels" {wanted}; '
+            'chroot "$1" python3 -m venv /opt/venv; '
+            "chroot \"$1\" /opt/venv/bin/pip --isolated install --quiet --disable-pip-version-check --no-cache-dir --no-index "
+            f"--find-links /tmp/chaosdb-wheels {wanted}; "
+            'rm -rf "$1/tmp/chaosdb-wheels"')
+
+
+def mmdebstrap_argv(spec: DebianRootfs, output: Path, mirrors: list[str], deb_cache: Path | None = None) -> list[str]:
+    """The ``mmdebstrap`` command that writes *spec*'s root file system as the tar *output*."""
+    argv = ["mmdebstrap", f"--variant={spec.variant}", "--format=tar",
+            "--aptopt=APT::Install-Recommends \"false\"", "--aptopt=APT::Install-Suggests \"false\""]
+    if spec.packages:
+        argv.append("--include=" + ",".join(spec.packages))
+    argv += [f"--dpkgopt={option}" for option in TRIMMED_PATHS]
+    argv += [f"--hook-dir={folder}" for folder in hook_dirs()]
+    if deb_cache is not None:  # offer earlier downloads, keep this build's for the next one
+        cache = shlex.quote(str(deb_cache))
+        argv += ["--skip=essential/unlink",
+                 f"--setup-hook=mkdir -p {cache} \"$1/var/cache/apt/archives\"",
+                 f"--setup-hook=sync-in {cache} /var/cache/apt/archives/",
+                 f"--customize-hook=sync-out /var/cache/apt/archives {cache}"]
+    argv += [f"--essential-hook={_guarded(hook)}" for hook in spec.essential_hooks]
+    if spec.pip_requirements:
+        argv.append(f"--customize-hook={_guarded(_pip_hook(spec.pip_requirements))}")
+    argv += [f"--customize-hook={_guarded(hook)}" for hook in spec.customize_hooks]
+    return argv + [spec.suite, str(output), *mirrors]
+
+
+def _interrupt(proc: subprocess.Popen[bytes]) -> None:
+    """Stop mmdebstrap the way that lets it unmount and remove its chroot (SIGINT), killing it only when it does not
+    end within two minutes."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def build_rootfs_tar(spec: DebianRootfs, output: Path, log: Path, deb_cache: Path | None = None,
+                     timeout: float = 1800.0) -> Path:
+    """Run ``mmdebstrap`` for *spec* into the tar *output*, its messages into *log*; an error with its last lines
+    when it fails."""
+    argv = mmdebstrap_argv(spec, output, mirror_lines(spec.suite), deb_cache)
+    env = {**os.environ, "SOURCE_DATE_EPOCH": str(SOURCE_DATE_EPOCH), "LC_ALL": "C.UTF-8"}
+    with open(log, "ab") as messages:
+        messages.write(("$ " + shlex.join(argv) + "\n").encode())
+        messages.flush()
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=messages, stderr=subprocess.STDOUT, env=env)
+        try:
+            returncode = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _interrupt(proc)
+            raise ChaosDBError(f"mmdebstrap did not finish within {timeout:.0f} s (messages: {log})") from None
+        except BaseException:  # interrupted: mmdebstrap still takes its chroot down
+            _interrupt(proc)
+            raise
+    if returncode != 0:
+        tail = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-4:]
+        raise ChaosDBError(f"mmdebstrap failed (exit {returncode}): {' / '.join(tail)} (messages: {log})")
+    return output
+
+
+def keep_in_layer(path: str) -> bool:
+    """Whether a root file system's file belongs in the image (build logs, apt's lists and caches, dpkg's backup
+    files do not)."""
+    return not _LEFT_OUT.match(path)
+
+
+def installed_packages(rootfs_tar: Path) -> dict[str, str]:
+    """``{package: version}`` of what dpkg installed in a root file system tar (its ``var/lib/dpkg/status``)."""
+    with tarfile.open(rootfs_tar, mode="r:") as tar:
+        member = next((m for m in tar.getmembers()
+                       if image_path(m.name) == "var/lib/dpkg/status" and m.isreg()), None)
+        data = tar.extractfile(member) if member else None
+        text = data.read().decode(errors="replace") if data else ""
+    found = {}
+    for stanza in _stanzas(text):
+        if stanza.get("status", "").endswith(" installed") and "package" in stanza:
+            found[stanza["package"]] = stanza.get("version", "")
+    return dict(sorted(found.items()))
