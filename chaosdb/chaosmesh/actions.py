@@ -12,6 +12,7 @@ from typing import Any, Dict, List
 
 from chaoslib.types import Configuration, Secrets
 
+from chaosdb.chaosmesh.capabilities import refuse_what_this_kernel_cannot
 from chaosdb.chaosmesh.objects import (
     GROUP,
     KINDS,
@@ -51,6 +52,17 @@ def _get(kind: str, name: str, namespace: str, configuration, secrets) -> dict[s
     custom = api.custom_objects(configuration, secrets)
     return api.call_json(f"reading {kind} {namespace}/{name}", custom.get_namespaced_custom_object,
                     GROUP, VERSION, namespace, plural_of(kind), name)
+
+
+def _has_real_node(configuration: Any, secrets: Any) -> bool:
+    """Whether the cluster has a real node of the pack's local Kubernetes (``chaosdb.io/node=real``); False when the
+    nodes cannot be listed (a credential without that right: nothing is known, nothing is refused)."""
+    try:
+        nodes = api.call_json("listing nodes", api.core_v1(configuration, secrets).list_node,
+                              label_selector="chaosdb.io/node=real")
+    except ChaosDBError:
+        return False
+    return bool(nodes.get("items"))
 
 
 def _from_template(template: str, variables: dict[str, Any] | None) -> dict[str, Any]:
@@ -100,6 +112,8 @@ def create_chaos(kind: str = "", spec: Dict[str, Any] = None, template: str = ""
         spec.pop("value", None)
     obj = build_object(kind, name, namespace, spec, labels)
     refuse_netem_here(obj)
+    refuse_what_this_kernel_cannot(obj, api.api_client(configuration, secrets).configuration.host,
+                                   lambda: _has_real_node(configuration, secrets))
     custom = api.custom_objects(configuration, secrets)
     api.call_json(f"creating {kind} {namespace}/{name}", custom.create_namespaced_custom_object,
                   GROUP, VERSION, namespace, plural_of(kind), obj)

@@ -4,6 +4,7 @@ lines live below it."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -11,7 +12,8 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["DEFAULT_CLUSTER", "default_home", "check_cluster_name", "cluster_dir_for", "resolve_cluster_dir"]
+__all__ = ["DEFAULT_CLUSTER", "default_home", "check_cluster_name", "cluster_dir_for", "resolve_cluster_dir",
+           "path_tag"]
 
 #: the name of the cluster a command or an experiment means when it names none
 DEFAULT_CLUSTER = "chaosdb"
@@ -62,3 +64,9 @@ def resolve_cluster_dir(cluster: str = "", cluster_dir: str = "",
     if os.environ.get("CHAOSDB_CLUSTER_DIR"):
         return Path(os.environ["CHAOSDB_CLUSTER_DIR"])
     return cluster_dir_for(DEFAULT_CLUSTER)
+
+
+def path_tag(path: str | os.PathLike[str]) -> str:
+    """Six hex digits naming a folder by its real path (the same whether the folder still exists or not): what a
+    cluster's fault chains, bridge and runtime folder are tagged with."""
+    return hashlib.sha1(os.path.realpath(os.fspath(path)).encode()).hexdigest()[:6]

@@ -45,9 +45,10 @@ def make_ca(key: Path, crt: Path, common_name: str, days: str = DAYS) -> None:
 
 
 def issue(ca_key: Path, ca_crt: Path, key: Path, crt: Path, common_name: str, ips: list[str] = (),  # type: ignore[assignment]
-          dns: list[str] = (), usage: str = "serverAuth,clientAuth", days: str = DAYS) -> None:  # type: ignore[assignment]
-    """A key and a certificate signed by the CA: for *common_name*, with *ips* and *dns* as alternative names,
-    extended key usage *usage*."""
+          dns: list[str] = (), usage: str = "serverAuth,clientAuth", days: str = DAYS,  # type: ignore[assignment]
+          organization: str = "") -> None:
+    """A key and a certificate signed by the CA: for *common_name* (in *organization*, a Kubernetes group, when
+    given), with *ips* and *dns* as alternative names, extended key usage *usage*."""
     make_key(key)
     csr, ext = crt.with_suffix(".csr"), crt.with_suffix(".ext")
     lines = []
@@ -58,7 +59,8 @@ def issue(ca_key: Path, ca_crt: Path, key: Path, crt: Path, common_name: str, ip
               "basicConstraints=critical,CA:FALSE"]
     ext.write_text("\n".join(lines) + "\n")
     try:
-        openssl("req", "-new", "-key", str(key), "-subj", f"/CN={common_name}", "-out", str(csr), cwd=crt.parent)
+        subject = (f"/O={organization}" if organization else "") + f"/CN={common_name}"
+        openssl("req", "-new", "-key", str(key), "-subj", subject, "-out", str(csr), cwd=crt.parent)
         openssl("x509", "-req", "-in", str(csr), "-CA", str(ca_crt), "-CAkey", str(ca_key), "-CAcreateserial",
                 "-days", days, "-sha256", "-extfile", str(ext), "-out", str(crt), cwd=crt.parent)
     finally:

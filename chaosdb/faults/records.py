@@ -17,7 +17,6 @@ fault's iptables chains carry, so they are found per cluster even without their 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import secrets
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.home import path_tag
 from chaosdb.core.processes import start_time as process_start_time
 
 __all__ = ["FaultRecord", "faults_dir", "records_root", "path_tag", "cluster_tag", "new_record", "load_records",
@@ -51,11 +51,6 @@ def records_root() -> Path:
     if runtime and os.path.isdir(runtime):
         return Path(runtime) / "chaosdb" / "faults"
     return Path.home() / ".local" / "state" / "chaosdb-faults"
-
-
-def path_tag(path: str | Path) -> str:
-    """Six hex digits naming a folder by its real path (the same whether the folder still exists or not)."""
-    return hashlib.sha1(os.path.realpath(str(path)).encode()).hexdigest()[:6]
 
 
 def cluster_tag(cluster_dir: str | Path) -> str:

@@ -28,6 +28,16 @@ def _create(kind: str, obj: dict[str, Any], configuration: dict[str, Any]) -> An
         "Service": lambda: (lambda body, **kw: client.CoreV1Api(c).create_namespaced_service(ns, body, **kw)),
         "StatefulSet": lambda: (lambda body, **kw: client.AppsV1Api(c).create_namespaced_stateful_set(ns, body,
                                                                                                      **kw)),
+        "DaemonSet": lambda: (lambda body, **kw: client.AppsV1Api(c).create_namespaced_daemon_set(ns, body, **kw)),
+        "ServiceAccount": lambda: (lambda body, **kw: client.CoreV1Api(c).create_namespaced_service_account(
+            ns, body, **kw)),
+        "Secret": lambda: (lambda body, **kw: client.CoreV1Api(c).create_namespaced_secret(ns, body, **kw)),
+        "ConfigMap": lambda: (lambda body, **kw: client.CoreV1Api(c).create_namespaced_config_map(ns, body, **kw)),
+        "PersistentVolume": lambda: client.CoreV1Api(c).create_persistent_volume,
+        "StorageClass": lambda: client.StorageV1Api(c).create_storage_class,
+        "Role": lambda: (lambda body, **kw: client.RbacAuthorizationV1Api(c).create_namespaced_role(ns, body, **kw)),
+        "RoleBinding": lambda: (lambda body, **kw: client.RbacAuthorizationV1Api(c).create_namespaced_role_binding(
+            ns, body, **kw)),
     }
     if kind not in creators:
         raise ChaosDBError(f"the local cluster does not create {kind} objects")

@@ -25,6 +25,7 @@ import shutil
 import signal
 import socket
 import ssl
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -36,11 +37,15 @@ import yaml
 
 from chaosdb.core.binaries import find_binary
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.home import path_tag
 from chaosdb.core.processes import pids_under, signal_pids, wait_gone
 from chaosdb.core.servers import spawn_server, wait_ready
 from chaosdb.k8s import api
-from chaosdb.kubernetes_cluster import apply, resources, workloads
-from chaosdb.kubernetes_cluster.pki import Pki, make_chaosd_pki, make_pki
+from chaosdb.kubernetes_cluster import apply, chaos_daemon, patroni_pods, resources, workloads
+from chaosdb.kubernetes_cluster.node_images import images_for_nodes, import_images
+from chaosdb.kubernetes_cluster.pki import Pki, make_chaosd_pki, make_kubelet_client, make_pki
+from chaosdb.kubernetes_cluster.realnode import node as realnode
+from chaosdb.kubernetes_cluster.realnode import prerequisites
 
 __all__ = ["PORTS", "SERVERS", "STATE_FILE", "chaosd_tls_files", "command_lines", "configuration_of", "down", "etcd_binary", "plan",
            "status", "up"]
@@ -55,14 +60,19 @@ PORTS = {"etcd": 2379, "etcd-peer": 2380, "apiserver": 6443, "controller-manager
 
 def plan(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1", nodes: int = 3,
          workload_names: list[str] | None = None, replicas: int = 3, chaos_mesh: bool = True,
-         chaosd_tls: bool = False) -> dict[str, Any]:
-    """The control plane's layout: its address, ports, fake nodes, database-shaped workloads and whether Chaos Mesh runs
-    (and over mutual TLS to chaosd)."""
+         chaosd_tls: bool = False, real_nodes: int = 0) -> dict[str, Any]:
+    """The control plane's layout: its address, ports, fake nodes, real nodes (containerd + kubelet here:
+    :mod:`chaosdb.kubernetes_cluster.realnode`), database-shaped workloads and whether Chaos Mesh runs (and over
+    mutual TLS to chaosd)."""
     octets = address.split(".")
     if len(octets) != 4 or octets[0] != "127" or not all(o.isdigit() and int(o) < 256 for o in octets):
         raise ChaosDBError(f"--address-base must be a 127.x.y.z address, got {address!r}")
-    if not 1 <= nodes <= 20:
-        raise ChaosDBError(f"--nodes must be between 1 and 20 for a Kubernetes cluster, got {nodes}")
+    if real_nodes not in (0, 1):
+        raise ChaosDBError(f"--real-nodes must be 0 or 1 (one real node per machine: its pods share this machine's "
+                           f"kernel and bridge), got {real_nodes}")
+    if not (1 if not real_nodes else 0) <= nodes <= 20:
+        raise ChaosDBError(f"--nodes (kwok's fake nodes) must be between {0 if real_nodes else 1} and 20 for a "
+                           f"Kubernetes cluster, got {nodes}")
     names = list(workloads.WORKLOADS) if workload_names is None else list(workload_names)
     unknown = [w for w in names if w not in workloads.WORKLOADS]
     if unknown:
@@ -70,15 +80,33 @@ def plan(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1",
                            f"{', '.join(workloads.WORKLOADS)} (or none)")
     if not 1 <= replicas <= 9:
         raise ChaosDBError(f"--replicas must be between 1 and 9, got {replicas}")
+    fake = [w for w in names if not (real_nodes and w in workloads.REAL_WORKLOADS)]
+    if fake and not nodes:
+        raise ChaosDBError(f"the workload(s) {', '.join(fake)} run on kwok's fake nodes: give --nodes 1 or more, "
+                           f"or only real workloads ({', '.join(workloads.REAL_WORKLOADS)}) with --nodes 0")
+    real = [realnode.plan_node(Path(directory), path_tag(directory), i).as_dict() for i in range(real_nodes)]
     return {"kind": "kubernetes", "cluster": name, "dir": str(directory), "address": address,
-            "nodes": [f"kwok-node-{i}" for i in range(nodes)], "workloads": names, "replicas": replicas,
+            "nodes": [f"kwok-node-{i}" for i in range(nodes)], "real_nodes": real, "workloads": names,
+            "replicas": replicas,
             "chaos_mesh": chaos_mesh, "chaosd_tls": chaosd_tls, "server": f"https://{address}:{PORTS['apiserver']}",
             "kubeconfig": str(Path(directory) / "kubeconfig")}
 
 
 def configuration_of(layout: dict[str, Any]) -> dict[str, Any]:
-    """The experiment configuration keys that point the Kubernetes activities at this cluster."""
-    return {"k8s_kubeconfig": layout["kubeconfig"]}
+    """The experiment configuration keys that point the Kubernetes activities at this cluster (and, with Patroni in
+    the real node's pods, Patroni and the load at its forwarded Services)."""
+    out = {"k8s_kubeconfig": layout["kubeconfig"]}
+    if layout.get("real_nodes") and "postgres" in layout.get("workloads", []):
+        out.update(patroni_urls=f"http://{layout['address']}:8008", k8s_namespace=patroni_pods.NAMESPACE,
+                   load_dsn=load_dsn(layout))
+    return out
+
+
+def load_dsn(layout: dict[str, Any]) -> str:
+    """The DSN of the Patroni cluster in the real node's pods, through the primary's forwarder (its password in the
+    cluster's pgpass file, never in the DSN)."""
+    return (f"postgresql://{patroni_pods.APP_USER}@{layout['address']}:5432/{patroni_pods.APP_DATABASE}"
+            f"?connect_timeout=3&passfile={Path(layout['dir']) / 'pgpass'}")
 
 
 def _layout(directory: Path) -> dict[str, Any]:
@@ -180,7 +208,7 @@ def command_lines(layout: dict[str, Any], bins: dict[str, str], pki: Pki) -> dic
             f"--token-auth-file={d / 'tokens.csv'}", "--authorization-mode=Node,RBAC",
             "--service-cluster-ip-range=10.96.0.0/16", "--enable-priority-and-fairness=false",
             # etcd 3.5.1 has no watch progress requests: without this every watch waits for a relist
-            "--feature-gates=WatchList=false", "--allow-privileged=true", "--v=1"], {}),
+            "--feature-gates=WatchList=false", "--allow-privileged=true", "--v=1", *_kubelet_flags(layout, pki)], {}),
         "kube-controller-manager": ([
             bins["kube-controller-manager"], f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}",
             f"--authorization-kubeconfig={kc}", "--leader-elect=false", "--controllers=*,-nodeipam",
@@ -209,6 +237,19 @@ def command_lines(layout: dict[str, Any], bins: dict[str, str], pki: Pki) -> dic
             **(_chaosd_security(layout, pki) if "chaos-controller-manager" in bins else {}),
             "CLUSTER_SCOPED": "true", "PPROF_ADDR": "0"}),
     }
+
+
+def _kubelet_flags(layout: dict[str, Any], pki: Pki) -> list[str]:
+    """The apiserver's flags towards real kubelets (exec, logs): its client certificate, and the node's InternalIP
+    first (a real node's hostname does not resolve here)."""
+    if not layout.get("real_nodes"):
+        return []
+    return [f"--kubelet-client-certificate={pki.kubelet_client_crt}", f"--kubelet-client-key={pki.kubelet_client_key}",
+            "--kubelet-preferred-address-types=InternalIP,Hostname,ExternalIP"]
+
+
+def _real_nodes(layout: dict[str, Any]) -> list[realnode.RealNode]:
+    return [realnode.RealNode(**n) for n in layout.get("real_nodes") or []]
 
 
 def _wait(directory: Path, check: Callable[[], tuple[bool, str]], deadline: float, failure: str) -> None:
@@ -249,7 +290,8 @@ def _statefulsets_ready(layout: dict[str, Any]) -> tuple[bool, str]:
             return False, str(e)
         ready = (st.get("status") or {}).get("readyReplicas") or 0
         if ready < replicas:
-            return False, f"StatefulSet {ns}/{name}: {ready} of {replicas} pods ready"
+            warnings = _pod_warnings(configuration_of(layout), ns) if layout.get("real_nodes") else ""
+            return False, f"StatefulSet {ns}/{name}: {ready} of {replicas} pods ready{warnings}"
     return True, "ready"
 
 
@@ -261,19 +303,29 @@ def _nodes_ready(layout: dict[str, Any]) -> tuple[bool, str]:
     ready = [n["metadata"]["name"] for n in listing.get("items") or []
              if any(c.get("type") == "Ready" and c.get("status") == "True"
                     for c in (n.get("status") or {}).get("conditions") or [])]
-    return len(ready) >= len(layout["nodes"]), f"{len(ready)} of {len(layout['nodes'])} nodes Ready"
+    wanted = list(layout["nodes"]) + [n["name"] for n in layout.get("real_nodes") or []]
+    missing = [n for n in wanted if n not in ready]
+    return not missing, f"{len(wanted) - len(missing)} of {len(wanted)} nodes Ready" + (
+        f" (not yet: {', '.join(missing)})" if missing else "")
 
 
 def up(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1", nodes: int = 3,
        workload_names: list[str] | None = None, replicas: int = 3, chaos_mesh: bool = True,
-       bin_dir: str | None = None, timeout: float = 180.0, chaosd_tls: bool = False) -> dict[str, Any]:
+       bin_dir: str | None = None, timeout: float = 180.0, chaosd_tls: bool = False,
+       real_nodes: int = 0) -> dict[str, Any]:
     """Start (or create) the cluster and return once the nodes, Chaos Mesh and the workloads are ready.
     ``chaosd_tls``: the Chaos Mesh controller talks to chaosd with mutual TLS (``CHAOSD_SECURITY_MODE=true``;
-    start chaosd with :func:`chaosd_tls_files`)."""
+    start chaosd with :func:`chaosd_tls_files`). ``real_nodes``: a node that runs real containers (containerd and
+    kubelet here; every prerequisite checked before anything starts), with chaos-daemon on it when Chaos Mesh runs
+    and Patroni + PostgreSQL in pods for the ``postgres`` workload (images built here, :mod:`chaosdb.images`)."""
     directory = Path(directory)
     created = not (directory / STATE_FILE).exists()
-    layout = (plan(directory, name, address, nodes, workload_names, replicas, chaos_mesh, chaosd_tls) if created
-              else _layout(directory))
+    if real_nodes and created:
+        prerequisites.require(bin_dir)
+    layout = (plan(directory, name, address, nodes, workload_names, replicas, chaos_mesh, chaosd_tls, real_nodes)
+              if created else _layout(directory))
+    if layout.get("real_nodes"):
+        prerequisites.require(bin_dir)
     bins = _binaries(bin_dir, layout["chaos_mesh"])
     if pids_under(directory):
         ok, _ = _statefulsets_ready(layout)
@@ -285,6 +337,8 @@ def up(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1", n
     directory.mkdir(parents=True, exist_ok=True)
     (directory / STATE_FILE).write_text(json.dumps(layout, indent=1) + "\n")
     pki = make_pki(directory / "pki", [layout["address"]])
+    if layout.get("real_nodes"):
+        make_kubelet_client(pki)
     _credentials(directory, layout, pki)
     (directory / "kwok").mkdir(exist_ok=True)
     (directory / "kwok" / "kwok.yaml").write_text(
@@ -320,14 +374,139 @@ def up(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1", n
               f"{directory / 'chaos-controller-manager' / 'server.log'}")
         apply.create_or_keep(resources.webhook_configurations(f"https://{a}:{PORTS['webhook']}",
                                                               pki.ca_crt.read_bytes()), cfg)
+    images = _start_real_nodes(directory, layout, pki, bin_dir, deadline)
     _wait(directory, lambda: _nodes_ready(layout), deadline, f"nodes not Ready within {timeout:g} s")
+    if layout.get("real_nodes") and layout["chaos_mesh"]:
+        apply.create_or_keep(chaos_daemon.chaos_daemon_objects(images["chaos-daemon"],
+                                                               str(_real_nodes(layout)[0].containerd.socket)), cfg)
+        _wait(directory, lambda: _daemonset_ready(cfg), deadline,
+              f"chaos-daemon was not ready on the real node within {timeout:g} s")
     if layout["workloads"]:
         _wait(directory, lambda: _default_service_account(cfg), deadline,
               "the controller-manager made no default service account")
-        apply.create_or_keep(workloads.workload_objects(layout["workloads"], layout["replicas"]), cfg)
+        real = bool(layout.get("real_nodes"))
+        objects = workloads.workload_objects(layout["workloads"], layout["replicas"], real_nodes=real)
+        if real and "postgres" in layout["workloads"]:
+            objects += _patroni(directory, layout, images["patroni"])
+        apply.create_or_keep(objects, cfg)
+        if real and "postgres" in layout["workloads"]:
+            _start_service_forwarders(directory, layout)
         _wait(directory, lambda: _statefulsets_ready(layout), deadline,
               f"the workloads were not ready within {timeout:g} s")
+        if real and "postgres" in layout["workloads"]:
+            _wait(directory, lambda: _app_database(directory, layout), deadline,
+                  f"the Patroni cluster took no connection within {timeout:g} s")
     return {**_summary(layout), "created": created, "started": started, "seconds": round(time.monotonic() - t0, 1)}
+
+
+def _start_real_nodes(directory: Path, layout: dict[str, Any], pki: Pki, bin_dir: str | None,
+                      deadline: float) -> dict[str, str]:
+    """Start each real node (its images built or found in the cache, and imported into its containerd); the
+    references of the images its pods use, by name."""
+    nodes = _real_nodes(layout)
+    if not nodes:
+        return {}
+    wanted = ["pause", "chaos-daemon", "patroni"] if layout["chaos_mesh"] else ["pause", "patroni"]
+    built = images_for_nodes(wanted, bin_dir)
+    for node in nodes:
+        realnode.start(node, layout["address"], layout["kubeconfig"], str(pki.ca_crt), bin_dir,
+                       built["pause"].reference, lambda paths: import_images(list(built.values()), paths), deadline)
+    return {name: image.reference for name, image in built.items()}
+
+
+def _daemonset_ready(cfg: dict[str, Any]) -> tuple[bool, str]:
+    try:
+        ds = api.call_json("reading DaemonSet chaos-mesh/chaos-daemon", api.apps_v1(cfg).read_namespaced_daemon_set,
+                           "chaos-daemon", chaos_daemon.NAMESPACE)
+    except ChaosDBError as e:
+        return False, str(e)
+    st = ds.get("status") or {}
+    wanted, ready = st.get("desiredNumberScheduled") or 0, st.get("numberReady") or 0
+    ok = wanted > 0 and ready >= wanted
+    return ok, f"chaos-daemon: {ready} of {wanted} ready" + ("" if ok else _pod_warnings(cfg, chaos_daemon.NAMESPACE))
+
+
+def _pod_warnings(cfg: dict[str, Any], namespace: str) -> str:
+    """The latest warning event of each pod of *namespace* (why a pod does not start), for a wait's message."""
+    try:
+        events = api.call_json("listing events", api.core_v1(cfg).list_namespaced_event, namespace,
+                               field_selector="type=Warning")
+    except ChaosDBError:
+        return ""
+    latest: dict[str, str] = {}
+    for event in sorted(events.get("items") or [], key=lambda e: str(e.get("lastTimestamp") or "")):
+        obj = event.get("involvedObject") or {}
+        if obj.get("kind") == "Pod":
+            latest[str(obj.get("name"))] = f"{event.get('reason')}: {str(event.get('message') or '')[:300]}"
+    return "".join(f"; pod {name}: {text}" for name, text in latest.items())
+
+
+def _patroni(directory: Path, layout: dict[str, Any], image: str) -> list[dict[str, Any]]:
+    """The Patroni cluster's objects for the first real node; its passwords kept in the cluster folder (mode 600),
+    its volumes' folders made."""
+    node = _real_nodes(layout)[0]
+    secret_file = directory / "postgres-passwords.json"
+    if not secret_file.exists():
+        _write_secret(secret_file, json.dumps(patroni_pods.new_passwords()) + "\n")
+    passwords = json.loads(secret_file.read_text())
+    for folder in patroni_pods.volume_dirs(Path(node.dir), layout["replicas"]):
+        folder.mkdir(parents=True, exist_ok=True)
+    return patroni_pods.patroni_objects(image, node.name, Path(node.dir), layout["replicas"], passwords)
+
+
+#: Services of the real node's pods this machine reaches at the cluster's own address: port -> Endpoints
+SERVICE_FORWARDS = {5432: "postgres/postgres:5432", 8008: "postgres/postgres-members:8008"}
+
+
+def _start_service_forwarders(directory: Path, layout: dict[str, Any]) -> None:
+    """One forwarder per entry of :data:`SERVICE_FORWARDS` (no kube-proxy here): the Patroni cluster's primary at
+    ``<address>:5432``, a member's REST API at ``<address>:8008``, each following the Service's Endpoints."""
+    for port, spec in SERVICE_FORWARDS.items():
+        folder = directory / "service-forwarders" / str(port)
+        if not pids_under(folder):
+            spawn_server([sys.executable, "-m", "chaosdb.kubernetes_cluster.realnode.forwarder",
+                          f"{layout['address']}:{port}", f"endpoints:{spec}", "--kubeconfig", layout["kubeconfig"]],
+                         folder, folder / "forwarder.log")
+
+
+def _app_database(directory: Path, layout: dict[str, Any]) -> tuple[bool, str]:
+    """The application role and database on the Patroni cluster (through the primary's forwarder), and the pgpass
+    file the load's DSN names; whether they are there."""
+    import psycopg  # noqa: PLC0415 - needs the local extra
+    from psycopg import sql  # noqa: PLC0415 - needs the local extra
+
+    passwords = json.loads((directory / "postgres-passwords.json").read_text())
+    host, user, db = layout["address"], patroni_pods.APP_USER, patroni_pods.APP_DATABASE
+    try:
+        with psycopg.connect(host=host, port=5432, user="postgres", password=passwords["superuser"],
+                             dbname="postgres", connect_timeout=3, autocommit=True) as conn:
+            if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (user,)).fetchone():
+                conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(user),
+                                                                                sql.Literal(passwords["app"])))
+            if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db,)).fetchone():
+                conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(db), sql.Identifier(user)))
+    except psycopg.Error as exc:
+        return False, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    _write_secret(directory / "pgpass", f"{host}:5432:*:{user}:{passwords['app']}\n"
+                                        f"{host}:5432:*:postgres:{passwords['superuser']}\n")
+    return True, "ready"
+
+
+def _delete_node_pods(layout: dict[str, Any], node: str) -> Callable[[], None]:
+    """Deleting every pod bound to *node* at once (its controllers are stopped already: nothing recreates them)."""
+
+    def delete() -> None:
+        core = api.core_v1(configuration_of(layout))
+        pods = api.call_json("listing pods", core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={node}")
+        for pod in pods.get("items") or []:
+            meta = pod["metadata"]
+            try:
+                api.call_json(f"deleting pod {meta['namespace']}/{meta['name']}", core.delete_namespaced_pod,
+                              meta["name"], meta["namespace"], grace_period_seconds=0)
+            except ChaosDBError:
+                continue
+
+    return delete
 
 
 def _default_service_account(cfg: dict[str, Any]) -> tuple[bool, str]:
@@ -342,6 +521,8 @@ def _default_service_account(cfg: dict[str, Any]) -> tuple[bool, str]:
 def _summary(layout: dict[str, Any]) -> dict[str, Any]:
     return {"cluster": layout["cluster"], "kind": "kubernetes", "dir": layout["dir"], "server": layout["server"],
             "kubeconfig": layout["kubeconfig"], "nodes": layout["nodes"], "workloads": layout["workloads"],
+            "real_nodes": [{"name": n.name, "node_ip": n.net.node_ip, "subnet": n.net.subnet, "bridge": n.net.bridge}
+                           for n in _real_nodes(layout)],
             "chaos_mesh": layout["chaos_mesh"], "chaosd_tls": bool(layout.get("chaosd_tls")),
             "configuration": configuration_of(layout)}
 
@@ -357,9 +538,11 @@ def status(directory: Path) -> dict[str, Any]:
         else (False, "kube-apiserver is not running")
     nodes_ok, nodes_why = _nodes_ready(layout) if ready else (False, why)
     sts_ok, sts_why = _statefulsets_ready(layout) if ready else (False, why)
-    healthy = all(running.values()) and ready and nodes_ok and sts_ok
+    real = [realnode.status(n) for n in _real_nodes(layout)]
+    real_ok = all(r["processes"]["kubelet"] and r["processes"]["containerd"] and r["bridge"] for r in real)
+    healthy = all(running.values()) and ready and nodes_ok and sts_ok and real_ok
     return {**_summary(layout), "servers": running, "apiserver_ready": ready, "nodes_ready": nodes_why,
-            "workloads_ready": sts_why, "healthy": healthy}
+            "workloads_ready": sts_why, "real_nodes": real, "healthy": healthy}
 
 
 def _stop(pids: list[int], timeout: float) -> list[int]:
@@ -383,7 +566,13 @@ def down(directory: Path, purge: bool = False, timeout: float = 20.0) -> dict[st
     directory = Path(directory)
     layout = _layout(directory)
     stopped, killed = 0, []
+    removed_nodes = []
     for server in reversed(SERVERS):
+        if server == "kube-apiserver":  # nothing recreates pods now: the real nodes go while the API answers
+            for node in _real_nodes(layout):
+                alive = bool(pids_under(directory / "kube-apiserver"))
+                removed_nodes.append({"node": node.name, **realnode.stop(
+                    node, _delete_node_pods(layout, node.name) if alive else None, timeout)})
         pids = pids_under(directory / server)
         stopped += len(pids)
         killed += _stop(pids, timeout)
@@ -394,4 +583,4 @@ def down(directory: Path, purge: bool = False, timeout: float = 20.0) -> dict[st
     if purge:
         shutil.rmtree(directory, ignore_errors=True)
     return {"cluster": layout["cluster"], "kind": "kubernetes", "stopped": stopped, "killed": len(killed),
-            "purged": purge, "dir": str(directory)}
+            "purged": purge, "dir": str(directory), "real_nodes": removed_nodes}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from chaosdb.core.pki import issue, make_ca, make_key, openssl
 
-__all__ = ["Pki", "make_pki", "CHAOSD_SERVER_NAME", "make_chaosd_pki"]
+__all__ = ["Pki", "make_pki", "CHAOSD_SERVER_NAME", "make_chaosd_pki", "make_kubelet_client"]
 
 #: the name the Chaos Mesh controller expects in chaosd's certificate when CHAOSD_SECURITY_MODE=true (it pins it)
 CHAOSD_SERVER_NAME = "chaosd.chaos-mesh.org"
@@ -29,6 +29,9 @@ class Pki:
         self.sa_key, self.sa_pub = self.dir / "sa.key", self.dir / "sa.pub"
         self.webhook_dir = self.dir / "webhook"  # tls.crt / tls.key, as Chaos Mesh's CERTS_DIR wants them
         self.chaosd_dir = self.dir / "chaosd"  # server.* for chaosd --cert/--key, client.* for the controller
+        # the apiserver's client certificate towards kubelets (exec, logs), in group system:masters
+        self.kubelet_client_key = self.dir / "apiserver-kubelet-client.key"
+        self.kubelet_client_crt = self.dir / "apiserver-kubelet-client.crt"
 
     def complete(self) -> bool:
         """Whether every key and certificate is there already."""
@@ -54,6 +57,15 @@ def make_pki(directory: Path, addresses: list[str]) -> Pki:
           sorted({"127.0.0.1", *addresses}), ["localhost", "chaos-mesh-controller-manager.chaos-mesh.svc"])
     make_key(pki.sa_key)
     openssl("pkey", "-in", str(pki.sa_key), "-pubout", "-out", str(pki.sa_pub), cwd=pki.dir)
+    return pki
+
+
+def make_kubelet_client(pki: Pki) -> Pki:
+    """The apiserver's client certificate for kubelets (once): kubelet checks it against the cluster's CA and asks the
+    apiserver whether its group (``system:masters``) may exec, read logs, forward ports."""
+    if not (pki.kubelet_client_key.exists() and pki.kubelet_client_crt.exists()):
+        issue(pki.ca_key, pki.ca_crt, pki.kubelet_client_key, pki.kubelet_client_crt, "kube-apiserver-kubelet-client",
+              usage="clientAuth", organization="system:masters")
     return pki
 
 

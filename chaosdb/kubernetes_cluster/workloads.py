@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CHAOS_NAMESPACE", "WORKLOADS", "statefulsets_of", "workload_objects"]
+__all__ = ["CHAOS_NAMESPACE", "WORKLOADS", "REAL_WORKLOADS", "statefulsets_of", "workload_objects"]
 
 #: where the bundled Chaos Mesh templates create their objects by default
 CHAOS_NAMESPACE = "chaos-testing"
@@ -49,7 +49,7 @@ def _statefulset(name: str, ns: str, labels: dict[str, str], service: str, conta
             "updateStrategy": {"type": "RollingUpdate"},
             "template": {
                 "metadata": {"labels": labels},
-                "spec": {"terminationGracePeriodSeconds": 5,
+                "spec": {"terminationGracePeriodSeconds": 5, "nodeSelector": {"type": "kwok"},
                          "containers": [{"name": container, "image": image,
                                          "ports": [{"name": n, "containerPort": p} for n, p in ports.items()]}]}}}}
 
@@ -89,17 +89,22 @@ def _postgres(replicas: int) -> list[dict[str, Any]]:
 
 
 WORKLOADS = {"cockroachdb": _cockroachdb, "tikv": _tikv, "postgres": _postgres}
+#: workloads that run for real on a real node (:mod:`chaosdb.kubernetes_cluster.patroni_pods`) instead of as fake pods
+REAL_WORKLOADS = ("postgres",)
 
 
-def workload_objects(names: list[str], replicas: int = 3) -> list[dict[str, Any]]:
-    """The objects of the named workloads (plus the namespace the templates create chaos objects in)."""
+def workload_objects(names: list[str], replicas: int = 3, real_nodes: bool = False) -> list[dict[str, Any]]:
+    """The objects of the named fake workloads, on kwok's nodes (plus the namespace the templates create chaos
+    objects in); with *real_nodes*, those of :data:`REAL_WORKLOADS` are left to the real node."""
     out = [_namespace(CHAOS_NAMESPACE)]
     for name in names:
-        out += WORKLOADS[name](replicas)
+        if not (real_nodes and name in REAL_WORKLOADS):
+            out += WORKLOADS[name](replicas)
     return out
 
 
 def statefulsets_of(names: list[str], replicas: int = 3) -> list[tuple[str, str, int]]:
-    """(namespace, name, replicas) of every StatefulSet the named workloads hold."""
+    """(namespace, name, replicas) of every StatefulSet the named workloads hold (a real workload's StatefulSet has
+    its fake one's namespace and name)."""
     return [(o["metadata"]["namespace"], o["metadata"]["name"], o["spec"]["replicas"])
             for o in workload_objects(names, replicas) if o["kind"] == "StatefulSet"]
