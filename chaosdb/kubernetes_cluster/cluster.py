@@ -97,8 +97,7 @@ def configuration_of(layout: dict[str, Any]) -> dict[str, Any]:
     the real node's pods, Patroni and the load at its forwarded Services)."""
     out = {"k8s_kubeconfig": layout["kubeconfig"]}
     if layout.get("real_nodes") and "postgres" in layout.get("workloads", []):
-        out.update(patroni_urls=f"http://{layout['address']}:8008", k8s_namespace=patroni_pods.NAMESPACE,
-                   load_dsn=load_dsn(layout))
+        out.update(patroni_urls=f"http://{layout['address']}:8008", k8s_namespace=patroni_pods.NAMESPACE)
     return out
 
 
@@ -396,6 +395,7 @@ def up(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1", n
         if real and "postgres" in layout["workloads"]:
             _wait(directory, lambda: _app_database(directory, layout), deadline,
                   f"the Patroni cluster took no connection within {timeout:g} s")
+            _load_tpcc(layout)
     return {**_summary(layout), "created": created, "started": started, "seconds": round(time.monotonic() - t0, 1)}
 
 
@@ -492,6 +492,28 @@ def _app_database(directory: Path, layout: dict[str, Any]) -> tuple[bool, str]:
     return True, "ready"
 
 
+#: the TPC-C data the Patroni cluster in pods starts with (the quickstart's: 2 warehouses, items and customers / 10)
+TPCC_WAREHOUSES, TPCC_SCALE_DOWN = 2, 10
+
+
+def _load_tpcc(layout: dict[str, Any]) -> None:
+    """The TPC-C data the shipped Kubernetes experiments' load needs, loaded once (what is there is kept)."""
+    from chaosdb.workloads.tpcc import loader  # noqa: PLC0415 - needs the local extra
+    from chaosdb.workloads.tpcc.rand import Scale  # noqa: PLC0415 - needs the local extra
+
+    loader.load(load_dsn(layout), Scale.reduced(TPCC_WAREHOUSES, TPCC_SCALE_DOWN), workers=2)
+
+
+def environment_of(layout: dict[str, Any]) -> dict[str, str]:
+    """The environment variables that point the shipped Kubernetes experiments at this cluster (its kubeconfig; with
+    Patroni in the real node's pods, Patroni's REST API, the load's DSN and the namespace)."""
+    out = {"CHAOSDB_KUBECONFIG": layout["kubeconfig"]}
+    if layout.get("real_nodes") and "postgres" in layout.get("workloads", []):
+        out.update(CHAOSDB_PATRONI_URLS=f"http://{layout['address']}:8008", CHAOSDB_LOAD_DSN=load_dsn(layout),
+                   CHAOSDB_K8S_NAMESPACE=patroni_pods.NAMESPACE, CHAOSDB_STATEFULSET=patroni_pods.NAME)
+    return out
+
+
 def _delete_node_pods(layout: dict[str, Any], node: str) -> Callable[[], None]:
     """Deleting every pod bound to *node* at once (its controllers are stopped already: nothing recreates them)."""
 
@@ -524,7 +546,7 @@ def _summary(layout: dict[str, Any]) -> dict[str, Any]:
             "real_nodes": [{"name": n.name, "node_ip": n.net.node_ip, "subnet": n.net.subnet, "bridge": n.net.bridge}
                            for n in _real_nodes(layout)],
             "chaos_mesh": layout["chaos_mesh"], "chaosd_tls": bool(layout.get("chaosd_tls")),
-            "configuration": configuration_of(layout)}
+            "configuration": configuration_of(layout), "environment": environment_of(layout)}
 
 
 def status(directory: Path) -> dict[str, Any]:

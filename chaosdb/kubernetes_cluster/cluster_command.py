@@ -63,6 +63,9 @@ def show_up(res: dict[str, Any]) -> None:
     print(f"  export KUBECONFIG={res['kubeconfig']}   (configuration k8s_kubeconfig for experiments)")
     if real:
         print("  pods on the real node run real containers (images built here); the pods of kwok's nodes are fake")
+        print("  the shipped Kubernetes experiments reach it with:")
+        for key, value in (res.get("environment") or {}).items():
+            print(f"    export {key}={value}")
     else:
         print("  pods are fake (kwok): nothing runs inside them; 'chaosdb cluster down --kind kubernetes' stops it")
     if res.get("chaosd_tls"):

@@ -77,8 +77,8 @@ def failover(candidate: str = "", timeout_s: float = 60.0, configuration: Config
 def wait_until_healthy(timeout_s: float = 60.0, max_lag_bytes: int = 1048576, expected_members: int = 0,
                        converged: bool = False, configuration: Configuration = None,
                        secrets: Secrets = None) -> Dict[str, Any]:
-    """Wait until one leader runs and every replica streams with lag <= ``max_lag_bytes``
-    (and ``expected_members`` are registered when > 0). With ``converged``, also until every replica, on the
+    """Wait until one leader runs and every replica streams with lag <= ``max_lag_bytes``, every member answering
+    for itself (and ``expected_members`` are registered when > 0). With ``converged``, also until every replica, on the
     leader's timeline, has replayed everything the leader had written when the cluster looked healthy (what a
     data comparison next needs: a replica that streams is not yet one that has caught up). Fails after
     ``timeout_s`` with the members' states; returns the leader and how long it took."""
@@ -94,6 +94,9 @@ def wait_until_healthy(timeout_s: float = 60.0, max_lag_bytes: int = 1048576, ex
             ok = (len(leaders) == 1 and (not expected_members or len(members) == expected_members)
                   and all(m.state in HEALTHY_REPLICA_STATES and m.lag_bytes is not None
                           and m.lag_bytes <= max_lag_bytes for m in replicas))
+            if ok:  # /cluster keeps a dead member's last state until its key's TTL expires: each must answer
+                silent = [m.name for m in members if not client.answers(m.api_url)]
+                ok, last = not silent, f"not answering: {', '.join(silent)}"
             if ok and converged:
                 ok, last = _caught_up(client, leaders[0], replicas, deadline)
             if ok:

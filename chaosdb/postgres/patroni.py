@@ -129,6 +129,15 @@ class PatroniClient:
         """``GET /patroni`` of one member (state, role, timeline, xlog, replication)."""
         return self._request("GET", f"{url.rstrip('/')}/patroni").json() or {}
 
+    def answers(self, url: str) -> bool:
+        """Whether the member at *url* answers for itself and says it runs (``/cluster`` keeps a dead member's
+        last state until its key's TTL expires)."""
+        try:
+            state = self.node_status(url).get("state")
+        except ChaosDBError:
+            return False
+        return state in ("running", "streaming")
+
     # changing ----------------------------------------------------------------
     def _post_to_leader(self, path: str, body: dict[str, Any]) -> str:
         leader = self.leader()

@@ -106,15 +106,7 @@ def cluster_is_healthy(max_lag_bytes: int = 1048576, expected_members: int = 0,
                for m in replicas):
         return False
     # /cluster keeps a dead member's last state until its key's TTL expires: ask every member itself
-    return all(_member_answers(client, m.api_url) for m in members)
-
-
-def _member_answers(client: Any, api_url: str) -> bool:
-    try:
-        state = client.node_status(api_url).get("state")
-    except ChaosDBError:
-        return False
-    return state in ("running", "streaming")
+    return all(client.answers(m.api_url) for m in members)
 
 
 def current_timeline(configuration: Configuration = None,

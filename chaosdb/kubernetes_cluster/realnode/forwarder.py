@@ -96,7 +96,10 @@ async def serve(listen: tuple[str, int], target: Target) -> None:
     closes); a connection with nowhere to go is closed."""
 
     async def handle(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
-        address = await target()
+        try:
+            address = await target()
+        except Exception:  # noqa: BLE001 - an answer it could not read: nowhere to go, as with no address
+            address = None
         if address is None:
             client_writer.close()
             return

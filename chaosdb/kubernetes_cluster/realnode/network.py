@@ -35,6 +35,8 @@ _POD_RANGE = ipaddress.ip_network("10.245.0.0/16")
 WATCHED_SYSCTLS = ("net.ipv4.ip_forward", "vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic",
                    "kernel.panic_on_oops", "kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes",
                    "net.bridge.bridge-nf-call-iptables", "net.bridge.bridge-nf-call-ip6tables")
+#: where the sysctls are read and written (a test points it at a folder of its own)
+_SYSCTL_DIR = Path("/proc/sys")
 
 
 @dataclass
@@ -121,7 +123,7 @@ def read_sysctls(names: tuple[str, ...] = WATCHED_SYSCTLS) -> dict[str, str]:
     """The current value of each sysctl that exists here."""
     out = {}
     for name in names:
-        path = Path("/proc/sys") / name.replace(".", "/")
+        path = _SYSCTL_DIR / name.replace(".", "/")
         try:
             out[name] = path.read_text().strip()
         except OSError:
@@ -133,7 +135,7 @@ def restore_sysctls(before: dict[str, str]) -> list[str]:
     """Put back every sysctl whose value changed since *before*; ``name: now -> before`` for each one restored."""
     restored = []
     for name, value in before.items():
-        path = Path("/proc/sys") / name.replace(".", "/")
+        path = _SYSCTL_DIR / name.replace(".", "/")
         try:
             now = path.read_text().strip()
             if now != value:

@@ -13,6 +13,7 @@ and it puts back any host sysctl that changed while the node ran.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -226,7 +227,7 @@ def mounts_under(*folders: str) -> list[str]:
     roots = [os.path.realpath(f) for f in folders]
     found = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        point = line.split()[4].replace("\\040", " ")
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
         if any(point == r or point.startswith(r + os.sep) for r in roots):
             found.append(point)
     return sorted(set(found), key=lambda p: p.count(os.sep), reverse=True)
@@ -274,8 +275,8 @@ def stop(node: RealNode, delete_pods: Callable[[], None] | None = None, timeout:
         for entry in sorted(Path(node.run_dir).rglob("*"), key=lambda p: len(p.parts), reverse=True):
             entry.rmdir() if entry.is_dir() and not entry.is_symlink() else entry.unlink()
         Path(node.run_dir).rmdir()
-    except FileNotFoundError:
-        pass
+    except OSError:
+        pass  # whatever stays is named by the check below
     still = [p for p in left if pid_alive(p)] + pids_under(node.dir)
     if still or mounts_under(node.dir, node.run_dir) or cgroup_dirs(node):
         raise ChaosDBError(f"real node {node.name} left processes {still}, mounts "

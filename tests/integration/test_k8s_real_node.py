@@ -1,0 +1,230 @@
+"""The Kubernetes half on running pods: a real node of the local cluster (containerd, runc, the CNI bridge, kubelet),
+Patroni + PostgreSQL in pods, chaos-daemon on the node, Chaos Mesh's daemon faults with effects observed in the
+pods, and nothing left on the host afterwards.
+
+Real here: everything of ``test_k8s_local.py`` plus kubelet v1.34.2 and Debian's containerd 1.6 / runc / CNI
+plugins (real containers), chaos-daemon from the same Chaos Mesh commit as the controller, Patroni 3 and
+PostgreSQL 15 from Debian's packages in images this pack built (``chaosdb.images``). Binaries: tests/realservers.py
+(the kubelet and chaos-daemon of ``shared/testenv``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from chaosdb.chaosmesh import actions as cm
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.processes import cmdline, environ_of
+from chaosdb.k8s import api
+from chaosdb.kubernetes_cluster import cluster as localkube
+from chaosdb.kubernetes_cluster.realnode import network
+from chaosdb.kubernetes_cluster.realnode import node as realnode
+from tests.polling import poll
+from tests.realservers import real_binaries
+
+pytestmark = pytest.mark.integration
+
+ADDRESS = "127.0.61.1"
+NS = "postgres"
+SERVERS = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "chaos-controller-manager",
+           "kubelet", "chaos-daemon", "cdh", "cm-pause", "nsexec", "libnsenter.so", "memStress"]
+
+
+def _missing_runtime() -> str:
+    for program in ("containerd", "ctr", "mmdebstrap"):
+        if not any(os.access(Path(d) / program, os.X_OK) for d in os.environ.get("PATH", "").split(":")):
+            return program
+    return "" if os.geteuid() == 0 else "root"
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory, cluster_root):
+    """A local Kubernetes with one real node and no fake nodes: Patroni (2 members) and chaos-daemon on it."""
+    missing = _missing_runtime()
+    if missing:
+        why = f"a real node needs {missing} (apt-get install -y containerd runc containernetworking-plugins mmdebstrap)"
+        if os.environ.get("CHAOSDB_REQUIRE_REAL_SERVERS"):
+            pytest.fail(why)
+        pytest.skip(why)
+    bin_dir = real_binaries(tmp_path_factory, SERVERS)
+    directory = cluster_root / "real-kube"
+    before = network.read_sysctls()
+    res = localkube.up(directory, "real-kube", address=ADDRESS, nodes=0, workload_names=["postgres"], replicas=2,
+                       bin_dir=bin_dir, timeout=600, real_nodes=1)
+    api.reset_clients()
+    try:
+        yield {**res, "dir": directory, "bin_dir": bin_dir, "sysctls_before": before,
+               "layout": json.loads((directory / localkube.STATE_FILE).read_text())}
+    finally:
+        localkube.down(directory, purge=True)
+        api.reset_clients()
+
+
+@pytest.fixture
+def cfg(real):
+    """The activities' configuration; every chaos object a test leaves is deleted afterwards."""
+    c = dict(real["configuration"])
+    yield c
+    cm.delete_all_chaos(NS, configuration=c, timeout_s=120)
+
+
+def _cluster() -> list[dict]:
+    with urllib.request.urlopen(f"http://{ADDRESS}:8008/cluster", timeout=3) as r:
+        return json.loads(r.read())["members"]
+
+
+def _roles() -> tuple[str, str]:
+    """(leader pod, a replica pod), once Patroni has both."""
+    assert poll(lambda: len([m for m in _cluster() if m["state"] in ("running", "streaming")]) == 2
+                and any(m["role"] == "leader" for m in _cluster()), 240), _cluster()
+    members = _cluster()
+    return (next(m["name"] for m in members if m["role"] == "leader"),
+            next(m["name"] for m in members if m["role"] != "leader"))
+
+
+def _patroni_pid(pod: str) -> int:
+    """The Patroni process of *pod* on this machine (its environment names the member)."""
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and "patroni" in cmdline(int(entry.name)) \
+                and environ_of(int(entry.name)).get("PATRONI_NAME") == pod:
+            return int(entry.name)
+    raise AssertionError(f"no Patroni process of pod {pod}")
+
+
+def _pod_ip(pod: str) -> str:
+    return environ_of(_patroni_pid(pod))["POD_IP"]
+
+
+def _connects(from_pod: str, to_pod: str, port: int = 5432) -> bool:
+    """Whether a TCP connection from *from_pod*'s network namespace to *to_pod* succeeds (2 s)."""
+    code = (f"import socket; socket.create_connection(('{_pod_ip(to_pod)}', {port}), timeout=2); print('connected')")
+    proc = subprocess.run(["nsenter", "-t", str(_patroni_pid(from_pod)), "-n", "python3", "-c", code],
+                          capture_output=True, text=True, timeout=30)
+    return "connected" in proc.stdout
+
+
+def _pod_uid(cfg: dict, pod: str) -> str:
+    return api.call_json("reading pod", api.core_v1(cfg).read_namespaced_pod, pod, NS)["metadata"]["uid"]
+
+
+def _stress_in_pod(uid: str) -> list[int]:
+    """The stress-ng processes whose cgroup is inside the pod's (kubelet's cgroupfs names it ``pod<uid>``)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry.name}/cgroup").read_text()
+        except OSError:
+            continue
+        if f"pod{uid}" in text and "stress-ng" in cmdline(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def test_the_real_node_runs_patroni_and_chaos_daemon(real):
+    st = localkube.status(real["dir"])
+    assert st["healthy"], st
+    node = st["real_nodes"][0]
+    assert node["processes"]["kubelet"] and node["processes"]["containerd"] and node["processes"]["shims"], node
+    assert node["bridge"] and node["node_ip"].startswith("10.245."), node
+    leader, replica = _roles()
+    assert leader.startswith("postgres-") and replica.startswith("postgres-")
+    assert set(real["environment"]) >= {"CHAOSDB_KUBECONFIG", "CHAOSDB_PATRONI_URLS", "CHAOSDB_LOAD_DSN"}
+
+
+def test_stress_chaos_runs_stress_ng_in_the_primary_pod_and_takes_it_out(real, cfg):
+    leader, _ = _roles()
+    uid = _pod_uid(cfg, leader)
+    made = cm.create_chaos(kind="StressChaos", name="stress-primary", namespace=NS,
+                           spec={"mode": "all", "selector": {"namespaces": [NS]}, "duration": "60s",
+                                 "stressors": {"cpu": {"workers": 1, "load": 50}}},
+                           target={"role": "patroni-primary", "namespace": NS}, configuration=cfg)
+    assert made["target"]["pods"] == [leader] and made["injected"], made
+    assert poll(lambda: bool(_stress_in_pod(uid)), 30), "no stress-ng in the primary pod's cgroup"
+    cm.delete_chaos("StressChaos", "stress-primary", NS, configuration=cfg)
+    assert poll(lambda: not _stress_in_pod(uid), 30), "stress-ng stayed after the chaos was deleted"
+
+
+def test_network_partition_cuts_the_primary_from_a_replica_both_ways_and_heals(real, cfg):
+    leader, replica = _roles()
+    assert _connects(leader, replica) and _connects(replica, leader)
+    spec = {"action": "partition", "mode": "all", "selector": {"namespaces": [NS]}, "direction": "both",
+            "target": {"mode": "all", "selector": {"namespaces": [NS],
+                                                   "labelSelectors": {"statefulset.kubernetes.io/pod-name": replica}}}}
+    cm.create_chaos(kind="NetworkChaos", name="partition-primary", namespace=NS, spec=spec,
+                    target={"role": "patroni-primary", "namespace": NS}, configuration=cfg)
+    try:
+        assert not _connects(leader, replica) and not _connects(replica, leader)
+    finally:
+        cm.delete_chaos("NetworkChaos", "partition-primary", NS, configuration=cfg)
+    assert poll(lambda: _connects(leader, replica) and _connects(replica, leader), 30)
+
+
+def test_time_chaos_moves_the_clock_of_a_replicas_postgresql(real, cfg):
+    """A finding, kept as a test: TimeChaos on a replica moves the clock every new PostgreSQL backend of that pod
+    reads (a forked backend inherits the skewed clock), so anything computed there from now() is off by the skew."""
+    import psycopg
+
+    _, replica = _roles()
+    passwords = json.loads((Path(real["dir"]) / "postgres-passwords.json").read_text())
+
+    def skew() -> float:
+        with psycopg.connect(host=_pod_ip(replica), port=5432, user="postgres", password=passwords["superuser"],
+                             dbname="postgres", connect_timeout=3) as conn:
+            return float(conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0]) - time.time()
+
+    assert abs(skew()) < 5
+    cm.create_chaos(kind="TimeChaos", name="skew-replica", namespace=NS,
+                    spec={"mode": "all", "selector": {"namespaces": [NS]}, "timeOffset": "-10m",
+                          "clockIds": ["CLOCK_REALTIME"], "duration": "60s"},
+                    target={"role": "patroni-replica", "namespace": NS}, configuration=cfg)
+    try:
+        assert poll(lambda: -610 < skew() < -590, 30)
+    finally:
+        cm.delete_chaos("TimeChaos", "skew-replica", NS, configuration=cfg)
+    assert poll(lambda: abs(skew()) < 5, 30)
+
+
+@pytest.mark.parametrize("kind, spec", [
+    ("NetworkChaos", {"action": "delay", "mode": "all", "selector": {"namespaces": [NS]},
+                      "delay": {"latency": "10ms"}}),
+    ("NetworkChaos", {"action": "loss", "mode": "all", "selector": {"namespaces": [NS]}, "loss": {"loss": "10"}}),
+    ("IOChaos", {"action": "latency", "mode": "all", "selector": {"namespaces": [NS]}, "volumePath": "/var/lib",
+                 "delay": "10ms"}),
+])
+def test_what_this_kernel_cannot_carry_out_is_refused_before_anything_is_created(real, cfg, kind, spec):
+    from chaosdb.core.netem import netem_available
+
+    if kind == "NetworkChaos" and netem_available():
+        pytest.skip("this kernel has netem: a delay or loss NetworkChaos can be carried out")
+    with pytest.raises(ChaosDBError, match="refused before it was created"):
+        cm.create_chaos(kind=kind, name="refused", namespace=NS, spec=spec, configuration=cfg)
+    assert not cm.delete_all_chaos(NS, configuration=cfg)["deleted"]
+
+
+def test_down_leaves_nothing_on_the_host(real, tmp_path):
+    """A second real-node cluster cannot run beside the first (one per machine); so this checks the module's own
+    cluster after it went down: it is the last test of the module and brings the cluster down itself."""
+    layout = real["layout"]
+    node = realnode.RealNode(**layout["real_nodes"][0])
+    done = localkube.down(real["dir"], purge=False)
+    assert done["real_nodes"] and done["real_nodes"][0]["bridge"], done
+    assert not realnode.node_processes(node)["containers"] and not any(realnode.node_processes(node).values())
+    assert not realnode.mounts_under(node.dir, node.run_dir), realnode.mounts_under(node.dir, node.run_dir)
+    assert not realnode.cgroup_dirs(node) and not network.bridge_exists(node.net.bridge)
+    assert not os.path.exists(node.run_dir)
+    assert network.read_sysctls() == real["sysctls_before"], "host sysctls changed by the node were not restored"
+    for folder in realnode.HOST_DIRS:
+        record = Path(node.dir) / "host-dirs-made.txt"
+        if folder in record.read_text().split():
+            assert not os.path.exists(folder), f"{folder}, made by the node, is still there"
+    addresses = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True).stdout
+    assert network.API_SERVICE_IP not in addresses
