@@ -1,6 +1,8 @@
-"""Write the Chaos Mesh templates in ``chaos-mesh-manifests/{cockroachdb,tikv}/`` from one body per fault.
+"""Write the Chaos Mesh templates in ``chaos-mesh-manifests/{cockroachdb,tikv,postgres}/`` from one body per fault.
 
-Both databases get the same faults; only the pod selector, container, data directory and defaults differ.
+CockroachDB and TiKV get the same faults; only the pod selector, container, data directory and defaults differ.
+PostgreSQL (Patroni, Spilo-labelled pods) gets the faults a kernel without netem and a chaos-daemon without toda
+carry out, plus a partition from the Kubernetes API (Patroni's DCS).
 A test checks that the committed files are what this script writes. Run: ``python -m
 tools.make_manifests``.
 """
@@ -13,6 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["PROFILES", "FAULTS", "render_all", "write_all"]
+
+
+#: the faults every database family of the CockroachDB/TiKV kind gets
+SHARED_FAULTS = ("pod-kill", "pod-failure", "container-kill", "stress-cpu", "stress-memory", "network-delay",
+                 "network-loss", "network-partition", "network-bandwidth", "time-skew", "io-latency", "io-errors",
+                 "schedule-pod-kill", "workflow-cascading")
 
 
 @dataclass(frozen=True)
@@ -28,6 +36,9 @@ class Profile:
     first_pod: str
     second_pod: str
     notes: str
+    faults: tuple[str, ...] = SHARED_FAULTS                 # the templates of this family
+    docs: tuple[tuple[str, str], ...] = ()                  # fault -> its summary here (instead of the shared one)
+    defaults: tuple[tuple[str, str], ...] = ()              # variable -> its default here (instead of the shared one)
 
 
 PROFILES = {
@@ -52,6 +63,31 @@ PROFILES = {
         container="tikv", data_path="/var/lib/tikv", first_pod="basic-tikv-0", second_pod="basic-tikv-1",
         notes="TiKV pods of a TiDB Operator cluster (labels app.kubernetes.io/component=tikv and\n"
               "# app.kubernetes.io/instance=<TidbCluster name>; container tikv, data in /var/lib/tikv)."),
+    "postgres": Profile(
+        key="postgres", title="Patroni/PostgreSQL", namespace="postgres",
+        selector_vars=(("CLUSTER", "labelvalue", "postgres", "cluster-name: the Patroni cluster (scope)"),),
+        labels=(("application", "spilo"), ("cluster-name", "${CLUSTER}")), expression=None,
+        container="postgres", data_path="/var/lib/postgresql/data", first_pod="postgres-0",
+        second_pod="postgres-1",
+        notes="Patroni + PostgreSQL pods labelled as Spilo's (application=spilo, cluster-name=<cluster>: the Zalando\n"
+              "# Postgres Operator and 'chaosdb cluster up --kind kubernetes --workloads postgres'); container postgres.\n"
+              "# Patroni keeps each pod's role label (role=master|replica; primary with Patroni 4): aim at a role\n"
+              "# with create_chaos(target={\"role\": \"patroni-primary\"}) or a labelSelector on role.",
+        faults=("pod-kill", "container-kill", "pod-failure", "stress-cpu", "stress-memory", "network-partition",
+                "network-partition-from-api", "time-skew"),
+        docs=(("network-partition",
+               "Cut the selected pods off from the other {title} pods in DIRECTION (both: a full partition).\n"
+               "# The target is every pod of the cluster: Chaos Mesh does not leave the selected pod out, so its\n"
+               "# traffic to its own pod IP is dropped too (Patroni and PostgreSQL reach themselves over localhost).\n"
+               "# With synchronous replication, a primary cut from its synchronous standby stalls commits until\n"
+               "# PostgreSQL drops that connection (wal_sender_timeout) or the partition ends; Patroni still reaches\n"
+               "# the API and keeps its lock: no failover (network-partition-from-api takes the lock away)."),
+              ("time-skew",
+               "Shift the wall clock (CLOCK_REALTIME only) of the database container's processes by\n"
+               "# TIME_OFFSET. CLOCK_MONOTONIC is left alone on purpose: skewing it stalls Go and Python timers,\n"
+               "# Patroni's among them, after the recovery (measured here with chaosd). PostgreSQL times its\n"
+               "# replication messages and timeouts with the wall clock.")),
+        defaults=(("TIME_OFFSET", "5m"),)),
 }
 
 # variable rows: NAME TYPE DEFAULT DESCRIPTION  (DEFAULT "-" = required)
@@ -142,6 +178,17 @@ FAULTS: dict[str, dict] = {
         vars=_TARGET + _DURATION + [("DIRECTION", "to|from|both", "both", "which traffic is cut")],
         spec='  action: "partition"\n  mode: "${MODE}"\n  value: "${VALUE}"\n  duration: "${DURATION}"\n'
              '  direction: "${DIRECTION}"\n  target:\n    mode: "all"\n{target_selector}\n{selector}\n'),
+    "network-partition-from-api": dict(
+        kind="NetworkChaos", duration="60s",
+        doc="Cut the selected pods off from the Kubernetes API server (packets to API_ADDRESS, the in-cluster\n"
+            "# address of Service default/kubernetes; 10.96.0.1 on the local cluster). Patroni keeps its leader lock\n"
+            "# in the API (Kubernetes DCS): a primary cut off for longer than ttl cannot renew it and demotes itself,\n"
+            "# and the other members elect a new leader once the lock has expired.",
+        vars=_TARGET + _DURATION + [
+            ("API_ADDRESS", "address", "10.96.0.1",
+             "the API server as pods reach it (kubectl get service kubernetes -n default)")],
+        spec='  action: "partition"\n  mode: "${MODE}"\n  value: "${VALUE}"\n  duration: "${DURATION}"\n'
+             '  direction: "to"\n  externalTargets:\n    - "${API_ADDRESS}"\n{selector}\n'),
     "network-bandwidth": dict(
         kind="NetworkChaos", duration="120s",
         doc="Limit the bandwidth of the selected pods (token bucket: RATE, queue LIMIT bytes, BUFFER bytes).",
@@ -240,7 +287,11 @@ def _fmt(text: str, p: Profile, fault: str, duration: str | None) -> str:
 
 def render_template_text(p: Profile, fault: str) -> str:
     f = FAULTS[fault]
+    if p.docs:
+        f = {**f, "doc": dict(p.docs).get(fault, f["doc"])}
     rows = list(_COMMON) + ([] if f["kind"] == "Workflow" else list(p.selector_vars)) + f["vars"]
+    defaults = dict(p.defaults)
+    rows = [(r[0], r[1], defaults.get(r[0], r[2]), r[3]) for r in rows]
     rows = [tuple(_fmt(c, p, fault, f["duration"]) for c in r) for r in rows]
     width = max(len(r[0]) for r in rows)
     twidth = max(len(r[1]) for r in rows)
@@ -488,7 +539,7 @@ def physical_machine_text() -> str:
 
 
 def _render_all_chaosmesh() -> dict[str, str]:
-    return {f"{p.key}/{fault}.yaml": render_template_text(p, fault) for p in PROFILES.values() for fault in FAULTS}
+    return {f"{p.key}/{fault}.yaml": render_template_text(p, fault) for p in PROFILES.values() for fault in p.faults}
 
 
 def render_all() -> dict[str, str]:

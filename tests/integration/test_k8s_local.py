@@ -440,20 +440,30 @@ def patroni(cluster_root):
 
 def test_chaos_run_of_the_patroni_primary_pod_kill_against_real_patroni_and_chaos_mesh(cfg, kube, patroni,
                                                                                         tmp_path):
-    """experiments/kubernetes/chaosmesh-pod-kill-patroni-primary.json with ``chaos run``: real Patroni names its
-    primary, ``patroni_pods`` (from the environment) maps that member to a pod, the real Chaos Mesh kills exactly
-    that pod and the real controller-manager replaces it; the rollback leaves no chaos object. The pods are fake:
-    no PostgreSQL runs in them, so no replica is promoted here (that is the embedded cluster's own tests)."""
+    """The fault of experiments/kubernetes/chaosmesh-pod-kill-patroni-primary.json with ``chaos run``: real Patroni
+    names its primary, ``patroni_pods`` (from the environment) maps that member to a pod, the real Chaos Mesh kills
+    exactly that pod and the real controller-manager replaces it; the rollback leaves no chaos object. The pods are
+    fake: no PostgreSQL runs in them, so no replica is promoted here, and the experiment's load, outage probes and
+    waits are left out (the whole experiment, with its failover and report, runs on the real node:
+    test_k8s_real_node.py)."""
     member = patroni.nodes[0]
     pod = "postgres-2"  # not the first pod: the map, not the ordinal, picks it
     assert k8s.wait_for_statefulset_ready("postgres", "postgres", timeout_s=120, configuration=cfg)
     uid = _pod(cfg, "postgres", pod)["uid"]
     env = {**os.environ, "CHAOSDB_KUBECONFIG": kube["kubeconfig"],
            "PATRONI_URLS": f"http://{member.host}:{member.api_port}", "CHAOSDB_PATRONI_PODS": f"{member.name}={pod}"}
+    experiment = json.loads((ROOT / "experiments" / "kubernetes" / "chaosmesh-pod-kill-patroni-primary.json")
+                            .read_text())
+    experiment["controls"] = [c for c in experiment["controls"] if c["name"] in ("verdict", "chaosdb-kubernetes")]
+    experiment["steady-state-hypothesis"]["probes"] = [p for p in experiment["steady-state-hypothesis"]["probes"]
+                                                       if p["name"] == "statefulset-is-ready"]
+    experiment["method"] = [{k: v for k, v in m.items() if k != "pauses"} for m in experiment["method"]
+                            if m["name"] in ("kill-the-primary-pod", "wait-for-statefulset-ready")]
+    path = tmp_path / "pod-kill-fault.json"
+    path.write_text(json.dumps(experiment))
     log = tmp_path / "chaos.log"
     done = subprocess.run([CHAOS, "--no-version-check", "--log-file", str(log), "run", "--journal-path",
-                           str(tmp_path / "journal.json"),
-                           str(ROOT / "experiments" / "kubernetes" / "chaosmesh-pod-kill-patroni-primary.json")],
+                           str(tmp_path / "journal.json"), str(path)],
                           env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path, check=False)
     journal = json.loads((tmp_path / "journal.json").read_text())
     assert done.returncode == 0 and journal["status"] == "completed", log.read_text()[-4000:]

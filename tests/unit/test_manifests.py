@@ -117,6 +117,10 @@ def test_every_template_renders_valid_objects_for_both_validators(independent):
                       "network-loss", "network-partition", "network-bandwidth", "time-skew", "io-latency",
                       "io-errors", "schedule-pod-kill", "workflow-cascading"):
             assert f"{db}/{fault}" in names
+    # Patroni/Spilo pods: what a kernel without netem and a chaos-daemon without toda carry out, and the API cut
+    assert {n for n in names if n.startswith("postgres/")} == {
+        f"postgres/{fault}" for fault in ("pod-kill", "container-kill", "pod-failure", "stress-cpu", "stress-memory",
+                                          "network-partition", "network-partition-from-api", "time-skew")}
     kinds = set()
     for t in templates:
         values = {"IMAGE": "ghcr.io/example/chaosdb:0.1.0"} if "IMAGE" in t.variables else {}
