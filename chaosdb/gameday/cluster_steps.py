@@ -281,8 +281,12 @@ def reset_tpcc(directory: Path, warehouses: int, scale_down: int) -> dict[str, A
 
 
 def take_down(directory: Path, purge: bool) -> dict[str, Any]:
-    """Stop the cluster in *directory* (``purge``: and remove it); skipped when there is none."""
+    """Stop the cluster in *directory* (``purge``: and remove it) when it was made for runs (by a game day or a run,
+    :mod:`chaosdb.embedded.ownership`); a person's cluster (``chaosdb cluster up``) is left running; skipped when
+    there is none."""
     layout = _layout(directory)
     if layout is None:
         return {"skipped": "no cluster"}
+    if layout.created_by.get("by") not in ("gameday", "run"):
+        return {"skipped": f"cluster {layout.name} was not made by a game day or a run: left running"}
     return cluster.down(layout, purge=purge)

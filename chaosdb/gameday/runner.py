@@ -347,7 +347,8 @@ class Runner:
                 break
             entry = self._entry(run.id)
             directory = steps.cluster_dir_of(run.experiment)
-            touched.add(directory)
+            if steps.embedded_control(run.experiment) is not None:  # only the clusters its runs start
+                touched.add(directory)
             if "synchronous_standbys" in run.prepare:
                 changed_replication.add(directory)
             self.say(f"[{i}/{len(todo)}] {run.id}: between-run steps")
@@ -391,7 +392,9 @@ class Runner:
         remaining = any(e["status"] in RERUN_STATES for e in self._selected())
         if self.suite.cluster["keep_between_runs"] and self.suite.cluster["down_after"] and not remaining:
             for d in touched:
-                steps.take_down(d, purge=self.suite.cluster["purge"])
+                done = steps.take_down(d, purge=self.suite.cluster["purge"])
+                if done.get("skipped"):
+                    self.say(f"cluster at {d}: {done['skipped']}")
 
 
 def rebuild_runs(results: str | Path, say: Callable[[str], None] = print) -> int:

@@ -40,6 +40,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.home import path_tag
 from chaosdb.core.processes import pids_under, signal_pids, wait_gone
 from chaosdb.core.servers import spawn_server, wait_ready
+from chaosdb.images.recipes import recipe
 from chaosdb.k8s import api
 from chaosdb.kubernetes_cluster import apply, chaos_daemon, patroni_pods, resources, workloads
 from chaosdb.kubernetes_cluster.node_images import images_for_nodes, import_images
@@ -234,7 +235,9 @@ def command_lines(layout: dict[str, Any], bins: dict[str, str], pki: Pki) -> dic
             "WEBHOOK_PORT": str(PORTS["webhook"]), "METRICS_HOST": a, "METRICS_PORT": str(PORTS["chaos-metrics"]),
             "ENABLE_LEADER_ELECTION": "false", "NAMESPACE": "chaos-mesh", "SECURITY_MODE": "false",
             **(_chaosd_security(layout, pki) if "chaos-controller-manager" in bins else {}),
-            "CLUSTER_SCOPED": "true", "PPROF_ADDR": "0"}),
+            "CLUSTER_SCOPED": "true", "PPROF_ADDR": "0",
+            # pod-failure swaps a container's image for a pause image: the one built here (a real node pulls nothing)
+            "POD_FAILURE_PAUSE_IMAGE": recipe("pause").reference()}),
     }
 
 
