@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.util
 import inspect
 import math
 import unicodedata
@@ -42,7 +43,8 @@ from chaosdb.core.tls import as_bool
 
 __all__ = ["Check", "CheckedSignature", "check_arguments", "choice", "number", "one_of_or_names",
            "problems_in_call", "is_unresolved", "GENERIC_CHECKS", "checked_signature", "MAX_SECONDS", "boolean",
-           "value_problems", "control_argument_problems", "with_argument_checks", "duplicate_control_problems"]
+           "value_problems", "control_argument_problems", "with_argument_checks", "duplicate_control_problems",
+           "missing_control_modules"]
 
 Check = Callable[[Any], None]
 Combination = Callable[[dict[str, Any]], None]
@@ -377,6 +379,25 @@ def duplicate_control_problems(controls: Any) -> list[str]:
     return problems
 
 
+def _module_exists(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # its parent package does not exist either
+        return False
+
+
+def missing_control_modules(controls: Any) -> list[str]:
+    """A control naming a module of this pack that does not exist (Chaos Toolkit only warns and runs without it)."""
+    problems = []
+    for control in controls if isinstance(controls, list) else []:
+        provider = control.get("provider") if isinstance(control, dict) else None
+        module = provider.get("module") if isinstance(provider, dict) else None
+        if isinstance(module, str) and module.startswith("chaosdb.") and not _module_exists(module):
+            problems.append(f"control '{control.get('name', '?')}': there is no module {module} in this pack: Chaos "
+                            "Toolkit would skip the control silently")
+    return problems
+
+
 def with_argument_checks(validate: Callable[[dict[str, Any]], None], module: str) -> Callable[[dict[str, Any]], None]:
     """A control module's ``validate_control`` that also refuses its literal arguments when they cannot work
     (unknown names, wrong shapes, ``CONTROL_ARGUMENTS``' rules; values holding ``${...}`` wait for the run), so
@@ -393,8 +414,9 @@ def with_argument_checks(validate: Callable[[dict[str, Any]], None], module: str
         problems = [f"{label} ({module}): {p}" for p in
                     control_argument_problems(importlib.import_module(module), arguments or {})]
         experiment = experiment_being_validated()
-        if experiment is not None:  # what only the whole experiment shows: a control declared twice
+        if experiment is not None:  # what only the whole experiment shows: a control twice, a misspelt one
             problems += duplicate_control_problems(experiment.get("controls"))
+            problems += missing_control_modules(experiment.get("controls"))
         if problems:
             raise InvalidControl("; ".join(problems))
 

@@ -53,6 +53,7 @@ def experiment_problems(experiment: dict[str, Any], configuration: dict[str, Any
     of the configuration (files that do not exist, a certificate without its key, a flag that is not true/false)."""
     problems = []
     for part in (lambda: size_problems(experiment), lambda: configuration_problems(configuration),
+                 lambda: unresolved_problems(experiment, configuration, secrets),
                  lambda: output_problems(experiment, configuration, secrets),
                  lambda: control_problems(experiment, configuration, secrets)):
         try:
@@ -107,8 +108,11 @@ def control_problems(experiment: dict[str, Any], configuration: dict[str, Any] |
         label = f"control '{control.get('name', '?')}'"
         try:
             found = importlib.import_module(module)
-        except ImportError:
-            continue  # its extra is missing: the control's own validation says so
+        except ImportError as exc:
+            if not getattr(exc, "name", "") or str(exc.name).startswith("chaosdb"):  # not an extra's module
+                problems.append(f"{label}: there is no module {module} in this pack"
+                                f"{_control_module_hint(module)}: Chaos Toolkit would skip the control silently")
+            continue  # a missing extra: the control's own validation says so
         raw = provider.get("arguments")
         if raw is not None and not isinstance(raw, dict):
             problems.append(f"{label}: its arguments must be an object of name: value, not {type(raw).__name__}")
@@ -119,6 +123,52 @@ def control_problems(experiment: dict[str, Any], configuration: dict[str, Any] |
             own = found.input_problems(experiment, arguments, configuration, secrets)
         problems += [f"{label}: {p}" for p in own]
     return problems
+
+
+def _control_module_hint(module: str) -> str:
+    """" (did you mean 'chaosdb.x.control'?)" for a misspelt control module of this pack, or ""."""
+    import difflib  # noqa: PLC0415 - only for a misspelt name
+
+    from chaosdb.core.plugins import modules_named  # noqa: PLC0415 - only for a misspelt name
+
+    close = difflib.get_close_matches(module, list(modules_named("control")), n=1, cutoff=0.8)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def unresolved_problems(experiment: dict[str, Any], configuration: dict[str, Any] | None,
+                        secrets: dict[str, Any] | None) -> list[str]:
+    """A ``${name}`` in an argument of this pack's activities or controls that neither the configuration nor the
+    secrets define: its value could never be checked, and the activity would get the text ``${name}``."""
+    places: list[tuple[str, Any]] = []
+    for activity in _activities(experiment):
+        provider = activity.get("provider") if isinstance(activity, dict) else None
+        if isinstance(provider, dict) and str(provider.get("module") or "").startswith("chaosdb."):
+            places.append((f"activity '{activity.get('name', '?')}'", provider.get("arguments")))
+    for control in experiment.get("controls") or [] if isinstance(experiment.get("controls"), list) else []:
+        provider = control.get("provider") if isinstance(control, dict) else None
+        if isinstance(provider, dict) and str(provider.get("module") or "").startswith("chaosdb."):
+            places.append((f"control '{control.get('name', '?')}'", provider.get("arguments")))
+    problems = []
+    for label, arguments in places:
+        if arguments is None:
+            continue
+        left = sorted(set(_references(substitute(arguments, configuration or {}, secrets or {}))))
+        if left:
+            problems.append(f"{label}: {', '.join('${' + name + '}' for name in left)} is defined neither in the "
+                            "configuration nor in the secrets")
+    return problems
+
+
+def _references(value: Any) -> list[str]:
+    import re  # noqa: PLC0415 - small and rare
+
+    if isinstance(value, str):
+        return re.findall(r"\$\{([^}]*)\}", value)
+    if isinstance(value, dict):
+        return [name for v in value.values() for name in _references(v)]
+    if isinstance(value, (list, tuple)):
+        return [name for v in value for name in _references(v)]
+    return []
 
 
 def output_problems(experiment: dict[str, Any], configuration: dict[str, Any] | None = None,

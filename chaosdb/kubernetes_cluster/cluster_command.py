@@ -4,6 +4,7 @@ controller (:mod:`chaosdb.kubernetes_cluster.cluster`)."""
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ def show_up(res: dict[str, Any]) -> None:
         print("  pods on the real node run real containers (images built here); the pods of kwok's nodes are fake")
         print("  the shipped Kubernetes experiments reach it with:")
         for key, value in (res.get("environment") or {}).items():
-            print(f"    export {key}={value}")
+            print(f"    export {key}={shlex.quote(value)}")
     else:
         print("  pods are fake (kwok): nothing runs inside them; 'chaosdb cluster down --kind kubernetes' stops it")
     if res.get("chaosd_tls"):
