@@ -205,7 +205,7 @@ PATRONI_CONFIG = {
 PATRONI_HEALTHY = _act("probe", "patroni-is-healthy", "chaosdb.postgres.probes", "cluster_is_healthy", tolerance=True)
 #: converged: the hypothesis after the method finds every replica caught up with the leader
 WAIT_FOR_PATRONI = _act("action", "wait-for-patroni", "chaosdb.postgres.actions", "wait_until_healthy",
-                        {"timeout_s": 300, "converged": True})
+                        {"timeout_s": 300, "converged": True, "stable_s": 5})
 WAIT_FOR_STS = _act("action", "wait-for-statefulset-ready", "chaosdb.k8s.actions", "wait_for_statefulset_ready",
                     {"name": "${statefulset}", "timeout_s": 600})
 _PATRONI_ROLES = {"primary": ("patroni-primary", "the primary"), "replica": ("patroni-replica", "a replica")}
@@ -372,6 +372,35 @@ def _patroni_experiments() -> dict[str, dict[str, Any]]:
 
 
 EXPERIMENTS.update(_patroni_experiments())
+
+
+def _chaosk8s_experiment() -> dict[str, Any]:
+    """Chaos Toolkit's own Kubernetes extension (chaosk8s) beside the pack: its pod action and probe by label,
+    this pack's Patroni probes, waits, load, verdict and report."""
+    selector = "application=spilo,cluster-name=postgres"
+    pods_running = {"type": "probe", "name": "database-pods-running", "tolerance": True,
+                    "provider": {"type": "python", "module": "chaosk8s.pod.probes", "func": "pods_in_phase",
+                                 "arguments": {"label_selector": selector, "phase": "Running",
+                                               "ns": "${k8s_namespace}"}}}
+    terminate = {"type": "action", "name": "terminate-a-replica-pod-by-label", "pauses": {"after": 30},
+                 "provider": {"type": "python", "module": "chaosk8s.pod.actions", "func": "terminate_pods",
+                              "arguments": {"label_selector": f"{selector},role=replica", "qty": 1,
+                                            "grace_period": 0, "ns": "${k8s_namespace}"}}}
+    return _experiment(
+        "PostgreSQL/Patroni on Kubernetes with chaostoolkit-kubernetes: terminate a replica's pod by label",
+        "Chaos Toolkit's Kubernetes extension (chaosk8s, installed with this pack's k8s extra) terminates a pod "
+        "that carries Patroni's role=replica label, and checks the database's pods are Running; this pack adds "
+        "what it does not have: Patroni healthy and converged (its REST API, CHAOSDB_PATRONI_URLS), the TPC-C load "
+        "with its probes, the verdict and the report. chaosk8s reads its credentials from KUBECONFIG (or "
+        "~/.kube/config, or CHAOSTOOLKIT_IN_POD=true in a pod); this pack from CHAOSDB_KUBECONFIG: give both. A "
+        "label is what Patroni last wrote to the API: where the role must be the database's own answer at the "
+        "moment of the fault (a primary cut from the API keeps its role=master label after a new leader was "
+        "elected), use this pack's target {\"role\": \"patroni-primary\"} instead." + _PATRONI_HYPOTHESIS,
+        ["chaostoolkit-kubernetes", "pod-kill", "patroni", "replica"], dict(PATRONI_CONFIG),
+        [PATRONI_HEALTHY, pods_running, STS_READY, *load_probes()], [terminate, WAIT_FOR_PATRONI, WAIT_FOR_STS], [])
+
+
+EXPERIMENTS["chaosk8s-terminate-patroni-replica"] = _chaosk8s_experiment()
 #: experiments whose hypothesis measures the load: refused without a DSN instead of failing their hypothesis
 _LOAD_REQUIRED = {name for name, exp in EXPERIMENTS.items() if "patroni" in exp["tags"]}
 

@@ -75,36 +75,32 @@ def failover(candidate: str = "", timeout_s: float = 60.0, configuration: Config
 
 @action_result
 def wait_until_healthy(timeout_s: float = 60.0, max_lag_bytes: int = 1048576, expected_members: int = 0,
-                       converged: bool = False, configuration: Configuration = None,
+                       converged: bool = False, stable_s: float = 0.0, configuration: Configuration = None,
                        secrets: Secrets = None) -> Dict[str, Any]:
     """Wait until one leader runs and every replica streams with lag <= ``max_lag_bytes``, every member answering
-    for itself (and ``expected_members`` are registered when > 0). With ``converged``, also until every replica, on the
-    leader's timeline, has replayed everything the leader had written when the cluster looked healthy (what a
-    data comparison next needs: a replica that streams is not yet one that has caught up). Fails after
-    ``timeout_s`` with the members' states; returns the leader and how long it took."""
+    for itself (and ``expected_members`` are registered when > 0), and it stays so for ``stable_s`` seconds (a member
+    that rejoins after a fault may restart once more, for pg_rewind, right after it first looked healthy). With
+    ``converged``, also until every replica, on the leader's timeline, has replayed everything the leader had
+    written when the cluster looked healthy (what a data comparison next needs: a replica that streams is not yet
+    one that has caught up). Fails after ``timeout_s`` with what was wrong last; returns the leader and how long it
+    took."""
     client = patroni_client(configuration, secrets)
     watch = Stopwatch()
     deadline = time.monotonic() + timeout_s
-    last = ""
+    last, healthy_since = "", None
     while True:
         try:
-            members = client.members()
+            members, problems = client.health_problems(max_lag_bytes, expected_members)
             leaders = [m for m in members if m.is_leader and m.state == "running"]
-            replicas = [m for m in members if not m.is_leader]
-            ok = (len(leaders) == 1 and (not expected_members or len(members) == expected_members)
-                  and all(m.state in HEALTHY_REPLICA_STATES and m.lag_bytes is not None
-                          and m.lag_bytes <= max_lag_bytes for m in replicas))
-            if ok:  # /cluster keeps a dead member's last state until its key's TTL expires: each must answer
-                silent = [m.name for m in members if not client.answers(m.api_url)]
-                ok, last = not silent, f"not answering: {', '.join(silent)}"
+            ok, last = not problems, "; ".join(problems)
             if ok and converged:
-                ok, last = _caught_up(client, leaders[0], replicas, deadline)
-            if ok:
+                ok, last = _caught_up(client, leaders[0], [m for m in members if not m.is_leader], deadline)
+            healthy_since = (healthy_since or time.monotonic()) if ok else None
+            if healthy_since is not None and time.monotonic() - healthy_since >= stable_s:
                 return {"targets": [], "leader": leaders[0].name, "members": len(members),
                         **watch.stop().as_dict()}
-            last = ", ".join(f"{m.name}={m.role}/{m.state}/lag={m.lag_bytes}" for m in members)
         except ChaosDBError as exc:
-            last = str(exc)
+            last, healthy_since = str(exc), None
         if time.monotonic() >= deadline:
             raise ChaosDBError(f"cluster not healthy after {timeout_s:.0f}s: {last}")
         time.sleep(0.5)

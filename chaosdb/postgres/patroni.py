@@ -138,6 +138,27 @@ class PatroniClient:
             return False
         return state in ("running", "streaming")
 
+    def health_problems(self, max_lag_bytes: int = 1048576, expected_members: int = 0) -> tuple[list[Member], list[str]]:
+        """The members and what keeps the cluster from being healthy (empty: healthy): exactly one leader running,
+        every replica streaming within ``max_lag_bytes``, ``expected_members`` registered (when > 0), and every
+        member answering for itself (``/cluster`` keeps a dead member's last state until its key's TTL expires)."""
+        try:
+            members = self.members()
+        except ChaosDBError as exc:
+            return [], [str(exc)]
+        problems = []
+        leaders = [m for m in members if m.is_leader and m.state == "running"]
+        if len(leaders) != 1:
+            problems.append(f"{len(leaders)} running leader(s)")
+        if expected_members and len(members) != expected_members:
+            problems.append(f"{len(members)} member(s), {expected_members} expected")
+        problems += [f"{m.name} is {m.role}/{m.state} with lag {m.lag_bytes}" for m in members if not m.is_leader
+                     and not (m.state in HEALTHY_REPLICA_STATES and m.lag_bytes is not None
+                              and m.lag_bytes <= max_lag_bytes)]
+        if not problems:
+            problems = [f"{m.name} does not answer for itself" for m in members if not self.answers(m.api_url)]
+        return members, problems
+
     # changing ----------------------------------------------------------------
     def _post_to_leader(self, path: str, body: dict[str, Any]) -> str:
         leader = self.leader()

@@ -11,8 +11,8 @@ from chaoslib.types import Configuration, Secrets
 
 from chaosdb.core.arguments import check_arguments
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.health import healthy_or_say_why
 from chaosdb.postgres.endpoints import patroni_client, postgres_dsn, secret_values
-from chaosdb.postgres.patroni import HEALTHY_REPLICA_STATES
 from chaosdb.postgres.sql import query_primary
 
 __all__ = [
@@ -91,22 +91,10 @@ def max_replication_lag_bytes(configuration: Configuration = None,
 def cluster_is_healthy(max_lag_bytes: int = 1048576, expected_members: int = 0,
                        configuration: Configuration = None,
                        secrets: Secrets = None) -> bool:
-    """True when exactly one leader runs, every replica streams with lag <= ``max_lag_bytes``,
-    and (when ``expected_members`` > 0) that many members are registered."""
-    client = patroni_client(configuration, secrets)
-    try:
-        members = client.members()
-    except ChaosDBError:
-        return False
-    leaders = [m for m in members if m.is_leader and m.state == "running"]
-    replicas = [m for m in members if not m.is_leader]
-    if len(leaders) != 1 or (expected_members and len(members) != expected_members):
-        return False
-    if not all(m.state in HEALTHY_REPLICA_STATES and m.lag_bytes is not None and m.lag_bytes <= max_lag_bytes
-               for m in replicas):
-        return False
-    # /cluster keeps a dead member's last state until its key's TTL expires: ask every member itself
-    return all(client.answers(m.api_url) for m in members)
+    """True when exactly one leader runs, every replica streams with lag <= ``max_lag_bytes``, every member answers
+    for itself, and (when ``expected_members`` > 0) that many members are registered; a False says why in the log."""
+    _, problems = patroni_client(configuration, secrets).health_problems(max_lag_bytes, expected_members)
+    return healthy_or_say_why({"healthy": not problems, "problems": problems}, "the Patroni cluster")
 
 
 def current_timeline(configuration: Configuration = None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -29,8 +30,10 @@ from chaosdb.kubernetes_cluster.realnode import node as realnode
 from tests.polling import poll
 from tests.realservers import real_binaries
 
-pytestmark = pytest.mark.integration
+# one real-node cluster per machine (it owns 10.96.0.1): every test of this module on the same xdist worker
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("real-node")]
 
+ROOT = Path(__file__).resolve().parents[2]
 ADDRESS = "127.0.61.1"
 NS = "postgres"
 SERVERS = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "chaos-controller-manager",
@@ -208,6 +211,91 @@ def test_what_this_kernel_cannot_carry_out_is_refused_before_anything_is_created
     with pytest.raises(ChaosDBError, match="refused before it was created"):
         cm.create_chaos(kind=kind, name="refused", namespace=NS, spec=spec, configuration=cfg)
     assert not cm.delete_all_chaos(NS, configuration=cfg)["deleted"]
+
+
+def _run_shipped(real, tmp_path: Path, name: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """A shipped Kubernetes experiment with ``chaos run``, pointed at the real node by the environment ``cluster
+    up`` prints (chaosk8s reads ``KUBECONFIG``); its journal."""
+    env = {**os.environ, **real["environment"], "KUBECONFIG": real["environment"]["CHAOSDB_KUBECONFIG"],
+           "CHAOSDB_REPORT_DIR": str(tmp_path / "run"), "CHAOSDB_BASELINE_S": "10"}
+    journal = tmp_path / "journal.json"
+    proc = subprocess.run([str(Path(sys.executable).parent / "chaos"), "--log-file", str(tmp_path / "chaos.log"),
+                           "run", "--journal-path", str(journal), str(ROOT / "experiments" / "kubernetes" / f"{name}.json")],
+                          env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path, stdin=subprocess.DEVNULL)
+    return proc, json.loads(journal.read_text())
+
+
+def _patroni_history() -> list[list]:
+    with urllib.request.urlopen(f"http://{ADDRESS}:8008/history", timeout=3) as r:
+        return json.loads(r.read())
+
+
+def test_a_pod_kill_of_the_primary_under_tpcc_reports_what_patroni_did(real, tmp_path):
+    """The shipped pod-kill experiment, whole: TPC-C through the primary's Service, the PodChaos on the pod Patroni
+    names primary, the report. Its fault span starts at the kill, and its database events are Patroni's own history:
+    every timeline Patroni switched to during the run is in the report's events within a few seconds of Patroni's
+    timestamp (a recreated pod that takes its own lock back makes no new timeline: then the report shows none)."""
+    from datetime import datetime
+
+    _roles()
+    before = {entry[0] for entry in _patroni_history()}
+    proc, journal = _run_shipped(real, tmp_path, "chaosmesh-pod-kill-patroni-primary")
+    assert proc.returncode == 0 and journal["status"] == "completed", (tmp_path / "chaos.log").read_text()[-4000:]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    kill = next(f for f in metrics["faults"] if f["name"] == "kill-the-primary-pod")
+    assert abs(metrics["first_fault_ts"] - kill["start_ts"]) < 1.0, (metrics["first_fault_ts"], kill)
+    assert metrics["samples"] > 1000 and metrics["recovery"], metrics["recovery"]
+    new = [entry for entry in _patroni_history() if entry[0] not in before]
+    switched = [e for e in metrics["timeline_events"] if "term_changed" in e["events"]]
+    assert len(switched) == len(new), (new, metrics["timeline_events"])
+    for entry, event in zip(new, switched, strict=True):
+        at = datetime.fromisoformat(entry[3]).timestamp() - metrics["first_fault_ts"]
+        assert abs(event["at_s"] - at) < 5 + event["resolution_s"], (entry, event)
+    assert (tmp_path / "run" / "report.html").exists()
+    assert not cm.delete_all_chaos(NS, configuration=real["configuration"])["deleted"], "the rollback left the chaos"
+
+
+def test_chaostoolkit_kubernetes_beside_the_pack_gives_the_same_report(real, tmp_path):
+    """chaosk8s (the k8s extra installs it) terminates a replica's pod by label and checks the pods' phase; the
+    pack's Patroni probes, load, verdict and report run around it."""
+    _roles()
+    proc, journal = _run_shipped(real, tmp_path, "chaosk8s-terminate-patroni-replica")
+    assert proc.returncode == 0 and journal["status"] == "completed", (tmp_path / "chaos.log").read_text()[-4000:]
+    runs = {r["activity"]["name"]: r for r in journal["run"]}
+    killed = runs["terminate-a-replica-pod-by-label"]
+    assert killed["status"] == "succeeded" and killed["activity"]["provider"]["module"] == "chaosk8s.pod.actions"
+    probes = {p["activity"]["name"]: p for p in journal["steady_states"]["after"]["probes"]}
+    assert probes["database-pods-running"]["output"] is True and probes["patroni-is-healthy"]["output"] is True
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["faults"][0]["name"] == "terminate-a-replica-pod-by-label" and metrics["samples"] > 1000
+
+
+def test_a_role_label_lags_patroni_where_the_packs_role_target_does_not(real, cfg):
+    """Why the pack resolves a role by asking Patroni rather than selecting by label: cut the primary from the API
+    (NetworkChaos to 10.96.0.1); once the replicas elect a new leader, the old primary cannot take back its
+    ``role=master`` label, so two pods carry it, while ``{"role": "patroni-primary"}`` names exactly the new
+    leader."""
+    from chaosdb.k8s.roles import resolve_target
+
+    old, _ = _roles()
+    spec = {"action": "partition", "mode": "all", "selector": {"namespaces": [NS]}, "direction": "to",
+            "externalTargets": [network.API_SERVICE_IP], "duration": "120s"}
+    cm.create_chaos(kind="NetworkChaos", name="cut-from-api", namespace=NS, spec=spec,
+                    target={"role": "patroni-primary", "namespace": NS}, configuration=cfg)
+    try:
+        assert poll(lambda: any(m["role"] == "leader" and m["name"] != old for m in _cluster()), 120), _cluster()
+        new = next(m["name"] for m in _cluster() if m["role"] == "leader")
+
+        def labelled_master() -> list[str]:
+            pods = api.call_json("listing pods", api.core_v1(cfg).list_namespaced_pod, NS,
+                                 label_selector="application=spilo,role=master")
+            return sorted(p["metadata"]["name"] for p in pods.get("items") or [])
+
+        assert poll(lambda: labelled_master() == sorted([old, new]), 60), labelled_master()
+        assert resolve_target({"role": "patroni-primary", "namespace": NS}, cfg)["pods"] == [new]
+    finally:
+        cm.delete_chaos("NetworkChaos", "cut-from-api", NS, configuration=cfg)
+    assert poll(lambda: len([m for m in _cluster() if m["state"] in ("running", "streaming")]) == 2, 240), _cluster()
 
 
 def test_down_leaves_nothing_on_the_host(real, tmp_path):

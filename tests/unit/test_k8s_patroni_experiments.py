@@ -24,7 +24,9 @@ K8S_DIR = ROOT / "experiments" / "kubernetes"
 SUITE = ROOT / "experiments" / "gamedays" / "chaos-mesh-fault-matrix.yaml"
 LOCAL_API = "https://127.0.0.1:6443"
 
-PATRONI = sorted(name for name, exp in make_k8s_experiments.EXPERIMENTS.items() if "patroni" in exp["tags"])
+#: the Chaos Mesh ones (the chaosk8s experiment beside them has a test of its own)
+PATRONI = sorted(name for name, exp in make_k8s_experiments.EXPERIMENTS.items()
+                 if "patroni" in exp["tags"] and "chaos-mesh" in exp["tags"])
 #: experiments whose fault moves the primary: the hypothesis bounds the new leader's election and the commit gap
 MOVES_THE_PRIMARY = {"chaosmesh-pod-failure-patroni-primary", "chaosmesh-partition-patroni-primary-from-api"}
 #: the primary restarts in its own pod, or a recreated pod with the same member name takes its lock back (measured
@@ -127,7 +129,7 @@ def test_the_method_observes_then_waits_for_a_healthy_converged_cluster(name):
     assert funcs == ["create_chaos", *(["wait_until_recovered"] if timed else []), "wait_until_healthy",
                      "wait_for_statefulset_ready"]
     healthy = next(a for a in exp["method"] if a["provider"]["func"] == "wait_until_healthy")
-    assert healthy["provider"]["arguments"] == {"timeout_s": 300, "converged": True}
+    assert healthy["provider"]["arguments"] == {"timeout_s": 300, "converged": True, "stable_s": 5}
     if timed:  # a fault with a duration reverts itself: it ends within the observation (or is waited for)
         duration = _defaults(exp)["chaos_duration"]
         assert fault["provider"]["arguments"]["variables"]["DURATION"] == "${chaos_duration}"
@@ -206,3 +208,16 @@ def test_the_game_day_suite_pairs_the_leader_with_a_follower_for_each_fault():
             faults.add(args["template"])
     assert faults == {"postgres/pod-kill", "postgres/stress-cpu", "postgres/stress-memory",
                       "postgres/network-partition"}
+
+
+def test_the_chaostoolkit_kubernetes_experiment_mixes_chaosk8s_with_the_packs_checks():
+    exp = _experiment("chaosk8s-terminate-patroni-replica")
+    assert make_k8s_experiments.render("chaosk8s-terminate-patroni-replica") == \
+        (K8S_DIR / "chaosk8s-terminate-patroni-replica.json").read_text()
+    action = exp["method"][0]["provider"]
+    assert (action["module"], action["func"]) == ("chaosk8s.pod.actions", "terminate_pods")
+    assert "role=replica" in action["arguments"]["label_selector"]
+    modules = {p["provider"]["module"] for p in exp["steady-state-hypothesis"]["probes"]}
+    assert {"chaosk8s.pod.probes", "chaosdb.postgres.probes", "chaosdb.load.probes"} <= modules
+    assert [c["name"] for c in exp["controls"]] == ["verdict", "chaosdb-kubernetes", "tpcc-load", "report"]
+
