@@ -87,11 +87,17 @@ class FaultRecord:
     def save(self) -> None:
         """Write the record (private folder and file), before the fault changes anything."""
         d = faults_dir()
-        d.mkdir(parents=True, exist_ok=True)
-        os.chmod(d, 0o700)
         tmp = d / f".{self.id}.tmp"
-        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
-        os.replace(tmp, self.path)
+        for attempt in (1, 2):  # a home's emptied folder may be removed by another process's delete in between
+            d.mkdir(parents=True, exist_ok=True)
+            os.chmod(d, 0o700)
+            try:
+                tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
+                os.replace(tmp, self.path)
+                return
+            except FileNotFoundError:
+                if attempt == 2:
+                    raise
 
     def delete(self) -> None:
         """Remove the record (the fault is reverted); nothing when it is already gone."""
@@ -99,6 +105,12 @@ class FaultRecord:
             self.path.unlink()
         except FileNotFoundError:
             pass
+        folder = self.path.parent
+        if folder.parent.name == "homes":  # a home's own folder, emptied: gone with its last record
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
 
     def summary(self) -> dict[str, Any]:
         """The record as ``chaosdb faults list`` and the probes show it: id, kind, targets, parameters, age, owner."""

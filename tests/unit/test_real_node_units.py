@@ -1160,3 +1160,21 @@ def test_host_traces_of_the_node_are_removed_and_nothing_else(tmp_path, monkeypa
     assert sorted(p.name for p in links.iterdir()) == ["a-file.log", "someone-elses.log"]
     assert not pods.exists() and str(pods) in removed
     assert (lib / "cache").is_dir()  # lib existed before the node: not the node's to remove
+
+
+def test_cni_results_of_the_nodes_pods_are_removed_and_no_others(tmp_path, monkeypatch):
+    real = node.RealNode(name="real-node-0", dir=str(tmp_path / "real-node-0"), run_dir=str(tmp_path / "run"),
+                         cgroup_root="/chaosdb-test", network=_plan().as_dict())
+    results = tmp_path / "results"
+    results.mkdir()
+    monkeypatch.setattr(node, "CNI_RESULTS", str(results))
+    bridge = real.net.bridge
+    ours = [f"{bridge}-abc123-eth0", "cni-loopback-abc123-lo"]
+    others = ["cdbr-ffffff-def456-eth0", "cni-loopback-def456-lo", "kindnet-abc999-eth0"]
+    for name in ours + others:
+        (results / name).write_text("{}")
+
+    removed = node._remove_cni_results(real)
+
+    assert sorted(Path(p).name for p in removed) == sorted(ours)
+    assert sorted(p.name for p in results.iterdir()) == sorted(others)

@@ -117,6 +117,8 @@ def start(node: RealNode, api_address: str, kubeconfig: str, ca_file: str, bin_d
 #: folders kubelet, containerd's shims and the CNI library make on the host whatever their configuration says: links
 #: to containers' logs, kubelet's device-plugin socket, runc's state and the shims' sockets, the CNI result cache
 HOST_DIRS = ("/var/log/containers", "/var/log/pods", "/var/lib/kubelet", "/var/lib/cni", "/run/containerd")
+#: where the CNI library caches each attachment's result (whatever the configuration says)
+CNI_RESULTS = "/var/lib/cni/results"
 
 
 def _host_dirs_file(node: RealNode) -> Path:
@@ -140,9 +142,30 @@ def _remove_host_traces(node: RealNode) -> list[str]:
             if target.startswith(os.path.realpath(node.dir) + os.sep) or target.startswith(node.dir + os.sep):
                 link.unlink()
                 removed.append(str(link))
+    removed += _remove_cni_results(node)
     record = _host_dirs_file(node)
     for folder in record.read_text().split() if record.exists() else []:
         removed += _remove_emptied(Path(folder))
+    return removed
+
+
+def _remove_cni_results(node: RealNode) -> list[str]:
+    """The CNI library's cached results of this node's pods (``<bridge>-<container>-<interface>`` and their loopback
+    ``cni-loopback-<container>-lo``): a pod deleted cleanly takes its own away, a node whose machine restarted
+    under it leaves them."""
+    results = Path(CNI_RESULTS)
+    if not results.is_dir():
+        return []
+    prefix = node.net.bridge + "-"
+    removed = []
+    for entry in sorted(results.iterdir()):
+        if not entry.name.startswith(prefix):
+            continue
+        container = entry.name[len(prefix):].rsplit("-", 1)[0]
+        for path in (entry, results / f"cni-loopback-{container}-lo"):
+            if path.exists():
+                path.unlink()
+                removed.append(str(path))
     return removed
 
 
