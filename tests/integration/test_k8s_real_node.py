@@ -10,6 +10,7 @@ PostgreSQL 15 from Debian's packages in images this pack built (``chaosdb.images
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -30,8 +31,7 @@ from chaosdb.kubernetes_cluster.realnode import node as realnode
 from tests.polling import poll
 from tests.realservers import real_binaries
 
-# one real-node cluster per machine (it owns 10.96.0.1): every test of this module on the same xdist worker
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("real-node")]
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 ADDRESS = "127.0.61.1"
@@ -213,15 +213,21 @@ def test_what_this_kernel_cannot_carry_out_is_refused_before_anything_is_created
     assert not cm.delete_all_chaos(NS, configuration=cfg)["deleted"]
 
 
-def _run_shipped(real, tmp_path: Path, name: str) -> tuple[subprocess.CompletedProcess, dict]:
-    """A shipped Kubernetes experiment with ``chaos run``, pointed at the real node by the environment ``cluster
-    up`` prints (chaosk8s reads ``KUBECONFIG``); its journal."""
-    env = {**os.environ, **real["environment"], "KUBECONFIG": real["environment"]["CHAOSDB_KUBECONFIG"],
-           "CHAOSDB_REPORT_DIR": str(tmp_path / "run"), "CHAOSDB_BASELINE_S": "10"}
+def _user_env(real, tmp_path: Path) -> dict[str, str]:
+    """The environment ``cluster up`` prints (chaosk8s reads ``KUBECONFIG``), the run's folder, a short baseline."""
+    return {**os.environ, **real["environment"], "KUBECONFIG": real["environment"]["CHAOSDB_KUBECONFIG"],
+            "CHAOSDB_REPORT_DIR": str(tmp_path / "run"), "CHAOSDB_BASELINE_S": "10"}
+
+
+def _run_shipped(real, tmp_path: Path, name: str, experiment: Path | None = None
+                 ) -> tuple[subprocess.CompletedProcess, dict]:
+    """A shipped Kubernetes experiment (or *experiment*) with ``chaos run``, pointed at the real node by the
+    environment ``cluster up`` prints; its journal."""
     journal = tmp_path / "journal.json"
+    path = experiment or ROOT / "experiments" / "kubernetes" / f"{name}.json"
     proc = subprocess.run([str(Path(sys.executable).parent / "chaos"), "--log-file", str(tmp_path / "chaos.log"),
-                           "run", "--journal-path", str(journal), str(ROOT / "experiments" / "kubernetes" / f"{name}.json")],
-                          env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path, stdin=subprocess.DEVNULL)
+                           "run", "--journal-path", str(journal), str(path)], env=_user_env(real, tmp_path),
+                          capture_output=True, text=True, timeout=900, cwd=tmp_path, stdin=subprocess.DEVNULL)
     return proc, json.loads(journal.read_text())
 
 
@@ -268,6 +274,33 @@ def test_chaostoolkit_kubernetes_beside_the_pack_gives_the_same_report(real, tmp
     assert probes["database-pods-running"]["output"] is True and probes["patroni-is-healthy"]["output"] is True
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["faults"][0]["name"] == "terminate-a-replica-pod-by-label" and metrics["samples"] > 1000
+
+
+def test_the_ycsb_load_runs_from_the_host_against_the_pods(real, tmp_path):
+    """YCSB workload A through the primary's Service: the usertable loaded with ``chaosdb load ycsb-load`` (the DSN
+    ``cluster up`` printed), then the shipped pod-kill of a replica with the load control switched to YCSB: reads
+    and updates sampled before, during and after the fault, nothing acknowledged lost."""
+    _roles()
+    env = _user_env(real, tmp_path)
+    loaded = subprocess.run([str(Path(sys.executable).parent / "chaosdb"), "load", "ycsb-load", "--records", "2000",
+                             "--json"], env=env, capture_output=True, text=True, timeout=300)
+    assert loaded.returncode == 0, loaded.stderr
+    experiment = json.loads((ROOT / "experiments" / "kubernetes" / "chaosmesh-pod-kill-patroni-replica.json").read_text())
+    load = next(c for c in experiment["controls"] if c["provider"]["module"] == "chaosdb.load.control")
+    load["provider"]["arguments"].update({"workload": "ycsb", "records": 2000})
+    path = tmp_path / "ycsb-pod-kill-replica.json"
+    path.write_text(json.dumps(experiment))
+
+    proc, journal = _run_shipped(real, tmp_path, "", path)
+
+    assert proc.returncode == 0 and journal["status"] == "completed", (tmp_path / "chaos.log").read_text()[-4000:]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    names = set()
+    for sample_file in (tmp_path / "run" / "samples").glob("samples-*.csv"):
+        with sample_file.open() as f:
+            names |= {row["name"] for row in csv.DictReader(f)}
+    assert {"read", "update"} <= names, names
+    assert metrics["samples"] > 1000 and metrics["faults"][0]["name"] == "kill-a-replica-pod", metrics["faults"]
 
 
 def test_a_role_label_lags_patroni_where_the_packs_role_target_does_not(real, cfg):

@@ -15,6 +15,7 @@ import signal
 import socket
 import socketserver
 import ssl
+import subprocess
 import threading
 import time
 import tomllib
@@ -231,8 +232,19 @@ def test_plan_network_refuses_when_the_pod_range_is_covered(monkeypatch):
 
 def test_plan_network_refuses_when_another_real_node_serves_the_api_address(monkeypatch):
     monkeypatch.setattr(network, "_used_networks", _nets("10.245.0.1/24", "10.96.0.1/32"))
-    with pytest.raises(ChaosDBError, match="10.96.0.1 is already an address of this machine"):
+    monkeypatch.setattr(network, "interface_of", lambda address: "cdbr-a0c19c")
+    with pytest.raises(ChaosDBError, match=r"10.96.0.1 is already an address of this machine \(interface "
+                       r"cdbr-a0c19c\).*'ip link delete cdbr-a0c19c'"):
         network.plan_network("abc123")
+
+
+def test_interface_of_names_the_interface_holding_an_address(monkeypatch):
+    out = ("1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever\n"
+           "7: cdbr-a0c19c    inet 10.245.0.1/24 scope global cdbr-a0c19c\\       valid_lft forever\n"
+           "7: cdbr-a0c19c    inet 10.96.0.1/32 scope global cdbr-a0c19c\\       valid_lft forever\n")
+    monkeypatch.setattr(network, "_ip", lambda *a, **k: subprocess.CompletedProcess(a, 0, out, ""))
+    assert network.interface_of("10.96.0.1") == "cdbr-a0c19c"
+    assert network.interface_of("10.96.0.2") == ""
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from typing import Any
 from chaosdb.core.errors import ChaosDBError
 
 __all__ = ["API_SERVICE_IP", "SERVICE_RANGE", "NetworkPlan", "plan_network", "create", "remove", "bridge_exists",
-           "WATCHED_SYSCTLS", "read_sysctls", "restore_sysctls", "cni_config", "write_cni_config"]
+           "WATCHED_SYSCTLS", "interface_of", "read_sysctls", "restore_sysctls", "cni_config", "write_cni_config"]
 
 #: the API server's in-cluster address (the first of the service range, as every cluster has it)
 API_SERVICE_IP = "10.96.0.1"
@@ -77,6 +77,15 @@ def _used_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
     return found
 
 
+def interface_of(address: str) -> str:
+    """The name of the interface that holds *address* (``""``: none)."""
+    for line in _ip("-4", "-o", "addr", "show").stdout.splitlines():
+        parts = line.split()
+        if "inet" in parts and parts[parts.index("inet") + 1].split("/")[0] == address:
+            return parts[1].split("@")[0]
+    return ""
+
+
 def bridge_exists(name: str) -> bool:
     """Whether a network interface called *name* exists."""
     return _ip("link", "show", "dev", name, check=False).returncode == 0
@@ -89,9 +98,13 @@ def plan_network(tag: str) -> NetworkPlan:
     used = _used_networks()
     api = ipaddress.ip_address(API_SERVICE_IP)
     if any(api in n and n.prefixlen == 32 for n in used):
-        raise ChaosDBError(f"{API_SERVICE_IP} is already an address of this machine: another local Kubernetes "
-                           "with real nodes runs here ('chaosdb cluster status --kind kubernetes' lists it); stop it "
-                           "first (one real-node cluster per machine)")
+        holder = interface_of(API_SERVICE_IP)
+        stale = (f"; if no cluster of this machine owns it any more (its folder was removed, the machine's processes "
+                 f"were killed), 'ip link delete {holder}' removes it" if holder.startswith("cdbr-") else "")
+        raise ChaosDBError(f"{API_SERVICE_IP} is already an address of this machine (interface {holder or '?'}): "
+                           "another local Kubernetes with real nodes runs here ('chaosdb cluster status --kind "
+                           "kubernetes' lists it); stop it first with 'chaosdb cluster down --kind kubernetes' (one "
+                           f"real-node cluster per machine){stale}")
     for subnet in _POD_RANGE.subnets(new_prefix=24):
         if not any(subnet.overlaps(n) for n in used):
             return NetworkPlan(bridge=f"cdbr-{tag}"[:15], subnet=str(subnet), node_ip=str(next(subnet.hosts())))
