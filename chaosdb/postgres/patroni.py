@@ -138,10 +138,26 @@ class PatroniClient:
             return False
         return state in ("running", "streaming")
 
+    def live_lag(self, leader_url: str, replica_url: str) -> int | None:
+        """The replica's lag in bytes as the two members say it now (``/patroni``: the leader's ``xlog.location``
+        minus the replica's received or replayed location, whichever is further); None when either does not say.
+        ``/cluster``'s lag is what the replica last wrote to the DCS, up to one Patroni loop old: under load a
+        caught-up replica shows megabytes there."""
+        try:
+            leader = (self.node_status(leader_url).get("xlog") or {}).get("location")
+            xlog = self.node_status(replica_url).get("xlog") or {}
+        except ChaosDBError:
+            return None
+        positions = [v for v in (xlog.get("received_location"), xlog.get("replayed_location")) if isinstance(v, int)]
+        if not isinstance(leader, int) or not positions:
+            return None
+        return max(0, leader - max(positions))
+
     def health_problems(self, max_lag_bytes: int = 1048576, expected_members: int = 0) -> tuple[list[Member], list[str]]:
         """The members and what keeps the cluster from being healthy (empty: healthy): exactly one leader running,
-        every replica streaming within ``max_lag_bytes``, ``expected_members`` registered (when > 0), and every
-        member answering for itself (``/cluster`` keeps a dead member's last state until its key's TTL expires)."""
+        every replica streaming within ``max_lag_bytes`` (as the members say it now when ``/cluster``'s lag is over:
+        :meth:`live_lag`), ``expected_members`` registered (when > 0), and every member answering for itself
+        (``/cluster`` keeps a dead member's last state until its key's TTL expires)."""
         try:
             members = self.members()
         except ChaosDBError as exc:
@@ -152,9 +168,16 @@ class PatroniClient:
             problems.append(f"{len(leaders)} running leader(s)")
         if expected_members and len(members) != expected_members:
             problems.append(f"{len(members)} member(s), {expected_members} expected")
-        problems += [f"{m.name} is {m.role}/{m.state} with lag {m.lag_bytes}" for m in members if not m.is_leader
-                     and not (m.state in HEALTHY_REPLICA_STATES and m.lag_bytes is not None
-                              and m.lag_bytes <= max_lag_bytes)]
+        leader_url = leaders[0].api_url if len(leaders) == 1 else ""
+        for m in members:
+            if m.is_leader:
+                continue
+            lag = m.lag_bytes
+            if m.state in HEALTHY_REPLICA_STATES and (lag is None or lag > max_lag_bytes) and leader_url:
+                lag = self.live_lag(leader_url, m.api_url)
+            if not (m.state in HEALTHY_REPLICA_STATES and lag is not None and lag <= max_lag_bytes):
+                problems.append(f"{m.name} is {m.role}/{m.state} with lag "
+                                + ("unknown" if lag is None else f"{lag} bytes (at most {max_lag_bytes})"))
         if not problems:
             problems = [f"{m.name} does not answer for itself" for m in members if not self.answers(m.api_url)]
         return members, problems
