@@ -7,7 +7,6 @@ convention, :func:`activity_modules`) with their docstrings and typed arguments.
 What is in it:
 
 * ``cli``: The ``chaosdb`` command
-* ``renamed``: old import paths of moved packages, answered for one release with a warning
 * ``chaosd/``: faults carried out by chaosd, Chaos Mesh's agent for physical and virtual machines
 * ``chaosmesh/``: Chaos Mesh objects aimed at database roles
 * ``cockroach/``: CockroachDB: node status, drain, quit, decommission, ranges and leaseholders
@@ -36,9 +35,6 @@ from typing import Any
 
 from chaosdb.core.deprecation import module_getattr
 from chaosdb.core.plugins import modules_named, package_attribute
-from chaosdb.renamed import install as _answer_renamed_modules
-
-_answer_renamed_modules()  # chaosdb.local.* -> chaosdb.embedded.* for one release (chaosdb.renamed)
 
 
 

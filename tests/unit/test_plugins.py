@@ -181,31 +181,3 @@ def test_the_old_registries_still_answer_with_a_warning():
         assert engines.ENGINE_MODULES["kubernetes"] == "chaosdb.k8s.actions"
     with pytest.raises(AttributeError, match="has no attribute 'NO_SUCH_THING'"):
         chaosdb.NO_SUCH_THING  # noqa: B018
-
-
-def test_an_experiment_naming_the_old_embedded_package_still_runs_its_activities(tmp_path):
-    import importlib
-    import warnings
-
-    from chaosdb.renamed import canonical_module
-
-    assert canonical_module("chaosdb.local.actions") == "chaosdb.embedded.actions"
-    assert canonical_module("chaosdb.localkube.cluster") == "chaosdb.kubernetes_cluster.cluster"
-    assert canonical_module("chaosdb.localfoo.x") == "chaosdb.localfoo.x"  # a prefix ends at a dot
-    code = ("import warnings, importlib; warnings.simplefilter('error', DeprecationWarning)\n"
-            "try:\n    importlib.import_module('chaosdb.local.actions')\nexcept DeprecationWarning as w:\n"
-            "    print(w)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert "the module chaosdb.local is deprecated" in done.stdout and "use chaosdb.embedded" in done.stdout
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        old = importlib.import_module("chaosdb.local.actions")
-    new = importlib.import_module("chaosdb.embedded.actions")
-    assert old is new and old.__name__ == "chaosdb.embedded.actions"  # one module, never two copies of its state
-    shipped = json.loads((ROOT / "experiments" / "thesis-1-process-kill.json").read_text())
-    text = json.dumps(shipped).replace('"chaosdb.embedded.', '"chaosdb.local.')
-    assert '"chaosdb.local.actions"' in text
-    (tmp_path / "old.json").write_text(text)
-    checked = subprocess.run([str(BIN / "chaos"), "--no-log-file", "validate", "old.json"], cwd=tmp_path,
-                             capture_output=True, text=True, timeout=300)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
