@@ -33,9 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaosdb.core.deprecation import module_getattr
 from chaosdb.core.plugins import modules_named, package_attribute
-
 
 
 def _version() -> str:
@@ -81,13 +79,9 @@ def discover(discover_system: bool = True) -> dict[str, Any]:
     return discovery
 
 
-#: ``ACTIVITY_MODULES`` (deprecated): the activity modules are found by convention now
-_deprecated = module_getattr(__name__, {"ACTIVITY_MODULES": ("chaosdb.activity_modules()", activity_modules)})
-
-
 def __getattr__(name: str) -> Any:
-    """``__version__`` (read on first use), and the deprecated names."""
+    """``__version__`` (read on first use)."""
     if name == "__version__":
         globals()["__version__"] = _version()
         return globals()["__version__"]
-    return _deprecated(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

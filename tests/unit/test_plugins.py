@@ -165,19 +165,3 @@ def test_a_plugged_in_database_that_reaches_into_an_engine_is_refused(fakedb, tm
     assert "baddb" in rules.databases()
     with pytest.raises(AssertionError, match="baddb/adapter.py"):
         rules.test_database_packages_import_only_core_and_themselves_apart_from_the_listed_debt()
-
-
-def test_the_old_registries_still_answer_with_a_warning():
-    import chaosdb
-    from chaosdb.core import engines
-
-    with pytest.warns(DeprecationWarning, match="chaosdb.ACTIVITY_MODULES is deprecated"):
-        assert "chaosdb.load.integrity" in chaosdb.ACTIVITY_MODULES["probe"]
-    with pytest.warns(DeprecationWarning, match="use chaosdb.core.adapters.all_adapters()"):
-        assert adapters.ADAPTER_MODULES["patroni"] == "chaosdb.postgres.adapter"
-    with pytest.warns(DeprecationWarning, match="CLUSTER_KINDS is deprecated"):
-        assert clusterkinds.CLUSTER_KINDS["pd"] == "chaosdb.tikv.cluster_command"
-    with pytest.warns(DeprecationWarning, match="ENGINE_MODULES is deprecated"):
-        assert engines.ENGINE_MODULES["kubernetes"] == "chaosdb.k8s.actions"
-    with pytest.raises(AttributeError, match="has no attribute 'NO_SUCH_THING'"):
-        chaosdb.NO_SUCH_THING  # noqa: B018
