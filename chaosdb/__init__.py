@@ -7,7 +7,6 @@ convention, :func:`activity_modules`) with their docstrings and typed arguments.
 What is in it:
 
 * ``cli``: The ``chaosdb`` command
-* ``renamed``: old import paths of moved packages, answered for one release with a warning
 * ``chaosd/``: faults carried out by chaosd, Chaos Mesh's agent for physical and virtual machines
 * ``chaosmesh/``: Chaos Mesh objects aimed at database roles
 * ``cockroach/``: CockroachDB: node status, drain, quit, decommission, ranges and leaseholders
@@ -34,12 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaosdb.core.deprecation import module_getattr
 from chaosdb.core.plugins import modules_named, package_attribute
-from chaosdb.renamed import install as _answer_renamed_modules
-
-_answer_renamed_modules()  # chaosdb.local.* -> chaosdb.embedded.* for one release (chaosdb.renamed)
-
 
 
 def _version() -> str:
@@ -85,13 +79,9 @@ def discover(discover_system: bool = True) -> dict[str, Any]:
     return discovery
 
 
-#: ``ACTIVITY_MODULES`` (deprecated): the activity modules are found by convention now
-_deprecated = module_getattr(__name__, {"ACTIVITY_MODULES": ("chaosdb.activity_modules()", activity_modules)})
-
-
 def __getattr__(name: str) -> Any:
-    """``__version__`` (read on first use), and the deprecated names."""
+    """``__version__`` (read on first use)."""
     if name == "__version__":
         globals()["__version__"] = _version()
         return globals()["__version__"]
-    return _deprecated(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -192,7 +192,7 @@ def cmd_report_upb(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_local_cleanup(args: argparse.Namespace) -> int:
+def cmd_faults_cleanup(args: argparse.Namespace) -> int:
     """``chaosdb faults cleanup``: revert one cluster's faults (or every fault on this host) and remove what they left;
     exit 1 while something is left."""
     if args.all_clusters:
@@ -223,7 +223,7 @@ def cmd_local_cleanup(args: argparse.Namespace) -> int:
     return 0 if result["clean"] else 1
 
 
-def cmd_local_residue(args: argparse.Namespace) -> int:
+def cmd_faults_residue(args: argparse.Namespace) -> int:
     """``chaosdb faults residue``: anything of the fault engine on this host (records, rules, cgroups, qdiscs, helper
     processes), or with ``--name``/``--dir`` what belongs to one cluster; exit 1 when there is."""
     scoped = bool(args.name or args.dir)
@@ -241,7 +241,7 @@ def cmd_local_residue(args: argparse.Namespace) -> int:
     return 0 if left["clean"] else 1
 
 
-def cmd_local_faults(args: argparse.Namespace) -> int:
+def cmd_faults_list(args: argparse.Namespace) -> int:
     """``chaosdb faults list``: the active local faults and what each did so far."""
     faults = active_faults()
     if args.json:
@@ -376,20 +376,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="chaosdb-calibration", help="directory for the steps' samples")
     p.set_defaults(func=cmd_load_calibrate, extras=("load",))
 
-    lo = sub.add_parser("faults", aliases=["local"],
-                        help="the host fault engine: active faults, residue, cleanup ('local' is its old name)")
+    lo = sub.add_parser("faults", help="the host fault engine: active faults, residue, cleanup")
     losub = lo.add_subparsers(dest="faults_command", required=True)
-    p = losub.add_parser("list", aliases=["faults"],
-                         help="active CPU/memory/network/process faults and what they did so far")
+    p = losub.add_parser("list", help="active CPU/memory/network/process faults and what they did so far")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
-    p.set_defaults(func=cmd_local_faults)
+    p.set_defaults(func=cmd_faults_list)
     p = losub.add_parser("residue", help="anything of the fault engine on this host, or of one cluster with "
                                          "--name/--dir (exit 1 if so)")
     p.add_argument("--name", default=None, help="only what belongs to this embedded cluster (its records, the "
                                                  "iptables chains tagged with its folder, even once it is gone)")
     p.add_argument("--dir", default="", help="only what belongs to the cluster in this directory")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
-    p.set_defaults(func=cmd_local_residue)
+    p.set_defaults(func=cmd_faults_residue)
     p = losub.add_parser("cleanup", help="revert one cluster's faults (--name/--dir, default: the default cluster), "
                                          "or with --all-clusters every fault and every tagged rule, cgroup, qdisc, "
                                          "proxy on this host")
@@ -398,7 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all-clusters", action="store_true",
                    help="every fault of every cluster and run on this host, and whatever of the engine has no record")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
-    p.set_defaults(func=cmd_local_cleanup)
+    p.set_defaults(func=cmd_faults_cleanup)
 
     rp = sub.add_parser("report", help="reports: 'chaosdb report JOURNAL', 'report compare', 'report upb'")
     rsub = rp.add_subparsers(dest="report_command", required=True)
@@ -477,9 +475,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     # 'chaosdb report JOURNAL' is short for 'chaosdb report build JOURNAL'
     if len(argv) >= 2 and argv[0] == "report" and argv[1] not in ("build", "compare", "upb", "-h", "--help"):
         argv.insert(1, "build")
-    if argv[:1] == ["local"]:  # the fault engine's commands were 'chaosdb local ...' (deprecated)
-        print("chaosdb: 'chaosdb local' is deprecated and will be removed in the next release: use 'chaosdb "
-              "faults' (list, residue, cleanup)", file=sys.stderr)
     args = parser.parse_args(argv)
     what = f"'chaosdb {_command_words(args)}'"
     try:

@@ -1,8 +1,7 @@
 """CockroachDB actions: drain, quit, decommission / recommission, kill, pod delete, restart, rolling restart.
 
 Targets are chosen when the action runs (``target``: an id, ``"leaseholder"`` / ``"not-leaseholder"`` of a
-``table`` ``row``, ``"any"``, ``"random"``; see :mod:`chaosdb.cockroach.targets`; ``node`` is the old name of
-``target`` and still works, with a deprecation warning). CLI commands are built
+``table`` ``row``, ``"any"``, ``"random"``; see :mod:`chaosdb.cockroach.targets`). CLI commands are built
 for the version of the ``cockroach`` binary that runs them (``quit`` only before v22.2, ``node drain <id>``
 from v22.1, the node's own ``--host`` before), with ``--certs-dir`` or ``--insecure`` from the
 configuration, as argv lists: nothing a user passes reaches a shell.
@@ -25,36 +24,14 @@ from chaosdb.cockroach.records import parse_decommission_output
 from chaosdb.cockroach.targets import check_selector, resolve_node
 from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.core.commands import describe_argv
-from chaosdb.core.deprecation import renamed_argument, warn_deprecated
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError, UnsafeFault
 from chaosdb.core.results import action_result
 from chaosdb.core.results import target as target_entry
 from chaosdb.core.signals import SIGNALS, signal_name
-from chaosdb.core.timeutil import parse_go_duration
 
 __all__ = ["drain_node", "quit_node", "decommission_nodes", "recommission_nodes", "kill_node", "delete_node_pod",
            "restart_node", "restart_killed_nodes", "wait_for_node", "wait_until_healthy", "rolling_restart"]
-
-def _duration(value: Union[str, int, float], what: str) -> tuple:
-    """A Go duration (``"1m30s"``) or seconds -> (flag text, seconds)."""
-    if isinstance(value, bool):
-        raise ChaosDBError(f"{what} must be a duration like \"60s\" or a number of seconds, got {value!r}")
-    if isinstance(value, (int, float)):
-        if value < 0:
-            raise ChaosDBError(f"{what} cannot be negative")
-        return f"{value:g}s", float(value)
-    secs = parse_go_duration(str(value))
-    if secs is None:
-        raise ChaosDBError(f"{what} must be a duration like \"60s\", \"1m30s\" or \"500ms\", got {value!r}")
-    return str(value).strip(), secs
-
-
-def _target(target: Union[int, str], node: Union[int, str, None], action: str) -> Union[int, str]:
-    """``target`` (``"any"`` unless given), or the deprecated ``node`` it replaced."""
-    return renamed_argument(None if target == "any" else target, node, "node", "target", f"CockroachDB's {action}",
-                            "any")
-
 
 def _node_host_config(configuration: Dict[str, Any], node: Dict[str, Any]) -> Dict[str, Any]:
     """The configuration with the CLI pointed at *node* itself (commands that act on the node they reach)."""
@@ -69,38 +46,30 @@ def _remaining(stderr: str) -> List[int]:
     return [int(x) for x in re.findall(r"remaining: (\d+)", stderr)]
 
 
-def _drain_wait(drain_wait_s: Union[float, str], drain_wait: Union[str, int, None]) -> tuple:
-    """(flag text, seconds) from ``drain_wait_s`` (seconds), or from the deprecated ``drain_wait`` (a Go
-    duration such as ``"60s"``, also when it arrives in ``drain_wait_s``'s place by position)."""
-    if drain_wait is not None:
-        warn_deprecated("drain_wait (a duration text) of CockroachDB's drain_node / quit_node",
-                        "drain_wait_s (seconds, a number)")
-        return _duration(drain_wait, "drain_wait")
-    if isinstance(drain_wait_s, str) and parse_go_duration(drain_wait_s) is not None \
-            and not drain_wait_s.strip().replace(".", "", 1).isdigit():
-        warn_deprecated("a duration text for drain_wait_s", "a number of seconds")
-        return _duration(drain_wait_s, "drain_wait_s")
+def _drain_wait(drain_wait_s: Union[float, str]) -> tuple:
+    """(``--drain-wait`` flag text, seconds) from ``drain_wait_s`` (seconds, or their text)."""
     try:
         secs = float(drain_wait_s)
     except (TypeError, ValueError):
         raise ChaosDBError(f"drain_wait_s must be a number of seconds, got {drain_wait_s!r}") from None
-    return _duration(secs, "drain_wait_s")
+    if secs < 0:
+        raise ChaosDBError("drain_wait_s cannot be negative")
+    return f"{secs:g}s", secs
 
 
 @action_result
 def drain_node(target: Union[int, str] = "any", drain_wait_s: float = 60, shutdown: bool = False,
-               table: Optional[str] = None, row: Optional[List[Any]] = None, drain_wait: Optional[str] = None,
-               node: Union[int, str, None] = None, configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+               table: Optional[str] = None, row: Optional[List[Any]] = None,
+               configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Drain a node (``cockroach node drain``): it stops taking SQL clients, moves its range leases and
     Raft leaderships away, and with ``shutdown`` its process exits afterwards. ``drain_wait_s`` (seconds,
     1 or 60 as in the thesis) bounds the drain; a drain that does not finish in time fails with advice.
     From v22.1 the node is drained by id through any gateway; older CLIs are pointed at the node itself.
     Without ``shutdown`` the node stays draining until it restarts (``restart_node``). Returns the node, the
-    drain's progress (``remaining`` per report) and its time. ``drain_wait`` (a duration text) is deprecated."""
+    drain's progress (``remaining`` per report) and its time."""
     cfg = channels.settings(configuration, secrets)
-    flag, secs = _drain_wait(drain_wait_s, drain_wait)
-    picked = resolve_node(cfg, secrets, _target(target, node, "drain_node"),
-                          table, row)
+    flag, secs = _drain_wait(drain_wait_s)
+    picked = resolve_node(cfg, secrets, target, table, row)
     feats = channels.cli_version(cfg)
     if feats.drain_by_node_id:
         argv = channels.cli_argv(cfg, "node", "drain", str(picked["id"]), f"--drain-wait={flag}")
@@ -128,19 +97,18 @@ def drain_node(target: Union[int, str] = "any", drain_wait_s: float = 60, shutdo
 
 @action_result
 def quit_node(target: Union[int, str] = "any", drain_wait_s: float = 60, table: Optional[str] = None,
-              row: Optional[List[Any]] = None, drain_wait: Optional[str] = None,
-              node: Union[int, str, None] = None, configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+              row: Optional[List[Any]] = None, configuration: Configuration = None,
+              secrets: Secrets = None) -> Dict[str, Any]:
     """Drain and stop a node with ``cockroach quit --drain-wait`` (CLIs before v22.2 only; the command
     was removed in v22.2: use ``drain_node`` with ``shutdown: true`` or ``kill_node`` with ``TERM``).
-    ``drain_wait_s`` in seconds; ``drain_wait`` (a duration text) is deprecated."""
+    ``drain_wait_s`` in seconds."""
     cfg = channels.settings(configuration, secrets)
-    flag, secs = _drain_wait(drain_wait_s, drain_wait)
+    flag, secs = _drain_wait(drain_wait_s)
     feats = channels.cli_version(cfg)
     if not feats.has_quit:
         raise ChaosDBError(f"cockroach quit was removed in v22.2 and this CLI is {feats!r}: use drain_node with "
                            "shutdown=true (a drain, then the process exits) or kill_node with signal TERM")
-    picked = resolve_node(cfg, secrets, _target(target, node, "quit_node"),
-                          table, row)
+    picked = resolve_node(cfg, secrets, target, table, row)
     argv = channels.cli_argv(_node_host_config(cfg, picked), "quit", f"--drain-wait={flag}")
     placement(cfg, secrets).save_before_shutdown(picked)
     t0 = time.monotonic()
@@ -227,7 +195,7 @@ def _node_entry(node: Dict[str, Any]) -> Dict[str, Any]:
 @action_result
 def kill_node(target: Union[int, str] = "any", signal: str = "KILL", container: Optional[str] = None, pid: int = 1,
               table: Optional[str] = None, row: Optional[List[Any]] = None,
-              node: Union[int, str, None] = None, configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+              configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Kill a node's process, the thesis's first failure level: ``KILL`` (crash, no drain) or ``TERM``
     (graceful drain, then exit). On Kubernetes (``k8s_namespace`` set) ``kill`` runs inside the node's
     pod (exec through the official client) in ``container`` (or ``k8s_container``), PID ``pid`` (1: the
@@ -235,8 +203,7 @@ def kill_node(target: Union[int, str] = "any", signal: str = "KILL", container: 
     address is signalled, after saving how to start it again (``restart_node``)."""
     cfg = channels.settings(configuration, secrets)
     sig = signal_name(signal)
-    picked = resolve_node(cfg, secrets, _target(target, node, "kill_node"),
-                          table, row)
+    picked = resolve_node(cfg, secrets, target, table, row)
     base = {"targets": [_node_entry(picked)],
             "node": picked["id"], "pod": picked["pod"], "address": picked["address"], "signal": sig,
             "range": picked.get("range")}
@@ -246,7 +213,7 @@ def kill_node(target: Union[int, str] = "any", signal: str = "KILL", container: 
 @action_result
 def delete_node_pod(target: Union[int, str] = "any", grace_period_s: Optional[int] = None, force: bool = False,
                     table: Optional[str] = None, row: Optional[List[Any]] = None,
-                    node: Union[int, str, None] = None, configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+                    configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Delete the node's pod with a grace period (``grace_period_s``: SIGTERM, that long to drain, then
     SIGKILL; null: the pod's own) or forced (``force``: removed from the API at once), the thesis's second and
     third levels; the StatefulSet recreates it. Needs ``k8s_namespace``; returns without waiting."""
@@ -254,8 +221,7 @@ def delete_node_pod(target: Union[int, str] = "any", grace_period_s: Optional[in
     require_kubernetes(cfg, "delete_node_pod", " (use kill_node locally)")
     if force and grace_period_s not in (None, 0):
         raise ChaosDBError("force deletion has no grace period: leave grace_period_s unset")
-    picked = resolve_node(cfg, secrets, _target(target, node, "delete_node_pod"),
-                          table, row)
+    picked = resolve_node(cfg, secrets, target, table, row)
     done = engine_action("kubernetes", "delete_pods")(
         pod_of(picked), grace_period_s, force, wait_replaced=False, configuration=cfg, secrets=secrets)
     return {"targets": [_node_entry(picked)], "node": picked["id"], "pod": picked["pod"],
@@ -371,12 +337,8 @@ def wait_until_healthy(timeout_s: float = 300, interval_s: float = 5.0, configur
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
 def _node_rule(args: Dict[str, Any]) -> None:
-    chosen = args.get("node") if args.get("node") is not None else args.get("target")
+    chosen = args.get("target")
     check_selector("any" if chosen is None else chosen, args.get("table"), args.get("row"))
-
-
-def _drain_wait_text(value: Any) -> None:
-    _duration(value, "drain_wait")
 
 
 def _node_id_list(value: Any) -> None:
@@ -387,7 +349,7 @@ def _node_id_list(value: Any) -> None:
 
 check_arguments(globals(), {name: _node_rule for name in ("drain_node", "quit_node", "kill_node", "delete_node_pod")},
                 {"decommission_nodes": {"wait": choice("wait", "all", "none")}},
-                drain_wait=_drain_wait_text, nodes=_node_id_list, signal=choice("signal", *SIGNALS),
+                nodes=_node_id_list, signal=choice("signal", *SIGNALS),
                 checks=choice("checks", "enabled", "strict", "skip"), pid=number("pid", 1, integer=True),
                 min_active_after=number("min_active_after", 1, integer=True),
                 grace_period_s=number("grace_period_s", 0, integer=True, hint=" (seconds)"))

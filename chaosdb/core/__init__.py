@@ -12,7 +12,6 @@ What is in it:
 * ``commands``: Running external commands (CLIs such as ``cockroach`` or ``kubectl``)
 * ``console``: Small things every ``chaosdb`` command prints the same way
 * ``dbevents``: What a database says about itself during a run, and the events between two of its answers
-* ``deprecation``: Old activity and argument names keep working for one release, with a warning naming what replaces them (the CHANGELOG lists them)
 * ``detach``: Child processes that run this package's modules (reverters, proxies, Locust)
 * ``embedded``: where the embedded cluster is, for the packages that fall back to it
 * ``engines``: Fault engines, found by convention

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from chaosdb.core.dbevents import View
-from chaosdb.core.deprecation import module_getattr
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.plugins import modules_named
 from chaosdb.core.target_model import check_target_model
@@ -214,8 +213,3 @@ def watched_sources(configuration: dict[str, Any] | None) -> list[tuple[Database
         found += [(adapter, source) for source in adapter.sources(dict(configuration or {}))]
     return found
 
-
-#: ``ADAPTER_MODULES`` (deprecated): the adapters are found by convention now
-__getattr__ = module_getattr(__name__, {"ADAPTER_MODULES": (
-    "chaosdb.core.adapters.all_adapters()",
-    lambda: {adapter.name: type(adapter).__module__ for adapter in _registry().values()})})

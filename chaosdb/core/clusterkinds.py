@@ -20,7 +20,6 @@ from pathlib import Path
 from types import ModuleType
 
 from chaosdb.core.console import print_json, print_stopped
-from chaosdb.core.deprecation import module_getattr
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.plugins import modules_named
 
@@ -109,7 +108,3 @@ def forget_kinds() -> None:
     """Find the kinds anew on the next call (after :func:`chaosdb.core.plugins.refresh`)."""
     _kinds.cache_clear()
 
-
-#: ``CLUSTER_KINDS`` (deprecated): the kinds are found by convention now
-__getattr__ = module_getattr(__name__, {"CLUSTER_KINDS": (
-    "chaosdb.core.clusterkinds.cluster_kinds()", lambda: {kind: m.__name__ for kind, m in _kinds().items()})})

@@ -1,6 +1,6 @@
-"""Fault engines, found by convention: what a database package reaches for when an old activity name of its own
-forwards to the engine that now does the job (see :mod:`chaosdb.core.deprecation`), and what a control reaches
-for to undo another engine's objects. A plug-in package is an engine when its ``__init__`` sets ``ENGINE`` to the
+"""Fault engines, found by convention: what a database package reaches for when one of its own actions acts
+through an engine (CockroachDB's pod deletion on Kubernetes, TiKV's store kill on this machine), and what a control
+reaches for to undo another engine's objects. A plug-in package is an engine when its ``__init__`` sets ``ENGINE`` to the
 engine's name (:mod:`chaosdb.core.plugins`); its actions are in its ``actions`` module. Nothing names them here."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from chaosdb.core.deprecation import module_getattr
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.plugins import package_attribute
 
@@ -31,6 +30,3 @@ def engine_action(engine: str, name: str) -> Callable[..., Any]:
         raise ChaosDBError(f"{module} has no action {name!r}")
     return action
 
-
-#: ``ENGINE_MODULES`` (deprecated): the engines are found by convention now
-__getattr__ = module_getattr(__name__, {"ENGINE_MODULES": ("chaosdb.core.engines.engines()", engines)})

@@ -1,24 +1,17 @@
-"""One name per setting: every configuration key of the shipped experiments, the one environment variable that
-sets it (the same in every experiment family and in the game-day CronJob), and its old names.
+"""One name per setting: every configuration key of the shipped experiments and the one environment variable that
+sets it (the same in every experiment family and in the game-day CronJob).
 
 The shipped experiments read each value with ``{"type": "env", "key": SETTINGS[key].env}``; a test holds every
 shipped experiment to this table, and ``docs/running-experiments.md`` prints it (:func:`markdown_table`).
-
-Old names keep working for one release: :func:`apply_old_names` copies an old variable that is set to its new
-name when the new one is not set, and says so. The ``chaos`` command runs it before it reads any experiment
-(Chaos Toolkit imports this pack's CLI plugin, :mod:`chaosdb.report.cli_plugin`, when it starts), and the
-experiment control repeats the warning in the run's log.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
-from typing import MutableMapping
 
-__all__ = ["Setting", "SETTINGS", "ENVIRONMENT_ONLY", "setting_of_env", "apply_old_names", "applied_old_names",
-           "markdown_table", "env_entry", "env_entries", "secret_environment_values"]
+__all__ = ["Setting", "SETTINGS", "ENVIRONMENT_ONLY", "setting_of_env", "markdown_table", "env_entry", "env_entries",
+           "secret_environment_values"]
 
 
 @dataclass(frozen=True)
@@ -26,7 +19,6 @@ class Setting:
     key: str
     env: str
     meaning: str
-    old: tuple[str, ...] = ()
     secret: bool = False
 
 
@@ -42,13 +34,11 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("address_base", "CHAOSDB_ADDRESS_BASE", "loopback address of the embedded cluster's first node"),
     Setting("report_dir", "CHAOSDB_REPORT_DIR", "where the run's samples and report go"),
     Setting("baseline_s", "CHAOSDB_BASELINE_S", "seconds of load measured as the baseline before the fault"),
-    Setting("k8s_namespace", "CHAOSDB_K8S_NAMESPACE", "Kubernetes namespace of the database's pods",
-            old=("K8S_NAMESPACE",)),
+    Setting("k8s_namespace", "CHAOSDB_K8S_NAMESPACE", "Kubernetes namespace of the database's pods"),
     Setting("k8s_kubeconfig", "CHAOSDB_KUBECONFIG", "kubeconfig file (empty: in-cluster, else ~/.kube/config)"),
-    Setting("k8s_container", "CHAOSDB_K8S_CONTAINER", "the database container of a pod", old=("K8S_CONTAINER",)),
-    Setting("statefulset", "CHAOSDB_STATEFULSET", "the database's StatefulSet", old=("CRDB_STATEFULSET",)),
-    Setting("pod_selector", "CHAOSDB_POD_SELECTOR", "label selector of the database's pods",
-            old=("CRDB_POD_SELECTOR",)),
+    Setting("k8s_container", "CHAOSDB_K8S_CONTAINER", "the database container of a pod"),
+    Setting("statefulset", "CHAOSDB_STATEFULSET", "the database's StatefulSet"),
+    Setting("pod_selector", "CHAOSDB_POD_SELECTOR", "label selector of the database's pods"),
     Setting("target_pod", "CHAOSDB_TARGET_POD", "the pod a pod-level fault aims at"),
     Setting("replicas_after", "CHAOSDB_REPLICAS_AFTER", "replicas after a scale-out"),
     Setting("chaos_namespace", "CHAOSDB_CHAOS_NAMESPACE", "namespace of the Chaos Mesh / Litmus objects"),
@@ -56,16 +46,14 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("latency", "CHAOSDB_LATENCY", "network delay of a NetworkChaos (Go duration)"),
     Setting("health_url", "CHAOSDB_HEALTH_URL", "an HTTP health endpoint of the database (CockroachDB)"),
     Setting("cockroach_url", "CHAOSDB_COCKROACH_URL", "CockroachDB SQL URL (a secret where it has a password; "
-            "also the load's DSN)", old=("COCKROACH_URL",), secret=True),
-    Setting("cockroach_host", "CHAOSDB_COCKROACH_HOST", "host:port for the cockroach CLI", old=("COCKROACH_HOST",)),
-    Setting("cockroach_certs_dir", "CHAOSDB_COCKROACH_CERTS_DIR", "certs directory for the cockroach CLI",
-            old=("COCKROACH_CERTS_DIR",)),
-    Setting("cockroach_insecure", "CHAOSDB_COCKROACH_INSECURE", "true: the CLI talks to an insecure cluster",
-            old=("COCKROACH_INSECURE",)),
-    Setting("cockroach_bin", "CHAOSDB_COCKROACH_BIN", "the cockroach binary", old=("COCKROACH_BIN",)),
+            "also the load's DSN)", secret=True),
+    Setting("cockroach_host", "CHAOSDB_COCKROACH_HOST", "host:port for the cockroach CLI"),
+    Setting("cockroach_certs_dir", "CHAOSDB_COCKROACH_CERTS_DIR", "certs directory for the cockroach CLI"),
+    Setting("cockroach_insecure", "CHAOSDB_COCKROACH_INSECURE", "true: the CLI talks to an insecure cluster"),
+    Setting("cockroach_bin", "CHAOSDB_COCKROACH_BIN", "the cockroach binary"),
     Setting("cockroach_cli_pod", "CHAOSDB_COCKROACH_CLI_POD", "[namespace/]pod the cockroach CLI runs in "
             "(exec through the Kubernetes API, container k8s_container)"),
-    Setting("pd_url", "CHAOSDB_PD_URL", "PD's HTTP API (TiKV)", old=("PD_URL",)),
+    Setting("pd_url", "CHAOSDB_PD_URL", "PD's HTTP API (TiKV)"),
     Setting("chaosd_url", "CHAOSDB_CHAOSD_URL", "chaosd's API on the database's machine (chaosdb.chaosd.actions; "
                                                 "default: the chaosd 'cluster up --chaosd' started)"),
     Setting("chaosd_binary", "CHAOSDB_CHAOSD_BINARY", "a chaosd binary the embedded-cluster control starts beside "
@@ -75,12 +63,10 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("chaosd_physical_machine", "CHAOSDB_CHAOSD_PHYSICAL_MACHINE",
             "namespace/name of the PhysicalMachine the PhysicalMachineChaos objects select (default: chaosd_url as "
             "their address)"),
-    Setting("tikv_key", "CHAOSDB_TIKV_KEY", "the key whose region's leader or follower is the target",
-            old=("TIKV_KEY", "CHAOSDB_KEY")),
+    Setting("tikv_key", "CHAOSDB_TIKV_KEY", "the key whose region's leader or follower is the target"),
     Setting("tikv_role", "CHAOSDB_TIKV_ROLE", "tikv-leader or tikv-follower", ),
-    Setting("tikv_mode", "CHAOSDB_TIKV_MODE", "raw or txn: how the TiKV key is encoded", old=("TIKV_MODE",)),
-    Setting("patroni_urls", "CHAOSDB_PATRONI_URLS", "Patroni REST API URLs, comma separated",
-            old=("PATRONI_URLS",)),
+    Setting("tikv_mode", "CHAOSDB_TIKV_MODE", "raw or txn: how the TiKV key is encoded"),
+    Setting("patroni_urls", "CHAOSDB_PATRONI_URLS", "Patroni REST API URLs, comma separated"),
     Setting("patroni_pods", "CHAOSDB_PATRONI_PODS", "Patroni member -> pod (member=pod,... or JSON)"),
     Setting("secure", "CHAOSDB_SECURE", "true: the embedded cluster the run creates speaks TLS with client "
             "certificates and passwords (chaosdb cluster up --secure)"),
@@ -127,47 +113,20 @@ def env_entries(*keys: str) -> dict[str, dict[str, str]]:
     """:func:`env_entry` for each key, empty by default (the TLS keys: unset means "not given")."""
     return {key: env_entry(key) for key in keys}
 
-_applied: list[tuple[str, str]] = []
-
 
 def setting_of_env(env: str) -> Setting | None:
-    """The setting an environment variable (new or old name) sets."""
+    """The setting an environment variable sets."""
     for s in SETTINGS.values():
-        if env == s.env or env in s.old:
+        if env == s.env:
             return s
     return None
 
 
-def apply_old_names(environ: MutableMapping[str, str] | None = None, say: bool = True) -> list[tuple[str, str]]:
-    """Copy each old variable that is set to its new name when the new one is not set; return (old, new) for
-    each, and (*say*) print one warning line per name on standard error."""
-    env = os.environ if environ is None else environ
-    done = []
-    for s in SETTINGS.values():
-        for old in s.old:
-            if old in env and s.env not in env:
-                env[s.env] = env[old]
-                done.append((old, s.env))
-                if say:
-                    print(f"chaosdb: {old} is deprecated and will be removed in the next release: set {s.env} "
-                          "(used for this run)", file=sys.stderr)
-    if environ is None:
-        _applied.extend(done)
-    return done
-
-
-def applied_old_names() -> list[tuple[str, str]]:
-    """The (old, new) names :func:`apply_old_names` applied to this process's environment."""
-    return list(_applied)
-
-
 def markdown_table() -> str:
-    """The settings as a Markdown table (configuration key, environment variable, old names, meaning)."""
-    rows = ["| configuration key | environment variable | old name (works until the next release) | meaning |",
-            "| --- | --- | --- | --- |"]
+    """The settings as a Markdown table (configuration key, environment variable, meaning)."""
+    rows = ["| configuration key | environment variable | meaning |", "| --- | --- | --- |"]
     for s in SETTINGS.values():
-        rows.append(f"| `{s.key}` | `{s.env}` | {', '.join(f'`{o}`' for o in s.old) or '–'} | "
-                    f"{s.meaning}{' (secret)' if s.secret else ''} |")
+        rows.append(f"| `{s.key}` | `{s.env}` | {s.meaning}{' (secret)' if s.secret else ''} |")
     rows += ["", "| read by the pack itself | meaning |", "| --- | --- |"]
     rows += [f"| `{k}` | {v} |" for k, v in ENVIRONMENT_ONLY.items()]
     return "\n".join(rows) + "\n"

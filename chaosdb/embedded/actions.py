@@ -33,7 +33,6 @@ from typing import Any, Dict, List
 from chaoslib.types import Configuration
 
 from chaosdb.core.arguments import check_arguments, choice, one_of_or_names
-from chaosdb.core.deprecation import module_getattr
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import action_result
@@ -300,16 +299,3 @@ check_arguments(globals(), None, None, extras=("local",),
                 target=check_target, method=choice("method", "switchover", "shutdown"),
                 nodes=one_of_or_names("nodes", ("all",), is_node_name, "node1, node2, ..."))
 
-
-def _moved(name: str) -> tuple[str, Any]:
-    def value() -> Any:
-        from chaosdb.embedded import operations  # noqa: PLC0415 - only for an old experiment's name
-
-        return getattr(operations, name)
-
-    return f"chaosdb.embedded.operations.{name}", value
-
-
-#: the cluster's lifecycle and the operator changes moved to :mod:`chaosdb.embedded.operations` (one release)
-__getattr__ = module_getattr(__name__, {name: _moved(name) for name in (
-    "cluster_up", "cluster_down", "rolling_restart", "scale_out", "scale_in")})

@@ -29,8 +29,6 @@ from chaoslib.activity import run_activity
 from chaoslib.hypothesis import within_tolerance
 from chaoslib.run import RunEventHandler
 
-from chaosdb.core.deprecation import warn_deprecated
-from chaosdb.core.settings import applied_old_names
 from chaosdb.experiment import refusals
 from chaosdb.experiment.checks import refuse_bad_arguments, size_problems
 from chaosdb.experiment.secrets import LogMask, inline_secrets, make_journal_private, mask_journal, secret_values
@@ -67,14 +65,12 @@ class _JournalHandle(RunEventHandler):
 
 def configure_control(experiment: dict[str, Any] | None = None, event_registry: Any = None,
                       secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
-    """A new run: forget the last one's refusal and state, say the environment variables used by their old names,
-    mask the run's secrets in its log from now on (and say once that inline secrets belong in the environment)."""
+    """A new run: forget the last one's refusal and state, mask the run's secrets in its log from now on (and say
+    once that inline secrets belong in the environment)."""
     global _run
     _remove_log_mask()
     _run = _Run()
     refusals.forget()
-    for old, new in applied_old_names():  # said on stderr when chaos started; said again in the run's log
-        warn_deprecated(f"the environment variable {old}", new)
     if event_registry is not None:
         event_registry.register(_JournalHandle())
     _run.secrets = secret_values(experiment, secrets)

@@ -18,7 +18,6 @@ from chaosdb.embedded import cluster, scale
 from chaosdb.embedded import control as local_control
 from chaosdb.embedded.state import STATE_FILE, load_layout, load_secrets, resolve_cluster_dir
 from chaosdb.faults.engine import cleanup
-from chaosdb.renamed import canonical_module
 from chaosdb.workloads.tpcc import loader
 from chaosdb.workloads.tpcc.rand import Scale
 
@@ -44,7 +43,7 @@ def embedded_control(experiment: dict[str, Any]) -> dict[str, Any] | None:
     """Arguments of the experiment's ``chaosdb.embedded.control`` (None when it has none)."""
     for c in experiment.get("controls") or []:
         provider = c.get("provider") or {}
-        if canonical_module(str(provider.get("module"))) == "chaosdb.embedded.control":
+        if provider.get("module") == "chaosdb.embedded.control":
             return dict(provider.get("arguments") or {})
     return None
 

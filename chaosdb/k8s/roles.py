@@ -31,12 +31,6 @@ def roles() -> list[str]:
     return adapter_roles()
 
 
-def __getattr__(name: str) -> Any:
-    if name == "ROLES":  # the tuple of earlier releases
-        return tuple(adapter_roles())
-    raise AttributeError(name)
-
-
 def check_target(target: Any) -> None:
     """The target description's grammar, before anything asks the cluster (see the module docstring)."""
     if isinstance(target, str):

@@ -1,9 +1,8 @@
 """``chaos db-report JOURNAL``: the reporter as a Chaos Toolkit CLI plugin (entry point
 ``chaostoolkit.cli_plugins``). Same as ``chaosdb report JOURNAL``.
 
-Chaos Toolkit imports this module when ``chaos`` starts, before it reads any experiment: that is where the old
-names of the settings are mapped to their new ones (:func:`chaosdb.core.settings.apply_old_names`) and where a
-malformed experiment file gets sentences instead of a traceback (:func:`chaosdb.experiment.malformed.install_hook`)."""
+Chaos Toolkit imports this module when ``chaos`` starts, before it reads any experiment: that is where a malformed
+experiment file gets sentences instead of a traceback (:func:`chaosdb.experiment.malformed.install_hook`)."""
 
 from __future__ import annotations
 
@@ -13,12 +12,10 @@ import click
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import require_extras
-from chaosdb.core.settings import apply_old_names
 from chaosdb.experiment.malformed import install_hook
 
 __all__ = ["db_report"]
 
-apply_old_names()
 install_hook()
 
 

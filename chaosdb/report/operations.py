@@ -1,6 +1,6 @@
 """Operator actions measured under load: rolling restarts, scale-out and scale-in (``metrics.json`` ``operations``).
 
-An operator fault is an action of :mod:`chaosdb.embedded.operations` (``actions`` in older journals) whose journal output says what it did
+An operator fault is an action of :mod:`chaosdb.embedded.operations` whose journal output says what it did
 (``"action": "rolling_restart" | "scale_out" | "scale_in"``); ``seconds`` is the activity's duration in
 the journal. The action itself measures the cluster side
 (time until a restarted or added node serves SQL, until the cluster is healthy again, switchover time);
@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from chaosdb.renamed import canonical_module
 from chaosdb.report.data import Samples
 from chaosdb.report.journal import activities_of
 from chaosdb.report.metrics import overlap_s, pause_spans, unavailability, window_stats
@@ -31,7 +30,7 @@ __all__ = ["operation_spans", "OPERATOR_ACTIONS", "operations_from_journal", "me
 OPERATOR_ACTIONS = ("rolling_restart", "scale_out", "scale_in")
 #: where they live (every action's result names it, ``action``: CockroachDB's Kubernetes rolling restart is
 #: another action of the same name)
-OPERATOR_MODULES = ("chaosdb.embedded.operations", "chaosdb.embedded.actions", "")  # the latter: older journals
+OPERATOR_MODULES = ("chaosdb.embedded.operations", "")  # "": an activity whose provider names no module
 
 # fields of the action's output that are kept (the cluster side of the measurement)
 _KEEP = {
@@ -52,7 +51,7 @@ def operations_from_journal(journal: dict[str, Any]) -> list[dict[str, Any]]:
     for a in activities_of(journal):
         out = a.output
         if a.kind != "action" or not isinstance(out, dict) or out.get("action") not in OPERATOR_ACTIONS \
-                or canonical_module(a.module) not in OPERATOR_MODULES:
+                or a.module not in OPERATOR_MODULES:
             continue
         action = out["action"]
         op: dict[str, Any] = {"activity": a.name, "action": action, "rollback": a.rollback, "status": a.status,

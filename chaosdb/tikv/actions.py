@@ -1,8 +1,10 @@
 """TiKV / PD actions: move a region's leader, evict every leader from a store (and undo it), and change
 a store's state (Offline / Up, only with an explicit flag because Offline starts removing the store).
 
-Stores are chosen when the action runs (``target``; ``store`` is its old name and still works, with a
-deprecation warning): a store id, or ``"leader"`` / ``"follower"`` of the region holding ``key`` (see :mod:`chaosdb.tikv.probes` for ``mode`` / ``api_version``).
+Stores are chosen when the action runs (``target``): a store id, or ``"leader"`` / ``"follower"`` of the region
+holding ``key`` (see :mod:`chaosdb.tikv.probes` for ``mode`` / ``api_version``). A CPU or memory limit on a store's
+local ``tikv-server`` is the host engine's: ``chaosdb.faults.actions.limit_cpu`` / ``limit_memory`` with
+``target: {"role": "tikv-leader", "key": ...}``.
 """
 
 import time
@@ -11,7 +13,6 @@ from typing import Any, Dict, Optional, Union
 from chaoslib.types import Configuration, Secrets
 
 from chaosdb.core.arguments import check_arguments, choice, number
-from chaosdb.core.deprecation import renamed_argument, warn_deprecated
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import action_result
@@ -22,16 +23,9 @@ from chaosdb.tikv.keys import MODES
 from chaosdb.tikv.pd import pd_client
 from chaosdb.tikv.store_processes import store_pids
 
-__all__ = ["transfer_region_leader", "evict_leaders", "remove_leader_eviction", "set_store_state",
-           "limit_store_cpu", "limit_store_memory", "kill_store"]
+__all__ = ["transfer_region_leader", "evict_leaders", "remove_leader_eviction", "set_store_state", "kill_store"]
 
 EVICT = "evict-leader-scheduler"
-
-
-def _target(target: Union[int, str], store: Union[int, str, None], action: str) -> Union[int, str]:
-    """``target`` (``"leader"`` unless given), or the deprecated ``store`` it replaced."""
-    return renamed_argument(None if target == "leader" else target, store, "store", "target", f"TiKV's {action}",
-                            "leader")
 
 
 def _store_entry(store: Dict[str, Any]) -> Dict[str, Any]:
@@ -95,12 +89,12 @@ def transfer_region_leader(key: Optional[str] = None, region_id: Optional[int] =
 @action_result
 def evict_leaders(target: Union[int, str] = "leader", key: Optional[str] = None, mode: str = "raw",
                   api_version: int = 1, keyspace_id: int = 0, key_format: str = "utf8", wait_s: float = 60,
-                  store: Union[int, str, None] = None, configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+                  configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
     """Add PD's ``evict-leader-scheduler`` for a store (an id, or the ``leader`` / a ``follower`` of
     ``key``'s region): PD moves every leader off it and keeps it leaderless. Waits up to ``wait_s``
     for its leader count to reach 0. Rollback: ``remove_leader_eviction`` with the same store id."""
     cfg = configuration or {}
-    picked = cluster.resolve_store(cfg, _target(target, store, "evict_leaders"), key, mode, api_version, keyspace_id, key_format)
+    picked = cluster.resolve_store(cfg, target, key, mode, api_version, keyspace_id, key_format)
     if picked["state"] != "Up":
         raise ChaosDBError(f"store {picked['id']} is {picked['state']}: evicting its leaders would change nothing")
     others = [s for s in cluster.stores(cfg) if s["state"] == "Up" and s["id"] != picked["id"]]
@@ -159,52 +153,10 @@ def set_store_state(store: Union[int, str], state: str, i_understand_offline_rem
             "now": cluster.store(cfg, int(store))["state"]}
 
 
-def _store_fault(action: str, store: Union[int, str], key: Optional[str], mode: str, api_version: int,
-                 process_match: str, configuration: Configuration, secrets: Secrets,
-                 **params: Any) -> Dict[str, Any]:
-    selector = str(store)
-    chosen = {"role": "tikv-store", "store": int(selector)} if selector.isdigit() else \
-        {"role": f"tikv-{selector}", "key": key}
-    target = {**chosen, "mode": mode, "api_version": api_version, "process_match": process_match}
-    out = engine_action("host", action)(target=target, configuration=configuration, secrets=secrets, **params)
-    first = out["targets"][0]
-    out["store"] = {"id": first.get("store_id"), "address": first.get("address"),
-                    "region": first.get("region_id")}
-    return out
-
-
-@action_result
-def limit_store_cpu(store: Union[int, str] = "leader", key: Optional[str] = None, quota_s: float = 0.05,
-                    period_s: float = 1.0, duration_s: float = 0, mode: str = "raw", api_version: int = 1,
-                    process_match: str = "tikv-server", configuration: Configuration = None,
-                    secrets: Secrets = None) -> Dict[str, Any]:
-    """Deprecated: ``chaosdb.faults.actions.limit_cpu`` with ``target: {"role": "tikv-leader", "key": ...}``
-    does this. CPU quota on the local ``tikv-server`` of a store chosen when the action runs (an id, or the
-    ``leader`` / a ``follower`` of ``key``'s region); rollback ``chaosdb.faults.actions.revert_faults``."""
-    warn_deprecated("chaosdb.tikv.actions.limit_store_cpu",
-                    'chaosdb.faults.actions.limit_cpu with target {"role": "tikv-leader", "key": ...}')
-    return _store_fault("limit_cpu", store, key, mode, api_version, process_match, configuration, secrets,
-                        quota_s=quota_s, period_s=period_s, duration_s=duration_s)
-
-
-@action_result
-def limit_store_memory(store: Union[int, str] = "leader", key: Optional[str] = None, limit_mb: float = 256,
-                       duration_s: float = 0, mode: str = "raw", api_version: int = 1,
-                       process_match: str = "tikv-server", configuration: Configuration = None,
-                       secrets: Secrets = None) -> Dict[str, Any]:
-    """Deprecated: ``chaosdb.faults.actions.limit_memory`` with ``target: {"role": "tikv-leader", "key": ...}``
-    does this. Memory limit (no swap) on the local ``tikv-server`` of a store chosen as for
-    ``limit_store_cpu``; rollback ``chaosdb.faults.actions.revert_faults``."""
-    warn_deprecated("chaosdb.tikv.actions.limit_store_memory",
-                    'chaosdb.faults.actions.limit_memory with target {"role": "tikv-leader", "key": ...}')
-    return _store_fault("limit_memory", store, key, mode, api_version, process_match, configuration, secrets,
-                        limit_mb=limit_mb, duration_s=duration_s)
-
-
 @action_result
 def kill_store(target: Union[int, str] = "leader", key: Optional[str] = None, signal: str = "KILL",
                mode: str = "raw", api_version: int = 1, process_match: str = "tikv-server",
-               container: Optional[str] = None, store: Union[int, str, None] = None, configuration: Configuration = None,
+               container: Optional[str] = None, configuration: Configuration = None,
                secrets: Secrets = None) -> Dict[str, Any]:
     """Kill the store chosen when the action runs (an id, or the ``leader`` / a ``follower`` of ``key``'s
     region): on Kubernetes (``k8s_namespace`` set) ``kill`` inside its pod (``container`` or
@@ -213,7 +165,7 @@ def kill_store(target: Union[int, str] = "leader", key: Optional[str] = None, si
 
     cfg = configuration or {}
     sig = signal_name(signal)
-    picked = cluster.resolve_store(cfg, _target(target, store, "kill_store"), key, mode, api_version)
+    picked = cluster.resolve_store(cfg, target, key, mode, api_version)
     base = {"targets": [_store_entry(picked)], "store": picked["id"], "address": picked["address"],
             "pod": picked["pod"], "signal": sig,
             "region": picked.get("region")}
@@ -237,7 +189,7 @@ def kill_store(target: Union[int, str] = "leader", key: Optional[str] = None, si
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
 def _store_rule(args: Dict[str, Any]) -> None:
-    chosen = args.get("store") if args.get("store") is not None else args.get("target")
+    chosen = args.get("target")
     cluster.check_store_selector("leader" if chosen is None else chosen, args.get("key"))
 
 
@@ -257,11 +209,8 @@ def _store_id(value: Any) -> None:
 
 
 check_arguments(globals(), {"transfer_region_leader": _transfer_rule, "evict_leaders": _store_rule,
-                            "limit_store_cpu": _store_rule, "limit_store_memory": _store_rule,
                             "kill_store": _store_rule},
                 {"remove_leader_eviction": {"store": _store_id}, "set_store_state": {"store": _store_id}},
                 state=choice("state", "Up", "Offline"), mode=choice("mode", *MODES),
                 key_format=choice("key_format", "utf8", "hex"), api_version=choice("api_version", 1, 2),
-                signal=choice("signal", *SIGNALS), quota_s=number("quota_s", 0.001, hint=" (seconds)"),
-                period_s=number("period_s", 0.001, maximum=1.0, hint=" (seconds, the kernel's range)"),
-                limit_mb=number("limit_mb", 8, hint=" (MiB)"), keyspace_id=number("keyspace_id", 0, integer=True))
+                signal=choice("signal", *SIGNALS), keyspace_id=number("keyspace_id", 0, integer=True))

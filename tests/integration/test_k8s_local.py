@@ -451,7 +451,7 @@ def test_chaos_run_of_the_patroni_primary_pod_kill_against_real_patroni_and_chao
     assert k8s.wait_for_statefulset_ready("postgres", "postgres", timeout_s=120, configuration=cfg)
     uid = _pod(cfg, "postgres", pod)["uid"]
     env = {**os.environ, "CHAOSDB_KUBECONFIG": kube["kubeconfig"],
-           "PATRONI_URLS": f"http://{member.host}:{member.api_port}", "CHAOSDB_PATRONI_PODS": f"{member.name}={pod}"}
+           "CHAOSDB_PATRONI_URLS": f"http://{member.host}:{member.api_port}", "CHAOSDB_PATRONI_PODS": f"{member.name}={pod}"}
     experiment = json.loads((ROOT / "experiments" / "kubernetes" / "chaosmesh-pod-kill-patroni-primary.json")
                             .read_text())
     experiment["controls"] = [c for c in experiment["controls"] if c["name"] in ("verdict", "chaosdb-kubernetes")]

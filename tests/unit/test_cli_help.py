@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import logging
 import subprocess
 import sys
@@ -122,10 +123,7 @@ def test_progress_lines_carry_the_seconds_since_the_start():
     assert len(lines) == 1 and lines[0].endswith("s] starting etcd on node1") and lines[0].startswith("  [")
 
 
-def test_the_fault_engine_commands_and_their_old_name():
-    new = subprocess.run([str(BIN / "chaosdb"), "faults", "list", "--json"], capture_output=True, text=True,
-                         timeout=60)
-    old = subprocess.run([str(BIN / "chaosdb"), "local", "faults", "--json"], capture_output=True, text=True,
-                         timeout=60)
-    assert new.returncode == old.returncode == 0 and new.stdout == old.stdout and new.stderr == ""
-    assert "'chaosdb local' is deprecated" in old.stderr and "use 'chaosdb faults'" in old.stderr
+def test_the_fault_engine_commands():
+    listed = subprocess.run([str(BIN / "chaosdb"), "faults", "list", "--json"], capture_output=True, text=True,
+                            timeout=60)
+    assert listed.returncode == 0 and isinstance(json.loads(listed.stdout), list) and listed.stderr == ""

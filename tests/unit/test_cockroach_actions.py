@@ -133,36 +133,16 @@ def test_drain_timeout_and_selector_errors_are_actionable(crdb):
         actions.drain_node(1, drain_wait_s=0.5, configuration=cfg)
     with pytest.raises(ChaosDBError, match="drain_wait_s must be a number of seconds"):
         actions.drain_node(1, drain_wait_s="soon", configuration=cfg)
-    with pytest.raises(ChaosDBError, match="duration like"), pytest.warns(DeprecationWarning):
-        actions.drain_node(1, drain_wait="soon", configuration=cfg)
+    with pytest.raises(ChaosDBError, match="drain_wait_s must be a number of seconds, got '1m30s'"):
+        actions.drain_node(1, drain_wait_s="1m30s", configuration=cfg)
     with pytest.raises(ChaosDBError, match="needs table and row"):
         actions.drain_node("leaseholder", configuration=cfg)
+    with pytest.raises(InvalidActivity, match="needs table and row"):  # as chaos validate checks it
+        actions.kill_node.__signature__.bind(target="leaseholder")
     with pytest.raises(ChaosDBError, match="not in the cluster"):
         actions.drain_node(9, configuration=cfg)
     drains = [a for a in _argvs(crdb.log) if a[:2] == ["node", "drain"]]
     assert len(drains) == 1  # bad input never reached the cluster
-
-
-def test_the_old_duration_text_still_drains_with_a_deprecation_warning(crdb):
-    cfg = crdb("v23.2.4", nodes=3)
-    with pytest.warns(DeprecationWarning, match="drain_wait_s"):
-        res = actions.drain_node(2, drain_wait="1m30s", configuration=cfg)
-    assert res["drain_wait_s"] == 90 and res["drain_wait"] == "1m30s"
-    with pytest.warns(DeprecationWarning, match="a number of seconds"):
-        assert actions.drain_node(3, "1s", configuration=cfg)["drain_wait_s"] == 1  # by position, as before
-    drains = [a[3] for a in _argvs(crdb.log) if a[:2] == ["node", "drain"]]
-    assert drains == ["--drain-wait=1m30s", "--drain-wait=1s"]
-
-
-def test_node_is_the_old_name_of_target(crdb):
-    cfg = crdb("v23.2.4", nodes=3)
-    with pytest.warns(DeprecationWarning, match="the node argument of CockroachDB's drain_node is deprecated"):
-        assert actions.drain_node(node=2, drain_wait_s=1, configuration=cfg)["node"] == 2
-    assert actions.drain_node(target=3, drain_wait_s=1, configuration=cfg)["node"] == 3
-    with pytest.raises(ChaosDBError, match="give target only"):
-        actions.drain_node(target=1, node=2, configuration=cfg)
-    with pytest.raises(InvalidActivity, match="needs table and row"):  # the check reads either name
-        actions.kill_node.__signature__.bind(node="leaseholder")
 
 
 def test_old_cli_drains_through_the_node_itself_and_quits(crdb):

@@ -95,12 +95,9 @@ def _state(pid: int) -> str:
         return f.read().rsplit(")", 1)[1].split()[0]
 
 
-def test_the_operator_actions_moved_and_their_old_names_still_answer():
+def test_the_operator_actions_are_their_own_activity_module():
     from chaosdb import activity_modules
     from chaosdb.embedded import actions as node_actions
-    from chaosdb.embedded import operations
 
     assert "chaosdb.embedded.operations" in activity_modules()["action"]
     assert not {"rolling_restart", "scale_out", "cluster_up"} & set(node_actions.__all__)
-    with pytest.warns(DeprecationWarning, match="chaosdb.embedded.actions.rolling_restart is deprecated"):
-        assert node_actions.rolling_restart is operations.rolling_restart

@@ -112,17 +112,6 @@ def test_the_docs_name_every_extra_and_what_the_system_must_bring():
         assert f"`{package}`" in doc.split("no extra can bring")[1], package
 
 
-def test_an_old_variable_still_works_for_one_release_and_says_so(capsys):
-    env = {"COCKROACH_URL": "postgresql://u@h/db", "K8S_NAMESPACE": "crdb", "CHAOSDB_PD_URL": "http://new",
-           "PD_URL": "http://old"}
-    done = settings.apply_old_names(env)
-    assert sorted(done) == [("COCKROACH_URL", "CHAOSDB_COCKROACH_URL"), ("K8S_NAMESPACE", "CHAOSDB_K8S_NAMESPACE")]
-    assert env["CHAOSDB_COCKROACH_URL"] == "postgresql://u@h/db" and env["CHAOSDB_K8S_NAMESPACE"] == "crdb"
-    assert env["CHAOSDB_PD_URL"] == "http://new"  # the new name wins when both are set
-    err = capsys.readouterr().err
-    assert "COCKROACH_URL is deprecated" in err and "set CHAOSDB_COCKROACH_URL" in err and "PD_URL" not in err
-
-
 def test_the_game_day_cronjob_sets_settings_by_their_one_name():
     text = (shipped.templates_dir() / "kubernetes" / "gameday-cronjob.yaml").read_text()
     names = set(re.findall(r'- name: "([A-Z0-9_]+)"', text)) - {"CHAOSDB_JOB_NAME"}  # the pod's own

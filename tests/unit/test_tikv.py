@@ -163,15 +163,6 @@ def test_evict_leaders_of_the_keys_leader_then_roll_back(pd):
     assert actions.transfer_region_leader(key="usertable:user1", to_store=1, configuration=pd.cfg)["moved"]
 
 
-def test_store_is_the_old_name_of_target(pd):
-    with pytest.warns(DeprecationWarning, match="the store argument of TiKV's evict_leaders is deprecated"):
-        res = actions.evict_leaders(store=2, configuration=pd.cfg)
-    assert res["store"] == 2
-    actions.remove_leader_eviction(2, configuration=pd.cfg)
-    with pytest.raises(ChaosDBError, match="give target only"):
-        actions.evict_leaders(target=1, store=2, configuration=pd.cfg)
-
-
 def test_store_state_needs_the_explicit_flag(pd, caplog):
     with pytest.raises(ChaosDBError, match="i_understand_offline_removes_the_store"):
         actions.set_store_state(3, "Offline", configuration=pd.cfg)
@@ -270,19 +261,6 @@ def test_cpu_limit_on_the_leader_store_of_a_key(pd, local_stores):
     assert [r["kind"] for r in reverted] == ["cpu"]
     with pytest.raises(ChaosDBError, match="no local no-such-binary"):
         actions.kill_store("follower", key="usertable:user1", process_match="no-such-binary", configuration=pd.cfg)
-
-
-@pytest.mark.skipif(not _can_limit_cpu(), reason="needs root and the cgroup cpu controller")
-def test_the_old_store_cpu_action_warns_and_forwards_to_the_local_engine(pd, local_stores):
-    from chaosdb.faults import actions as fault_actions
-    with pytest.warns(DeprecationWarning, match="limit_store_cpu is deprecated.*faults.actions.limit_cpu"):
-        res = actions.limit_store_cpu("follower", key="usertable:user1", quota_s=0.05, period_s=0.5,
-                                      configuration=pd.cfg)
-    try:
-        assert res["kind"] == "cpu" and res["store"]["id"] in (2, 3)  # the result of the old shape still says
-        assert res["cgroups"][0]["pids"] == [local_stores[res["store"]["id"] - 1].pid]
-    finally:
-        assert [r["kind"] for r in fault_actions.revert_faults()["reverted"]] == ["cpu"]
 
 
 def test_kill_the_follower_store_locally(pd, local_stores):
