@@ -31,7 +31,8 @@ NETWORK_KINDS = ("partition", "loss", "bursty-loss", "bandwidth", "delay")
 FAULT_KINDS = ("cpu", "memory", "suspend", *NETWORK_KINDS)
 
 PROXY_MARK = 0x10000000
-_OUR_MODULES = ("chaosdb.faults.netproxy", "chaosdb.faults.reverter")
+#: the engine's detached helpers (``python -m``): delay proxies and reverters, found again by ``residue``
+HELPER_MODULES = ("chaosdb.faults.netproxy", "chaosdb.faults.reverter")
 
 
 @dataclass
@@ -46,8 +47,9 @@ class ProcessGroup:
 # helpers
 
 
-def _spawn_detached(argv: list[str], pass_fds: tuple[int, ...] = ()) -> dict[str, Any]:
-    """A helper (reverter, proxy) that outlives us and finds the same fault records."""
+def spawn_helper(argv: list[str], pass_fds: tuple[int, ...] = ()) -> dict[str, Any]:
+    """Start *argv* detached, as a helper (a reverter, a delay proxy) that outlives this process and finds the same
+    fault records; what a record keeps of it (``pid`` and ``start``, so that only that very process is stopped)."""
     pid = spawn_detached(argv, {"CHAOSDB_FAULTS_DIR": str(faults_dir())}, pass_fds)
     return {"pid": pid, "start": process_start_time(pid)}
 
@@ -55,12 +57,13 @@ def _spawn_detached(argv: list[str], pass_fds: tuple[int, ...] = ()) -> dict[str
 def _schedule(rec: FaultRecord, duration_s: float) -> None:
     if duration_s and duration_s > 0:
         rec.deadline = rec.created + float(duration_s)
-        rec.reverter = _spawn_detached([sys.executable, "-m", "chaosdb.faults.reverter", "--fault-id", rec.id,
-                                        "--at", f"{rec.deadline:.3f}"])
+        rec.reverter = spawn_helper([sys.executable, "-m", "chaosdb.faults.reverter", "--fault-id", rec.id,
+                                     "--at", f"{rec.deadline:.3f}"])
         rec.save()
 
 
-def _validate_duration(duration_s: float) -> float:
+def checked_duration(duration_s: float) -> float:
+    """``duration_s`` as seconds (0 = until rolled back); a negative or non-numeric value is refused."""
     try:
         d = float(duration_s or 0)
     except (TypeError, ValueError):
@@ -70,18 +73,9 @@ def _validate_duration(duration_s: float) -> float:
     return d
 
 
-def checked_duration(duration_s: float) -> float:
-    """``duration_s`` as seconds (0 = until rolled back); a negative or non-numeric value is refused."""
-    return _validate_duration(duration_s)
-
-
 def inject(rec: FaultRecord, steps: Callable[[FaultRecord], None], duration_s: float) -> FaultRecord:
     """Save *rec* before anything changes, run *steps* (which add what they change to the record), then schedule
     the detached reverter for a timed fault; any failure reverts what the steps did."""
-    return _inject(rec, steps, duration_s)
-
-
-def _inject(rec: FaultRecord, steps: Callable[[FaultRecord], None], duration_s: float) -> FaultRecord:
     rec.save()
     try:
         steps(rec)

@@ -15,7 +15,7 @@ from chaosdb.core.processes import other_processes, stop_process
 from chaosdb.core.processes import start_time as process_start_time
 from chaosdb.faults import cgroups, netfilter, traffic
 from chaosdb.faults.host import cgroup_host, require_tool
-from chaosdb.faults.lifecycle import _OUR_MODULES, revert, take_timer_results
+from chaosdb.faults.lifecycle import HELPER_MODULES, revert, take_timer_results
 from chaosdb.faults.records import cluster_tag, load_records, same_cluster
 
 
@@ -24,7 +24,7 @@ def _our_processes() -> list[dict[str, Any]]:
     found = []
     for proc in other_processes(("cmdline",)):
         cmd = " ".join(a for a in proc.info["cmdline"] or [] if a)
-        if any(f"-m {m}" in cmd for m in _OUR_MODULES):
+        if any(f"-m {m}" in cmd for m in HELPER_MODULES):
             found.append({"pid": proc.pid, "start": process_start_time(proc.pid), "cmd": cmd})
     return found
 
