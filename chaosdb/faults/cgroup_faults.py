@@ -7,13 +7,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.faultrecords.lifecycle import checked_duration, inject
+from chaosdb.core.faultrecords.records import FaultRecord, new_record
 from chaosdb.faults import cgroups
 from chaosdb.faults.host import cgroup_host, require_root
-from chaosdb.faults.lifecycle import ProcessGroup, checked_duration, inject
-from chaosdb.faults.records import (
-    FaultRecord,
-    new_record,
-)
+from chaosdb.faults.targets import ProcessGroup
 
 
 def _move_all(path: Path, group: ProcessGroup, rounds: int = 6) -> list[int]:

@@ -8,6 +8,8 @@ import os
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.faultrecords.lifecycle import checked_duration, inject
+from chaosdb.core.faultrecords.records import FaultRecord, new_record
 from chaosdb.core.processes import cwd_of, uids_of_processes
 from chaosdb.faults import netfilter, traffic
 from chaosdb.faults.classify import (
@@ -17,12 +19,11 @@ from chaosdb.faults.classify import (
     packet_matches,
 )
 from chaosdb.faults.host import netem_available, require_root, require_tool
-from chaosdb.faults.lifecycle import NETWORK_KINDS, checked_duration, inject
-from chaosdb.faults.records import (
-    FaultRecord,
-    cluster_tag,
-    new_record,
-)
+
+__all__ = ["NETWORK_KINDS", "check_network", "new_chain", "inject_network"]
+
+#: the network faults of the host engine
+NETWORK_KINDS = ("partition", "loss", "bursty-loss", "bandwidth", "delay")
 
 
 def _require_netfilter(what: str) -> None:
@@ -73,7 +74,7 @@ def check_network(targets: list[NodeIdentity], nodes: list[NodeIdentity], cluste
 def new_chain(rec: FaultRecord, batch: netfilter.Batch, table: str, suffix: str = "", parent: str = "") -> str:
     """A chain of the fault (named by its id and its cluster's tag, and *suffix*): recorded (saved before anything is
     applied, so a revert finds it whatever happens next) and its creation added to *batch*; its name."""
-    chain = netfilter.chain_name(rec.id, cluster_tag(rec.cluster_dir), suffix)
+    chain = netfilter.chain_name(rec.id, netfilter.cluster_tag(rec.cluster_dir), suffix)
     rec.chains.append({"table": table, "chain": chain, "parent": parent})
     batch.chain(table, chain)
     return chain

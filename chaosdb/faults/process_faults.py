@@ -11,9 +11,10 @@ import time
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.faultrecords.lifecycle import checked_duration, inject
+from chaosdb.core.faultrecords.records import FaultRecord, new_record
 from chaosdb.core.processes import signal_pids, start_time, wait_gone
-from chaosdb.faults.lifecycle import ProcessGroup, checked_duration, inject
-from chaosdb.faults.records import FaultRecord, new_record
+from chaosdb.faults.targets import ProcessGroup
 
 __all__ = ["inject_suspend", "signal_processes"]
 

@@ -11,19 +11,20 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.faultrecords.lifecycle import checked_duration, inject, spawn_helper
+from chaosdb.core.faultrecords.records import FaultRecord, faults_dir, new_record
 from chaosdb.core.processes import same_process
 from chaosdb.faults import netfilter
 from chaosdb.faults.classify import (
     NodeIdentity,
 )
 from chaosdb.faults.host import require_tool
-from chaosdb.faults.lifecycle import PROXY_MARK, checked_duration, inject, spawn_helper
 from chaosdb.faults.network_faults import check_network, new_chain
-from chaosdb.faults.records import (
-    FaultRecord,
-    faults_dir,
-    new_record,
-)
+
+__all__ = ["PROXY_MARK", "inject_proxy_delay"]
+
+#: the packet mark of the delay proxies' own connections to the nodes (never redirected to a proxy again)
+PROXY_MARK = 0x10000000
 
 
 def _established(address: str, port: int) -> list[dict[str, Any]]:

@@ -1,50 +1,28 @@
-"""A fault's life on this machine: its record written before anything changes, the changes added to it, a
-detached reverter for a timed fault, and ``revert`` working from the record alone, in any process, any number of
-times (with what the fault did: packets matched, limit hits). The kinds of faults are in their own modules."""
+"""A fault's life, whichever engine made it: its record written before anything changes, the changes added to it
+by the engine, a detached reverter for a timed fault, and ``revert`` working from the record alone, in any process,
+any number of times (with what the fault did: packets matched, limit hits). What undoes each part is the engine's
+revert handler (:mod:`chaosdb.core.faultrecords.handlers`); the kinds of faults are in their engines."""
 
 from __future__ import annotations
 
 import json
-import signal
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from chaosdb.core.chaosd import recover_entry, remove_leftovers, undo_without_chaosd
 from chaosdb.core.detach import spawn_detached
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.processes import same_process, signal_pids, stop_process
+from chaosdb.core.faultrecords.handlers import revert_handlers
+from chaosdb.core.faultrecords.records import FaultRecord, RunScope, faults_dir, load_records, same_cluster
 from chaosdb.core.processes import start_time as process_start_time
-from chaosdb.faults import cgroups, netfilter, traffic
-from chaosdb.faults.host import cgroup_host
-from chaosdb.faults.records import (
-    FaultRecord,
-    RunScope,
-    faults_dir,
-    load_records,
-    same_cluster,
-)
+from chaosdb.core.processes import stop_process
 
-NETWORK_KINDS = ("partition", "loss", "bursty-loss", "bandwidth", "delay")
-FAULT_KINDS = ("cpu", "memory", "suspend", *NETWORK_KINDS)
+__all__ = ["REVERTER_MODULE", "checked_duration", "inject", "spawn_helper", "fault_stats", "revert", "revert_all",
+           "keep_timer_result", "take_timer_results"]
 
-PROXY_MARK = 0x10000000
-#: the engine's detached helpers (``python -m``): delay proxies and reverters, found again by ``residue``
-HELPER_MODULES = ("chaosdb.faults.netproxy", "chaosdb.faults.reverter")
-
-
-@dataclass
-class ProcessGroup:
-    """A fault target whose processes can be listed again at any moment (new backends appear)."""
-
-    target: dict[str, Any]  # name and details, as recorded
-    pids: Callable[[], list[int]]
-
-
-# ---------------------------------------------------------------------------
-# helpers
+#: the detached reverter of a timed fault (``python -m``)
+REVERTER_MODULE = "chaosdb.core.faultrecords.reverter"
 
 
 def spawn_helper(argv: list[str], pass_fds: tuple[int, ...] = ()) -> dict[str, Any]:
@@ -57,7 +35,7 @@ def spawn_helper(argv: list[str], pass_fds: tuple[int, ...] = ()) -> dict[str, A
 def _schedule(rec: FaultRecord, duration_s: float) -> None:
     if duration_s and duration_s > 0:
         rec.deadline = rec.created + float(duration_s)
-        rec.reverter = spawn_helper([sys.executable, "-m", "chaosdb.faults.reverter", "--fault-id", rec.id,
+        rec.reverter = spawn_helper([sys.executable, "-m", REVERTER_MODULE, "--fault-id", rec.id,
                                      "--at", f"{rec.deadline:.3f}"])
         rec.save()
 
@@ -86,86 +64,26 @@ def inject(rec: FaultRecord, steps: Callable[[FaultRecord], None], duration_s: f
     return rec
 
 
-
-
 def fault_stats(rec: FaultRecord) -> dict[str, Any]:
-    """What the fault did so far: cgroup counters, packets dropped, bytes shaped."""
+    """What the fault did so far, as each engine's handler tells it: cgroup counters, packets dropped, bytes
+    shaped."""
     stats: dict[str, Any] = {}
-    if rec.cgroups:
-        host = cgroup_host()
-        stats["cgroups"] = {c["target"]: cgroups.group_stats(host, c["controller"], Path(c["path"]))
-                            for c in rec.cgroups}
-    for ch in rec.chains:
-        if ch["table"] == "filter" and ch["parent"] == "INPUT":
-            counters = netfilter.chain_counters("filter", ch["chain"])
-            stats["packets_matched"] = sum(c["packets"] for c in counters)
-    if rec.tc:
-        stats["tc"] = [traffic.class_stats(e) for e in rec.tc]
+    for handler in revert_handlers():
+        stats.update(handler.stats(rec))
     return stats
 
 
-def _recover_attack(attack: dict[str, Any]) -> bool:
-    """Recover a chaosd attack: by deleting its PhysicalMachineChaos when Chaos Mesh carried it out, else by
-    asking chaosd."""
-    if attack.get("object"):
-        from chaosdb.chaosmesh.physical import recover_object  # noqa: PLC0415 - needs the k8s extra
-
-        return recover_object(attack)
-    return recover_entry(attack)
-
-
-def _continue_stopped(entries: list[dict[str, Any]]) -> dict[str, list[int]]:
-    """SIGCONT every recorded stopped process that is still that very process (its start time checked), by target."""
-    resumed: dict[str, list[int]] = {}
-    for entry in entries:
-        if same_process(entry) and signal_pids([int(entry["pid"])], signal.SIGCONT):
-            resumed.setdefault(str(entry.get("target")), []).append(int(entry["pid"]))
-    return resumed
-
-
 def revert(rec: FaultRecord) -> dict[str, Any]:
-    """Undo everything *rec* lists (idempotent); delete the record; return what was undone."""
+    """Undo everything *rec* lists, each engine's part by its handler (idempotent); delete the record; return what
+    was undone."""
     out: dict[str, Any] = {"id": rec.id, "kind": rec.kind, "targets": [t.get("name") for t in rec.targets]}
     errors: list[str] = []
     try:
         out["stats"] = fault_stats(rec)
     except Exception as exc:  # stats are a courtesy; reverting is the job
         out["stats"] = {"error": str(exc)}
-    for entry in rec.processes:
-        stop_process(entry)
-    if rec.stopped:
-        out["resumed"] = _continue_stopped(rec.stopped)
-    for attack in rec.attacks:
-        try:
-            attack["recovered_now"] = _recover_attack(attack)
-            if attack.get("kind") == "network":
-                remove_leftovers(attack["uid"])
-        except ChaosDBError as exc:
-            undone = undo_without_chaosd(attack)
-            if not undone:
-                errors.append(f"{exc}; restart the process to end a {attack.get('action')} attack")
-                continue
-            attack["recovered_now"] = True
-            rec.notes.append(f"{exc}: undone here instead ({undone})")
-            out.setdefault("notes", []).append(rec.notes[-1])
-    if rec.attacks:
-        out["attacks"] = [{k: a.get(k) for k in ("uid", "action", "recovered_now")} for a in rec.attacks]
-    try:  # hooks, then the chains (helper chains of bursty loss included) in one iptables-restore
-        netfilter.remove_chains(rec.chains, rec.id)
-    except ChaosDBError as exc:
-        errors.append(str(exc))
-    for entry in rec.tc:
-        try:
-            traffic.remove_class(entry)
-        except ChaosDBError as exc:
-            errors.append(str(exc))
-    if rec.cgroups:
-        host = cgroup_host()
-        for c in rec.cgroups:
-            try:
-                cgroups.release_group(host, c["controller"], Path(c["path"]), c.get("origin", "/"))
-            except ChaosDBError as exc:
-                errors.append(str(exc))
+    for handler in revert_handlers():
+        errors += handler.revert(rec, out)
     if rec.reverter:
         stop_process(rec.reverter)
     if errors:
