@@ -24,8 +24,8 @@ from chaosdb.core.console import print_json, show_progress
 from chaosdb.core.embedded import embedded_endpoints
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import missing_extra_of, needs_line, require_extras
+from chaosdb.core.faultrecords.sweep import cleanup, residue
 from chaosdb.core.home import cluster_dir_for, resolve_cluster_dir
-from chaosdb.faults.engine import cleanup, residue
 from chaosdb.faults.probes import active_faults
 from chaosdb.gameday.cli import add_parser as add_gameday_parser
 from chaosdb.images.command import add_parser as add_images_parser

@@ -57,13 +57,13 @@ from chaosdb.chaosmesh import physical
 from chaosdb.core.arguments import MAX_SECONDS, check_arguments, choice, number
 from chaosdb.core.chaosd import Chaosd, ProcessEnded, attack_entry, cluster_chaosd
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.faultrecords.lifecycle import checked_duration, inject
+from chaosdb.core.faultrecords.records import FaultRecord, new_record
 from chaosdb.core.results import action_result
 from chaosdb.core.results import target as target_entry
 from chaosdb.core.tls import client_tls
 from chaosdb.faults.actions import revert_faults
-from chaosdb.faults.lifecycle import ProcessGroup, checked_duration, inject
-from chaosdb.faults.records import FaultRecord, new_record
-from chaosdb.faults.targets import check_components, check_fault_target, target_groups
+from chaosdb.faults.targets import ProcessGroup, check_components, check_fault_target, target_groups
 from chaosdb.k8s import api
 
 __all__ = ["stop_processes", "kill_processes", "skew_clock", "stress_cpu", "stress_memory", "partition_node",

@@ -7,6 +7,7 @@ What is in it:
 * ``physical``: PhysicalMachineChaos and PhysicalMachine objects for chaosd on the database's machines
 * ``capabilities``: what chaos-daemon can carry out on nodes that share this machine's kernel, refused before creation
 * ``probes``: whether an object is injected, paused or recovered
+* ``revert_handler``: what this engine undoes of a fault record: the PhysicalMachineChaos objects of chaosd attacks
 """
 
 #: this package is the fault engine called so (:mod:`chaosdb.core.engines`)

@@ -16,6 +16,8 @@ What is in it:
 * ``embedded``: where the embedded cluster is, for the packages that fall back to it
 * ``engines``: Fault engines, found by convention
 * ``errors``: Errors raised by chaosdb
+* ``faultrecords/``: fault records as a service for every engine: records, scopes, the detached reverter, residue
+  and cleanup, each engine's revert handler found by convention
 * ``extras``: optional extras: which one a part needs, said in one line when it is missing
 * ``health``: One rule for boolean health probes
 * ``home``: Where chaosdb keeps its state on this machine

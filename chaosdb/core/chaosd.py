@@ -4,7 +4,7 @@ Three calls matter: ``POST /api/attack/<kind>`` starts an attack and answers its
 /api/attack/<uid>`` recovers it; ``GET /api/system/health``. Field names are chaosd's own (commit bc039aa,
 ``pkg/core/*.go``; the same names appear under ``spec.<action>`` of a PhysicalMachineChaos). An attack is
 remembered as an :func:`attack_entry` in the fault record, so any process can recover it from the record alone
-(:func:`recover_entry`).
+(:func:`recover_entry`; :func:`recover_attacks` for the revert handlers of the engines that ask chaosd).
 """
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.faultrecords.records import FaultRecord
 from chaosdb.core.http import HttpError, request_json
 from chaosdb.core.processes import same_process, start_time
 from chaosdb.core.tls import ClientTls
 
-__all__ = ["Chaosd", "ProcessEnded", "transient_refusal", "ended_process", "attack_entry", "recover_entry",
+__all__ = ["Chaosd", "ProcessEnded", "transient_refusal", "ended_process", "attack_entry", "recover_entry", "recover_attacks",
            "ATTACK_KINDS", "SERVER_FILE", "MACHINES_FILE", "cluster_chaosd", "undo_without_chaosd", "attack_ipset", "leftovers",
            "remove_leftovers"]
 
@@ -185,6 +186,32 @@ def recover_entry(entry: dict[str, Any]) -> bool:
         if entry.get("target_process") and not same_process(entry["target_process"]):
             return False
         raise
+
+
+def recover_attacks(rec: FaultRecord, out: dict[str, Any], attacks: list[dict[str, Any]],
+                    recover: Callable[[dict[str, Any]], bool]) -> list[str]:
+    """Recover *attacks* (entries of *rec*) one by one with *recover* (True: undone now, False: over already), then
+    remove what a network attack leaves behind. An attack that cannot be recovered so is undone here where this
+    machine can (:func:`undo_without_chaosd`), said in the record's and the revert's notes. Adds each attack's
+    ``uid``, ``action`` and ``recovered_now`` to ``out["attacks"]``; the errors of those left as they were."""
+    errors: list[str] = []
+    for attack in attacks:
+        try:
+            attack["recovered_now"] = recover(attack)
+            if attack.get("kind") == "network":
+                remove_leftovers(attack["uid"])
+        except ChaosDBError as exc:
+            undone = undo_without_chaosd(attack)
+            if not undone:
+                errors.append(f"{exc}; restart the process to end a {attack.get('action')} attack")
+                continue
+            attack["recovered_now"] = True
+            rec.notes.append(f"{exc}: undone here instead ({undone})")
+            out.setdefault("notes", []).append(rec.notes[-1])
+    if attacks:
+        out.setdefault("attacks", []).extend({k: a.get(k) for k in ("uid", "action", "recovered_now")}
+                                             for a in attacks)
+    return errors
 
 
 #: where ``chaosdb cluster up --chaosd`` records the chaosd it started beside an embedded cluster

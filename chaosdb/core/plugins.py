@@ -17,6 +17,8 @@ What a plug-in brings is found by the names of its modules:
                        ``status``, ``down``; :mod:`chaosdb.core.clusterkinds`)
 ``ENGINE`` in          a fault engine named so (:mod:`chaosdb.core.engines`); its actions are in ``actions``
 ``__init__``
+``revert_handler``     an engine's ``REVERT_HANDLER``: what undoes its part of a fault record
+                       (:mod:`chaosdb.core.faultrecords.handlers`)
 =====================  ===================================================================================
 
 Nothing is imported to find the modules (only package ``__init__`` files, which stay light); the lists are made

@@ -1,32 +1,30 @@
 """Local fault engine: CPU and memory limits (cgroups), network faults (iptables, tc,
-a latency proxy), each recorded so that a fresh process can revert it.
+a latency proxy), each recorded so that a fresh process can revert it (the records are the record service's,
+:mod:`chaosdb.core.faultrecords`; ``revert_handler`` is what this engine undoes of one).
 
-=================  ==========================================================
-module             job
-=================  ==========================================================
-``host``           what this host can do (root, cgroup version, iptables, tc,
-                   netem); checked before anything is changed
-``records``        one JSON record per active fault, written *before* the fault
-                   changes anything, so that any process can revert it
-``cgroups``        cgroup v1 / v2 groups for CPU quota and memory limit
-``netfilter``      iptables chains and rules (tagged ``CHAOSDB-*`` / ``chaosdb:``)
-``traffic``        tc htb classes on ``lo`` for bandwidth (and netem when present)
-``classify``       which packets belong to "node X <-> its peers / its clients"
-``netproxy``       TCP proxy adding latency and jitter (``python -m``)
-``engine``         inject and revert faults; ``cleanup`` and ``residue``
-``reverter``       detached process that reverts a fault at its deadline
-``actions`` /      Chaos Toolkit activities
+==================  ==========================================================
+module              job
+==================  ==========================================================
+``host``            what this host can do (root, cgroup version, iptables, tc,
+                    netem); checked before anything is changed
+``cgroups``         cgroup v1 / v2 groups for CPU quota and memory limit
+``netfilter``       iptables chains and rules (tagged ``CHAOSDB-*`` / ``chaosdb:``)
+``traffic``         tc htb classes on ``lo`` for bandwidth (and netem when present)
+``classify``        which packets belong to "node X <-> its peers / its clients"
+``netproxy``        TCP proxy adding latency and jitter (``python -m``)
+``engine``          inject and revert faults; ``cleanup`` and ``residue``
+``revert_handler``  undo this engine's part of a record: proxies, stopped
+                    processes, chains, tc classes, cgroups; its residue
+``actions`` /       Chaos Toolkit activities
 ``probes``
-``control``        reverts this run's faults after the experiment, whatever happened
-=================  ==========================================================
+``control``         reverts this run's faults after the experiment, whatever happened
+==================  ==========================================================
 What is in it:
 
 * ``cgroup_faults``: CPU and memory faults
-* ``lifecycle``: A fault's life on this machine
 * ``network_faults``: network faults: iptables partitions and loss, tc htb bandwidth, matched by the nodes' users
 * ``process_faults``: processes stopped (SIGSTOP) and continued on revert (``suspend_processes``)
 * ``proxy_delay``: Latency without netem
-* ``sweep``: Finding and removing what the fault engine left on this machine
 * ``targets``: Fault targets on one machine
 """
 

@@ -46,6 +46,7 @@ from chaosdb.core.adapters import DatabaseAdapter, split_role
 from chaosdb.core.arguments import check_arguments, choice, number
 from chaosdb.core.embedded import embedded_cluster_dir
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.faultrecords.records import FaultRecord, RunScope, load_record
 from chaosdb.core.home import resolve_cluster_dir
 from chaosdb.core.results import action_result
 from chaosdb.core.results import target as target_entry
@@ -53,7 +54,6 @@ from chaosdb.core.signals import ENDING_SIGNALS, signal_name
 from chaosdb.faults import engine
 from chaosdb.faults.classify import DIRECTIONS, SCOPES
 from chaosdb.faults.host import netem_available
-from chaosdb.faults.records import FaultRecord, RunScope, load_record
 from chaosdb.faults.targets import (
     ResolvedTargets,
     check_components,

@@ -7,13 +7,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.faultrecords.lifecycle import checked_duration, inject
+from chaosdb.core.faultrecords.records import FaultRecord, new_record
 from chaosdb.faults import cgroups
 from chaosdb.faults.host import cgroup_host, require_root
-from chaosdb.faults.lifecycle import ProcessGroup, _inject, _validate_duration
-from chaosdb.faults.records import (
-    FaultRecord,
-    new_record,
-)
+from chaosdb.faults.targets import ProcessGroup
 
 
 def _move_all(path: Path, group: ProcessGroup, rounds: int = 6) -> list[int]:
@@ -32,7 +30,7 @@ def _inject_cgroup(kind: str, controller: str, groups: list[ProcessGroup], limit
     require_root(f"a {kind} fault")
     host = cgroup_host()
     host.hierarchy(controller)  # raises when the controller is missing
-    duration_s = _validate_duration(duration_s)
+    duration_s = checked_duration(duration_s)
     if not groups:
         raise ChaosDBError(f"no target for the {kind} fault")
     empty = [g.target.get("name") for g in groups if not g.pids()]
@@ -55,7 +53,7 @@ def _inject_cgroup(kind: str, controller: str, groups: list[ProcessGroup], limit
             rec.cgroups[-1]["pids"] = _move_all(path, g)
             rec.save()
 
-    return _inject(rec, steps, duration_s)
+    return inject(rec, steps, duration_s)
 
 
 def inject_cpu_quota(groups: list[ProcessGroup], quota_s: float, period_s: float = 1.0, duration_s: float = 0,

@@ -12,8 +12,8 @@ import logging
 from typing import Any
 
 from chaosdb.core.arguments import with_argument_checks
+from chaosdb.core.faultrecords.records import RunScope
 from chaosdb.faults import engine
-from chaosdb.faults.records import RunScope
 
 __all__ = ["validate_control", "after_experiment_control"]
 

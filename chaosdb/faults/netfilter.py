@@ -1,7 +1,7 @@
 """iptables chains and rules of faults, tagged so that they can always be found again.
 
 Every chain the pack creates is named ``CHAOSDB-<fault id>-<cluster tag>[-suffix]`` (the tag: six hex digits of
-the cluster folder's path, :func:`chaosdb.faults.records.cluster_tag`) and every rule it puts into a built-in chain
+the cluster folder's path, :func:`cluster_tag`) and every rule it puts into a built-in chain
 jumps to such a chain and carries the comment ``chaosdb:<fault id>``. ``remove_tagged`` deletes all of them whatever
 the records say, or only one cluster's (its tag).
 """
@@ -10,16 +10,24 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+from pathlib import Path
 from typing import Sequence
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.home import path_tag
 from chaosdb.faults.host import require_tool
 
-__all__ = ["CHAIN_PREFIX", "TABLES", "chain_name", "iptables", "create_chain", "append_rule", "hook_chain", "remove_chain",
+__all__ = ["CHAIN_PREFIX", "TABLES", "cluster_tag", "chain_name", "iptables", "create_chain", "append_rule", "hook_chain", "remove_chain",
            "tagged_rules", "remove_tagged", "chain_counters", "Batch", "remove_chains"]
 
 CHAIN_PREFIX = "CHAOSDB-"
 TABLES = ("filter", "mangle", "nat")
+
+
+def cluster_tag(cluster_dir: str | Path) -> str:
+    """The tag a fault on the cluster in *cluster_dir* carries in its iptables chains' names (``000000``: no
+    cluster named), so they are found per cluster even without their record."""
+    return path_tag(cluster_dir) if cluster_dir else "000000"
 
 
 def chain_name(fault_id: str, tag: str, suffix: str = "") -> str:

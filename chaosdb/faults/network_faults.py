@@ -8,6 +8,8 @@ import os
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.faultrecords.lifecycle import checked_duration, inject
+from chaosdb.core.faultrecords.records import FaultRecord, new_record
 from chaosdb.core.processes import cwd_of, uids_of_processes
 from chaosdb.faults import netfilter, traffic
 from chaosdb.faults.classify import (
@@ -17,12 +19,11 @@ from chaosdb.faults.classify import (
     packet_matches,
 )
 from chaosdb.faults.host import netem_available, require_root, require_tool
-from chaosdb.faults.lifecycle import NETWORK_KINDS, _inject, _validate_duration
-from chaosdb.faults.records import (
-    FaultRecord,
-    cluster_tag,
-    new_record,
-)
+
+__all__ = ["NETWORK_KINDS", "check_network", "new_chain", "inject_network"]
+
+#: the network faults of the host engine
+NETWORK_KINDS = ("partition", "loss", "bursty-loss", "bandwidth", "delay")
 
 
 def _require_netfilter(what: str) -> None:
@@ -53,7 +54,10 @@ def _foreign_users(nodes: list[NodeIdentity], cluster_dir: str) -> list[str]:
     return found
 
 
-def _check_network(targets: list[NodeIdentity], nodes: list[NodeIdentity], cluster_dir: str, what: str) -> None:
+def check_network(targets: list[NodeIdentity], nodes: list[NodeIdentity], cluster_dir: str, what: str) -> None:
+    """Refuse *what* (a network fault on *targets*) before anything changes: not root, no working iptables, node
+    identities that cannot tell the nodes' traffic apart, a target that is not one of *nodes*, or processes outside
+    the cluster running as its nodes' users (the rules would match them too)."""
     _require_netfilter(what)
     check_identities(nodes)
     names = {n.name for n in nodes}
@@ -67,10 +71,10 @@ def _check_network(targets: list[NodeIdentity], nodes: list[NodeIdentity], clust
                            + ". Stop the other cluster first")
 
 
-def _new_chain(rec: FaultRecord, batch: netfilter.Batch, table: str, suffix: str = "", parent: str = "") -> str:
+def new_chain(rec: FaultRecord, batch: netfilter.Batch, table: str, suffix: str = "", parent: str = "") -> str:
     """A chain of the fault (named by its id and its cluster's tag, and *suffix*): recorded (saved before anything is
     applied, so a revert finds it whatever happens next) and its creation added to *batch*; its name."""
-    chain = netfilter.chain_name(rec.id, cluster_tag(rec.cluster_dir), suffix)
+    chain = netfilter.chain_name(rec.id, netfilter.cluster_tag(rec.cluster_dir), suffix)
     rec.chains.append({"table": table, "chain": chain, "parent": parent})
     batch.chain(table, chain)
     return chain
@@ -83,7 +87,7 @@ def _gilbert_chains(rec: FaultRecord, batch: netfilter.Batch, loss: float, burst
     The burst state is kept per source address (xt_recent)."""
     q = loss / (burst * (1.0 - loss))
     r = 1.0 / burst
-    bad, good = _new_chain(rec, batch, "filter", "B"), _new_chain(rec, batch, "filter", "G")
+    bad, good = new_chain(rec, batch, "filter", "B"), new_chain(rec, batch, "filter", "G")
     name = f"chaosdb{rec.id}"
     batch.rule("filter", bad, ["-m", "statistic", "--mode", "random", "--probability", f"{r:.6f}",
                                "-m", "recent", "--name", name, "--remove", "--rsource", "-j", "RETURN"])
@@ -101,7 +105,7 @@ def inject_network(kind: str, targets: list[NodeIdentity], nodes: list[NodeIdent
     """``partition``, ``loss``, ``bursty-loss``, ``bandwidth`` or ``delay`` (netem hosts only) on *targets*."""
     if kind not in NETWORK_KINDS:
         raise ChaosDBError(f"unknown network fault {kind!r} (one of {', '.join(NETWORK_KINDS)})")
-    duration_s = _validate_duration(duration_s)
+    duration_s = checked_duration(duration_s)
     matches = {t.name: packet_matches(t, nodes, scope, direction) for t in targets}  # validates scope/direction
     params: dict[str, Any] = {"scope": scope, "direction": direction}
     if kind in ("loss", "bursty-loss"):
@@ -122,7 +126,7 @@ def inject_network(kind: str, targets: list[NodeIdentity], nodes: list[NodeIdent
         params.update(delay_ms=float(delay_ms), jitter_ms=float(jitter_ms))
     if not targets:
         raise ChaosDBError("no target for the network fault")
-    _check_network(targets, nodes, cluster_dir, f"a {kind} fault")
+    check_network(targets, nodes, cluster_dir, f"a {kind} fault")
     if kind in ("bandwidth", "delay"):
         require_tool("tc", "iproute2")
     rec = new_record(kind, targets=[{"name": t.name, "address": t.address, "uid": t.uid} for t in targets],
@@ -130,7 +134,7 @@ def inject_network(kind: str, targets: list[NodeIdentity], nodes: list[NodeIdent
 
     def steps(rec: FaultRecord) -> None:
         batch = netfilter.Batch()  # every chain and rule applied by one iptables-restore, after the record
-        mangle = _new_chain(rec, batch, "mangle", "L", "OUTPUT")
+        mangle = new_chain(rec, batch, "mangle", "L", "OUTPUT")
         for rule in label_rules(nodes):
             batch.rule("mangle", mangle, rule)
         if kind in ("bandwidth", "delay"):
@@ -144,7 +148,7 @@ def inject_network(kind: str, targets: list[NodeIdentity], nodes: list[NodeIdent
                     batch.rule("mangle", mangle, m + ["-j", "CLASSIFY", "--set-class", entry["classid"]])
         batch.hook("mangle", "OUTPUT", mangle, rec.id)
         if kind in ("partition", "loss", "bursty-loss"):
-            chain = _new_chain(rec, batch, "filter", "", "INPUT")
+            chain = new_chain(rec, batch, "filter", "", "INPUT")
             if kind == "partition":
                 action = ["-j", "DROP"]
             elif kind == "loss":
@@ -159,4 +163,4 @@ def inject_network(kind: str, targets: list[NodeIdentity], nodes: list[NodeIdent
         rec.save()
         batch.apply()
 
-    return _inject(rec, steps, duration_s)
+    return inject(rec, steps, duration_s)

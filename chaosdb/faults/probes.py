@@ -5,8 +5,8 @@ from typing import Any, Dict, List
 from chaoslib.types import Configuration
 
 from chaosdb.core.arguments import check_arguments
+from chaosdb.core.faultrecords.records import load_records
 from chaosdb.faults import engine
-from chaosdb.faults.records import load_records
 
 __all__ = ["active_faults", "fault_residue", "no_fault_residue"]
 

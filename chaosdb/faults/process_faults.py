@@ -11,9 +11,10 @@ import time
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.faultrecords.lifecycle import checked_duration, inject
+from chaosdb.core.faultrecords.records import FaultRecord, new_record
 from chaosdb.core.processes import signal_pids, start_time, wait_gone
-from chaosdb.faults.lifecycle import ProcessGroup, _inject, _validate_duration
-from chaosdb.faults.records import FaultRecord, new_record
+from chaosdb.faults.targets import ProcessGroup
 
 __all__ = ["inject_suspend", "signal_processes"]
 
@@ -22,7 +23,7 @@ def inject_suspend(groups: list[ProcessGroup], duration_s: float = 0, cluster_di
                    params: dict | None = None) -> FaultRecord:
     """Stop every process of each target (processes forked while they are listed are stopped too); with
     *duration_s* > 0 a detached timer continues them then, even when the run that stopped them is gone."""
-    duration_s = _validate_duration(duration_s)
+    duration_s = checked_duration(duration_s)
     if not groups:
         raise ChaosDBError("no target to suspend")
     empty = [g.target.get("name") for g in groups if not g.pids()]
@@ -43,7 +44,7 @@ def inject_suspend(groups: list[ProcessGroup], duration_s: float = 0, cluster_di
                 rec.save()  # recorded before it is signalled: a revert from any process finds it
                 done.update(signal_pids(pids, signal.SIGSTOP))
 
-    return _inject(rec, steps, duration_s)
+    return inject(rec, steps, duration_s)
 
 
 def signal_processes(groups: list[ProcessGroup], sig: signal.Signals, wait_s: float = 0) -> dict[str, Any]:

@@ -11,19 +11,20 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.faultrecords.lifecycle import checked_duration, inject, spawn_helper
+from chaosdb.core.faultrecords.records import FaultRecord, faults_dir, new_record
 from chaosdb.core.processes import same_process
 from chaosdb.faults import netfilter
 from chaosdb.faults.classify import (
     NodeIdentity,
 )
 from chaosdb.faults.host import require_tool
-from chaosdb.faults.lifecycle import PROXY_MARK, _inject, _spawn_detached, _validate_duration
-from chaosdb.faults.network_faults import _check_network, _new_chain
-from chaosdb.faults.records import (
-    FaultRecord,
-    faults_dir,
-    new_record,
-)
+from chaosdb.faults.network_faults import check_network, new_chain
+
+__all__ = ["PROXY_MARK", "inject_proxy_delay"]
+
+#: the packet mark of the delay proxies' own connections to the nodes (never redirected to a proxy again)
+PROXY_MARK = 0x10000000
 
 
 def _established(address: str, port: int) -> list[dict[str, Any]]:
@@ -72,7 +73,7 @@ def inject_proxy_delay(targets: list[NodeIdentity], nodes: list[NodeIdentity], p
 
     New connections in *scope* are redirected (nat OUTPUT) to the proxy; existing ones are reset
     (``existing="reset"``: the client reconnects, through the proxy) or kept undelayed (``"keep"``)."""
-    duration_s = _validate_duration(duration_s)
+    duration_s = checked_duration(duration_s)
     if not float(delay_ms) > 0:
         raise ChaosDBError(f"delay_ms must be > 0, got {delay_ms}")
     if not 0 <= float(jitter_ms) <= float(delay_ms):
@@ -83,7 +84,7 @@ def inject_proxy_delay(targets: list[NodeIdentity], nodes: list[NodeIdentity], p
         raise ChaosDBError("scope must be peers|clients|all and direction both|inbound|outbound")
     if not targets:
         raise ChaosDBError("no target for the delay fault")
-    _check_network(targets, nodes, cluster_dir, "a delay fault")
+    check_network(targets, nodes, cluster_dir, "a delay fault")
     require_tool("ss", "iproute2")
     node_uids = [n.uid for n in nodes]
     params = {"delay_ms": float(delay_ms), "jitter_ms": float(jitter_ms), "scope": scope, "direction": direction,
@@ -97,7 +98,7 @@ def inject_proxy_delay(targets: list[NodeIdentity], nodes: list[NodeIdentity], p
         # iptables-restore): from then on new connections are held in the socket's backlog until the proxy serves
         # them, delayed; the action returns once every proxy serves
         batch = netfilter.Batch()
-        chain = _new_chain(rec, batch, "nat", "N", "OUTPUT")
+        chain = new_chain(rec, batch, "nat", "N", "OUTPUT")
         before: list[tuple[str, int, dict[str, Any]]] = []
         started: list[tuple[dict[str, Any], Path]] = []
         for t in targets:
@@ -110,7 +111,7 @@ def inject_proxy_delay(targets: list[NodeIdentity], nodes: list[NodeIdentity], p
                     listener.bind((t.address, 0))
                     listener.listen(512)
                     proxy_port = listener.getsockname()[1]
-                    entry = _spawn_detached([
+                    entry = spawn_helper([
                         sys.executable, "-m", "chaosdb.faults.netproxy", "--listen", f"{t.address}:{proxy_port}",
                         "--listen-fd", str(listener.fileno()), "--upstream", f"{t.address}:{port}",
                         "--delay-ms", str(delay_ms), "--jitter-ms", str(jitter_ms),
@@ -151,4 +152,4 @@ def inject_proxy_delay(targets: list[NodeIdentity], nodes: list[NodeIdentity], p
             rec.notes.append(f"reset {reset} existing connection(s) so that they reconnect through the proxy")
             rec.save()
 
-    return _inject(rec, steps, duration_s)
+    return inject(rec, steps, duration_s)

@@ -6,7 +6,7 @@ command line (a user's own CockroachDB / etcd processes). The engine acts only o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from chaosdb.core.adapters import (
     DatabaseAdapter,
@@ -19,11 +19,18 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.processes import other_processes, pid_alive
 from chaosdb.core.targets import ROLE_SELECTORS
 from chaosdb.faults.classify import NodeIdentity
-from chaosdb.faults.engine import ProcessGroup
 
-__all__ = ["SHORTHAND_ADAPTER", "is_pid_target", "pid_groups", "pid_group", "role_target", "check_fault_target", "check_components", "ResolvedTargets",
+__all__ = ["ProcessGroup", "SHORTHAND_ADAPTER", "is_pid_target", "pid_groups", "pid_group", "role_target", "check_fault_target", "check_components", "ResolvedTargets",
            "resolve_targets", "target_groups", "groups_of", "role_group", "matching_processes", "identities",
            "node_ports"]
+
+@dataclass
+class ProcessGroup:
+    """A fault target whose processes can be listed again at any moment (new backends appear)."""
+
+    target: dict[str, Any]  # name and details, as recorded
+    pids: Callable[[], list[int]]
+
 
 #: the adapter whose roles a string target is shorthand for (``"leader"`` is ``{"role": "embedded-leader"}``)
 SHORTHAND_ADAPTER = "embedded"

@@ -13,11 +13,11 @@ from typing import Any
 from chaoslib.exceptions import ChaosException
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.faultrecords.sweep import cleanup
 from chaosdb.core.http import HttpError, request_json
 from chaosdb.embedded import cluster, scale
 from chaosdb.embedded import control as local_control
 from chaosdb.embedded.state import STATE_FILE, load_layout, load_secrets, resolve_cluster_dir
-from chaosdb.faults.engine import cleanup
 from chaosdb.workloads.tpcc import loader
 from chaosdb.workloads.tpcc.rand import Scale
 

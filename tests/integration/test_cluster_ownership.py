@@ -54,8 +54,9 @@ def _chaosdb(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
 
 
 def test_cluster_down_reverts_its_live_partition_first_and_its_faults_are_found_per_cluster(cluster_root, monkeypatch):
+    from chaosdb.core.faultrecords.records import faults_dir, load_record
     from chaosdb.faults import actions, netfilter
-    from chaosdb.faults.records import cluster_tag, faults_dir, load_record
+    from chaosdb.faults.netfilter import cluster_tag
 
     home = cluster_root / "ownership-home"  # reachable by the nodes' users, unlike a test's tmp_path
     monkeypatch.delenv("CHAOSDB_FAULTS_DIR", raising=False)  # the default place: outside every cluster's home
@@ -105,7 +106,7 @@ def test_cluster_down_reverts_its_live_partition_first_and_its_faults_are_found_
 def test_a_cluster_left_without_records_gets_its_chains_removed_by_cleanup_for_that_cluster(tmp_path, monkeypatch):
     """A chain of this cluster whose record is gone is removed by ``faults cleanup --name`` and nothing else is."""
     from chaosdb.faults import netfilter
-    from chaosdb.faults.records import cluster_tag
+    from chaosdb.faults.netfilter import cluster_tag
 
     if os.geteuid() != 0:
         pytest.skip("iptables needs root")

@@ -22,12 +22,14 @@ from pathlib import Path
 import pytest
 
 from chaosdb.chaosmesh import actions as cm
+from chaosdb.chaosmesh import probes as cmp
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.processes import cmdline, environ_of
 from chaosdb.k8s import api
 from chaosdb.kubernetes_cluster import cluster as localkube
 from chaosdb.kubernetes_cluster.realnode import network
 from chaosdb.kubernetes_cluster.realnode import node as realnode
+from tests.chaosrun import ChaosRun
 from tests.polling import poll
 from tests.realservers import real_binaries
 
@@ -301,6 +303,38 @@ def test_the_ycsb_load_runs_from_the_host_against_the_pods(real, tmp_path):
             names |= {row["name"] for row in csv.DictReader(f)}
     assert {"read", "update"} <= names, names
     assert metrics["samples"] > 1000 and metrics["faults"][0]["name"] == "kill-a-replica-pod", metrics["faults"]
+
+
+def _pod_rules(pod: str) -> list[str]:
+    """The iptables rules (``-A`` lines) in *pod*'s network namespace."""
+    proc = subprocess.run(["nsenter", "-t", str(_patroni_pid(pod)), "-n", "iptables-save"], capture_output=True,
+                          text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    return [line for line in proc.stdout.splitlines() if line.startswith("-A ")]
+
+
+def test_an_interrupted_partition_run_leaves_no_chaos_and_the_pods_talk_again(real, cfg, tmp_path):
+    """Ctrl-C in the middle of the shipped partition of a replica (its NetworkChaos in force): the run ends, the
+    controls delete the chaos object, chaos-daemon takes its rules out of the pod, the pods reach each other again.
+    What stays in the pod's network namespace is what the daemon leaves by design: its chains and ipsets, empty,
+    no rule that drops anything (they go with the pod)."""
+    leader, partitioned = _roles()  # two members: the one replica is the target
+    experiment = ROOT / "experiments" / "kubernetes" / "chaosmesh-partition-patroni-replica.json"
+    run = ChaosRun(["--no-log-file", "run", str(experiment), "--journal-path", str(tmp_path / "journal.json")],
+                   env=_user_env(real, tmp_path), cwd=tmp_path)
+    try:
+        assert run.wait_for("Pausing after activity", 300), run.output[-4000:]
+        assert not _connects(partitioned, leader), "the partition was not in force when the run was interrupted"
+        assert any("DROP" in rule for rule in _pod_rules(partitioned)), _pod_rules(partitioned)
+        code = run.interrupt()
+    finally:
+        run.kill()
+    assert code != 0, run.output[-3000:]
+    namespace = real["environment"].get("CHAOSDB_CHAOS_NAMESPACE", "chaos-testing")
+    assert cmp.chaos_objects(namespace, managed_only=False, configuration=cfg) == [], run.output[-3000:]
+    assert poll(lambda: _connects(partitioned, leader) and _connects(leader, partitioned), 60)
+    assert not [r for r in _pod_rules(partitioned) if "DROP" in r or "REJECT" in r], _pod_rules(partitioned)
+    assert poll(lambda: len([m for m in _cluster() if m["state"] in ("running", "streaming")]) == 2, 240), _cluster()
 
 
 def test_a_role_label_lags_patroni_where_the_packs_role_target_does_not(real, cfg):

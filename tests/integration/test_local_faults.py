@@ -355,7 +355,7 @@ def test_timed_fault_reverts_itself_when_the_injecting_process_is_killed(no_resi
 
 
 def test_cleanup_removes_faults_whose_records_are_lost(no_residue, config):
-    from chaosdb.faults.records import faults_dir
+    from chaosdb.core.faultrecords.records import faults_dir
 
     st = lc.status(no_residue)
     replica = next(n["name"] for n in st["nodes"] if n["name"] != st["leader"])
@@ -378,8 +378,8 @@ def test_cleanup_of_one_cluster_leaves_the_faults_of_another(no_residue, config)
     """A game day's between-run restore cleans its own cluster: it reverts that cluster's recorded faults and
     nothing else. Another cluster's live fault stays; a fault of this cluster whose record is not here (it lives in
     another records directory, or was lost) is still this cluster's by the tag its chains carry, and goes too."""
+    from chaosdb.core.faultrecords.records import faults_dir, load_record
     from chaosdb.faults import engine
-    from chaosdb.faults.records import faults_dir, load_record
 
     st = lc.status(no_residue)
     replica = next(n["name"] for n in st["nodes"] if n["name"] != st["leader"])
@@ -407,8 +407,8 @@ def test_cleanup_of_one_cluster_leaves_the_faults_of_another(no_residue, config)
 
 def _fault_of_another_live_run(replica: str, config: dict, pid: int) -> str:
     """A CPU fault recorded as made by the live process *pid* on another cluster of this host."""
+    from chaosdb.core.faultrecords.records import load_record
     from chaosdb.core.processes import start_time
-    from chaosdb.faults.records import load_record
 
     other = actions.limit_cpu(target=replica, quota_s=0.5, period_s=1.0, configuration=config)["fault_id"]
     rec = load_record(other)
@@ -421,7 +421,7 @@ def test_a_rollback_reverts_its_own_run_and_its_cluster_orphans_only(no_residue,
     """Two game days on one host: a run's rollback (``revert_faults``) undoes the faults its own run made and the
     orphans a crashed run left on its own cluster, never a live run's fault on another cluster (issue 32: a first
     run's rollback removed the second cluster's partition). ``all_clusters`` reverts everything."""
-    from chaosdb.faults.records import load_record
+    from chaosdb.core.faultrecords.records import load_record
 
     st = lc.status(no_residue)
     replica = next(n["name"] for n in st["nodes"] if n["name"] != st["leader"])
@@ -528,8 +528,8 @@ def test_two_game_days_on_one_host_keep_their_faults_and_folders_apart(no_residu
     (one records folder, as two runs of one user share). The first run's rollback reverts its own partition only;
     the second cluster's partition stays until its own rollback. A third run wanting a folder a live run writes is
     refused before it injects anything."""
+    from chaosdb.core.faultrecords.records import load_records
     from chaosdb.embedded.state import load_layout
-    from chaosdb.faults.records import load_records
     from tests.conftest import removed_afterwards
 
     chaos = str(Path(sys.executable).parent / "chaos")
@@ -584,7 +584,7 @@ def test_after_a_sigkill_the_documented_recovery_removes_exactly_that_runs_lefto
     cluster stays."""
     import signal as _signal
 
-    from chaosdb.faults.records import load_record, load_records
+    from chaosdb.core.faultrecords.records import load_record, load_records
 
     st = lc.status(no_residue)
     replica = next(n["name"] for n in st["nodes"] if n["name"] != st["leader"])

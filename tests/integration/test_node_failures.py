@@ -197,10 +197,10 @@ def test_suspend_and_resume_rollback(healthy, config):
 def test_suspend_is_a_host_fault_that_any_revert_resumes(healthy, config):
     """The host engine's suspend: a database role target (another adapter's, etcd's follower) stopped whole, each
     process recorded before it is signalled; revert_faults resumes exactly those, and the record is gone."""
+    from chaosdb.core.faultrecords.records import load_records
     from chaosdb.core.processes import proc_state
     from chaosdb.embedded.processes import node_processes
     from chaosdb.faults import actions as faults
-    from chaosdb.faults.records import load_records
 
     done = faults.suspend_processes(target={"role": "etcd-follower"}, configuration=config)
     try:

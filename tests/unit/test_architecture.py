@@ -1,6 +1,7 @@
 """The house plan, checked: engines never import a database package, databases reach the engines only through
-the plug-in registries, no private name crosses a package, no lower layer names a higher one even in a string,
-and every plug-in package (the pack's own and any an entry point adds) is held to the same rules."""
+the plug-in registries, no private name crosses a package (nor, in an engine, a module), no lower layer names a
+higher one even in a string, the fault record service knows no engine (each engine brings its revert handler), and
+every plug-in package (the pack's own and any an entry point adds) is held to the same rules."""
 
 from __future__ import annotations
 
@@ -107,6 +108,42 @@ def test_no_private_name_crosses_a_package():
     assert not bad, bad
 
 
+def test_no_engine_module_imports_a_private_name_of_another_module():
+    """Within an engine (faults, chaosd, ...) too, what another module needs is public and documented."""
+    bad = [(f, m, n) for f, pkg, m, n in _imports()
+           if pkg in engine_packages() and n.startswith("_") and not n.endswith("__")]
+    assert not bad, bad
+
+
+#: the fault record service: records, scopes, the reverter, residue and cleanup, for every engine
+RECORD_SERVICE = "chaosdb.core.faultrecords"
+
+
+def test_the_record_service_imports_no_engine():
+    """It imports only core (never an engine, not even the host engine it came from) and finds the revert handlers
+    by convention; no string in it names an engine's module either (see the string rule of core)."""
+    service = [(f, m) for f, pkg, m, n in _imports() if f.startswith(RECORD_SERVICE.replace(".", "/") + "/")]
+    assert service, "the record service's files were not found"
+    bad = [(f, m) for f, m in service if _target_package(m, "") != "core"]
+    assert not bad, f"the record service must not import an engine: {bad}"
+
+
+def test_each_engine_that_records_faults_brings_one_revert_handler():
+    """Every engine whose modules write fault records has a ``revert_handler`` module, each handler belongs to an
+    engine and is named after it, and the Chaos Mesh objects of chaosd attacks have theirs."""
+    from chaosdb.core.faultrecords.handlers import revert_handlers
+
+    handlers = {h.engine: type(h).__module__ for h in revert_handlers()}
+    assert set(handlers) == {"host", "chaosd", "chaosmesh"}
+    assert all(module.rsplit(".", 1)[0] == engines()[engine].rsplit(".", 1)[0]
+               for engine, module in handlers.items())
+    recording = {pkg for f, pkg, m, n in _imports()
+                 if m == f"{RECORD_SERVICE}.records" and n == "new_record" and pkg in engine_packages()}
+    assert recording == {"faults", "chaosd"}
+    with_handler = {_last(module.rsplit(".", 1)[0]) for module in handlers.values()}
+    assert recording <= with_handler, recording - with_handler
+
+
 def test_every_registered_adapter_loads_and_names_its_roles():
     roles = adapters.adapter_roles()
     assert {"cockroach-leaseholder", "tikv-leader", "tikv-follower", "patroni-primary"} <= set(roles)
@@ -126,7 +163,7 @@ def test_an_adapter_without_local_processes_says_so(monkeypatch):
 
 def test_the_plug_ins_are_the_packages_they_were_before_the_loader():
     assert databases() >= {"cockroach", "tikv", "postgres", "etcd", "embedded"}
-    assert engine_packages() == {"faults", "k8s", "chaosmesh", "litmus"}
+    assert engine_packages() == {"faults", "k8s", "chaosmesh", "litmus"} | {"chaosd"}  # chaosd declares itself now
 
 
 def test_cluster_kinds_are_found_by_convention_and_the_cli_names_none():
@@ -162,10 +199,10 @@ def test_core_names_no_higher_module_even_in_a_string():
     import re
 
     bad, higher = [], set(plugins.plugin_packages()) - {"chaosdb.core"}
-    for path in sorted((PACKAGE / "core").glob("*.py")):
+    for path in sorted((PACKAGE / "core").rglob("*.py")):  # the record service's sub-package too
         for text in _strings(ast.parse(path.read_text())):
             if re.fullmatch(r"chaosdb(\.\w+)+", text) and ".".join(text.split(".")[:2]) in higher:
-                bad.append((path.name, text))
+                bad.append((str(path.relative_to(PACKAGE / "core")), text))
     assert not bad, bad
 
 

@@ -114,7 +114,7 @@ def test_cgroup_v1_host_and_missing_controller(tmp_path):
 
 def test_records_round_trip_and_owner(tmp_path, monkeypatch):
     monkeypatch.setenv("CHAOSDB_FAULTS_DIR", str(tmp_path / "faults"))
-    from chaosdb.faults.records import load_record, load_records, new_record
+    from chaosdb.core.faultrecords.records import load_record, load_records, new_record
 
     rec = new_record("loss", params={"loss_percent": 5})
     rec.save()

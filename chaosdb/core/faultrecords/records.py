@@ -1,18 +1,19 @@
-"""One JSON record per active fault.
+"""One JSON record per active fault, whichever engine made it.
 
 A record is written *before* the fault changes anything and updated after each
-change (a cgroup made, a chain inserted, a proxy started), so that whatever
+change (a cgroup made, a chain inserted, a proxy started, a chaosd attack begun), so that whatever
 happens to the process that injected it, a fresh process (``chaosdb faults
 cleanup``, the detached reverter, the next run's control) knows exactly what to
-undo. The record is deleted once the fault is fully reverted.
+undo. The record is deleted once the fault is fully reverted. Its lists are the engines' parts (``cgroups``,
+``chains``, ``tc``, ``processes``, ``stopped``: the host engine's; ``attacks``: chaosd's, those with an ``object``
+carried out by Chaos Mesh); each engine's revert handler (:mod:`chaosdb.core.faultrecords.handlers`) undoes its own.
 
 Records live in ``$CHAOSDB_FAULTS_DIR``, else in a runtime folder outside every cluster's home, so that a record
 outlives the folders it names (a purged cluster, a home removed by hand): ``/run/chaosdb/faults`` for root (a tmpfs:
 it forgets faults exactly when a reboot forgets the rules), ``$XDG_RUNTIME_DIR/chaosdb/faults`` (else
 ``~/.local/state/chaosdb-faults``) for other users. With ``CHAOSDB_HOME`` set, each home has its own folder below it
 (``homes/<tag of the home's path>``): two homes on one host keep apart. Each record names its cluster and the run
-(process) that made it (:class:`RunScope`); :func:`cluster_tag` is the short name of a cluster folder that the
-fault's iptables chains carry, so they are found per cluster even without their record.
+(process) that made it (:class:`RunScope`).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.home import path_tag
 from chaosdb.core.processes import start_time as process_start_time
 
-__all__ = ["FaultRecord", "faults_dir", "records_root", "path_tag", "cluster_tag", "new_record", "load_records",
-           "load_record", "RunScope", "same_cluster"]
+__all__ = ["FaultRecord", "faults_dir", "records_root", "path_tag", "new_record", "load_records", "load_record",
+           "RunScope", "same_cluster"]
 
 
 def faults_dir() -> Path:
@@ -51,12 +52,6 @@ def records_root() -> Path:
     if runtime and os.path.isdir(runtime):
         return Path(runtime) / "chaosdb" / "faults"
     return Path.home() / ".local" / "state" / "chaosdb-faults"
-
-
-def cluster_tag(cluster_dir: str | Path) -> str:
-    """The tag a fault on the cluster in *cluster_dir* carries in its iptables chains' names (``000000``: no
-    cluster named)."""
-    return path_tag(cluster_dir) if cluster_dir else "000000"
 
 
 @dataclass
