@@ -15,7 +15,7 @@ import difflib
 import inspect
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
@@ -31,14 +31,16 @@ from chaosdb.core.arguments import (
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.tls import as_bool
 
-__all__ = ["LOCUSTFILES", "ISOLATIONS", "LoadOptions", "RULES", "ARGUMENTS"]
+__all__ = ["Workload", "Isolation", "LOCUSTFILES", "LoadOptions", "RULES", "ARGUMENTS"]
 
-#: the Locust file of each workload
-LOCUSTFILES = {"tpcc": str(Path(__file__).with_name("locust_tpcc.py")),
-               "ycsb": str(Path(__file__).with_name("locust_ycsb.py")),
-               "ycsb-etcd": str(Path(__file__).with_name("locust_ycsb.py"))}
+#: the pack's workloads
+Workload = Literal["tpcc", "ycsb", "ycsb-etcd"]
 #: the transaction isolation levels the Locust users may ask for
-ISOLATIONS = ("default", "read_committed", "repeatable_read", "serializable")
+Isolation = Literal["default", "read_committed", "repeatable_read", "serializable"]
+#: the Locust file of each workload
+LOCUSTFILES: dict[str, str] = {"tpcc": str(Path(__file__).with_name("locust_tpcc.py")),
+                               "ycsb": str(Path(__file__).with_name("locust_ycsb.py")),
+                               "ycsb-etcd": str(Path(__file__).with_name("locust_ycsb.py"))}
 
 
 class LoadOptions(BaseModel):
@@ -49,7 +51,7 @@ class LoadOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    workload: str = "tpcc"
+    workload: Workload = "tpcc"
     records: int = 10000
     users: int = 10
     spawn_rate: float = 0.0
@@ -58,7 +60,7 @@ class LoadOptions(BaseModel):
     samples_dir: str = ""
     locustfile: str = ""
     processes: int = 0
-    isolation: str = "default"
+    isolation: Isolation = "default"
     wait: float = 0.0
     rate: float = 0.0
     max_run_s: float = 3600.0
@@ -177,10 +179,10 @@ RULES = {
     "rate": number("rate", 0, maximum=1_000_000),
     "wait": number("wait", 0, maximum=3600),
     "master_port": number("master_port", 0, maximum=65535, integer=True),
-    "workload": choice("workload", *LOCUSTFILES),
+    "workload": choice("workload", *get_args(Workload)),
     "observe_s": number("observe_s", 0.1, maximum=60, hint=" (seconds between two questions to the database)"),
     "replace_samples": boolean("replace_samples"),
-    "isolation": choice("isolation", *ISOLATIONS),
+    "isolation": choice("isolation", *get_args(Isolation)),
     "progress_s": number("progress_s", 0, maximum=3600, hint=" (seconds between two progress lines)"),
 }
 #: the options' rules as a checked signature: the load control's arguments (its ``CONTROL_ARGUMENTS``)

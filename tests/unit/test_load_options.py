@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from chaoslib import substitute
@@ -14,7 +15,7 @@ from chaosdb.core.arguments import control_argument_problems
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.load import control as load_control
 from chaosdb.load import runner
-from chaosdb.load.options import ARGUMENTS, LOCUSTFILES, LoadOptions
+from chaosdb.load.options import ARGUMENTS, LOCUSTFILES, LoadOptions, Workload
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,6 +85,7 @@ def test_configuration_strings_become_the_options_types():
     assert options.extra_args == ("--loglevel", "INFO") and options.samples_dir == "runs/s"
     assert options == LoadOptions(users=8, records=2000, warmup_s=15, rate=12.5, replace_samples=True, dsn="",
                                   observe="", extra_args=("--loglevel", "INFO"), samples_dir="runs/s")
+    assert set(get_args(Workload)) == set(LOCUSTFILES)
     assert LoadOptions().locust_file == LOCUSTFILES["tpcc"] and not LoadOptions().distributed
     assert LoadOptions(workload="ycsb", locustfile="/x.py").locust_file == "/x.py"
     assert LoadOptions(remote_workers=2).distributed
