@@ -26,6 +26,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import missing_extra_of, needs_line, require_extras
 from chaosdb.core.faultrecords.sweep import cleanup, residue
 from chaosdb.core.home import cluster_dir_for, resolve_cluster_dir
+from chaosdb.core.settings import env_value
 from chaosdb.faults.probes import active_faults
 from chaosdb.gameday.cli import add_parser as add_gameday_parser
 from chaosdb.images.command import add_parser as add_images_parser
@@ -79,8 +80,8 @@ def _load_dsn(args: argparse.Namespace) -> str:
 
     if args.dsn:
         return args.dsn
-    if os.environ.get("CHAOSDB_LOAD_DSN"):
-        return os.environ["CHAOSDB_LOAD_DSN"]
+    if env_value("CHAOSDB_LOAD_DSN"):
+        return env_value("CHAOSDB_LOAD_DSN")
     return embedded_endpoints({"chaosdb_cluster_dir": str(resolve_cluster_dir(args.cluster, args.cluster_dir))})["dsn"]
 
 
@@ -123,7 +124,7 @@ def cmd_load_worker(args: argparse.Namespace) -> int:
     if not host or not port.isdigit():
         print(f"--master must be HOST:PORT (the master's bind address and port), got {args.master!r}", file=sys.stderr)
         return 2
-    if not os.environ.get("CHAOSDB_LOAD_DSN"):
+    if not env_value("CHAOSDB_LOAD_DSN"):
         print("set CHAOSDB_LOAD_DSN to this machine's DSN of the database under test", file=sys.stderr)
         return 2
     argv = worker_argv(args.locustfile or LOCUSTFILES[args.workload], host, int(port))

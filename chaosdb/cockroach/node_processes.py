@@ -27,6 +27,7 @@ from chaosdb.core.processes import (
     processes_serving,
 )
 from chaosdb.core.servers import spawn_server
+from chaosdb.core.settings import system_value
 from chaosdb.core.signals import ENDING_SIGNALS
 
 __all__ = ["find_node_process", "signal_node", "restart_saved", "saved_path", "save_process",
@@ -106,7 +107,7 @@ def restart_saved(node_id: int) -> dict[str, Any]:
         path.unlink()
         return {"node": node_id, "pid": pid, "started": False, "reason": "already running"}
     if not os.path.exists(rec["argv"][0]) and not any(
-            os.path.exists(os.path.join(d, rec["argv"][0])) for d in os.environ.get("PATH", "").split(os.pathsep)):
+            os.path.exists(os.path.join(d, rec["argv"][0])) for d in system_value("PATH").split(os.pathsep)):
         raise ChaosDBError(f"cannot restart n{node_id}: {rec['argv'][0]} no longer exists")
     pid = spawn_server(rec["argv"], rec["cwd"], None, dict(rec["env"]), whole_env=True,
                        user=(rec["uid"], rec["gid"]))  # exactly as it ran: same user, directory, environment

@@ -215,12 +215,14 @@ def _generic_check(param: inspect.Parameter) -> Check | None:
     return None
 
 
-def checked_signature(func: Callable[..., Any], where: str = "", combination: Combination | None = None,
-                      extras: tuple[str, ...] = (), **checks: Check) -> CheckedSignature:
-    """*func*'s signature with the generic rules, overridden by *checks* (argument name -> check), and
-    *combination*; for functions that are not activities (a control's arguments: :data:`CONTROL_ARGUMENTS` of its
-    module, checked with the configuration substituted before any control starts anything)."""
-    plain = inspect.signature(func)
+def checked_signature(func: Callable[..., Any] | inspect.Signature, where: str = "",
+                      combination: Combination | None = None, extras: tuple[str, ...] = (),
+                      **checks: Check) -> CheckedSignature:
+    """*func*'s signature (or *func* itself when it is a signature, e.g. a typed model's fields) with the generic
+    rules, overridden by *checks* (argument name -> check), and *combination*; for functions that are not
+    activities (a control's arguments: :data:`CONTROL_ARGUMENTS` of its module, checked with the configuration
+    substituted before any control starts anything)."""
+    plain = func if isinstance(func, inspect.Signature) else inspect.signature(func)
     sig = CheckedSignature(list(plain.parameters.values()), return_annotation=plain.return_annotation)
     rules: dict[str, Check] = {}
     for param in plain.parameters.values():
@@ -229,7 +231,7 @@ def checked_signature(func: Callable[..., Any], where: str = "", combination: Co
             rules[param.name] = rule
     sig.checks = rules
     sig.combination = combination
-    sig.where = where or f"{func.__module__}.{func.__name__}"
+    sig.where = where or f"{getattr(func, '__module__', '')}.{getattr(func, '__name__', 'arguments')}"
     sig.extras = tuple(extras)
     return sig
 

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.settings import env_value, system_value
 
 __all__ = ["HOW_TO_GET", "cache_dir", "find_binary"]
 
@@ -39,7 +40,7 @@ HOW_TO_GET = {
 
 def cache_dir() -> Path:
     """The folder where server binaries are looked for after CHAOSDB_BIN_DIR: ``$XDG_CACHE_HOME/chaosdb/bin``."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = system_value("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "chaosdb" / "bin"
 
 
@@ -49,7 +50,7 @@ def _executable(path: Path) -> bool:
 
 def find_binary(name: str, bin_dir: str | Path | None = None) -> str:
     """The path of *name*, or a :class:`ChaosDBError` saying where it was looked for and how to get it."""
-    places = [Path(p) for p in (bin_dir, os.environ.get("CHAOSDB_BIN_DIR")) if p] + [cache_dir()]
+    places = [Path(p) for p in (bin_dir, env_value("CHAOSDB_BIN_DIR")) if p] + [cache_dir()]
     for place in places:
         if _executable(place / name):
             return str(place / name)

@@ -11,12 +11,14 @@ import subprocess
 import threading
 from pathlib import Path
 
+from chaosdb.core.settings import process_environment
+
 __all__ = ["source_env", "spawn_detached"]
 
 
 def source_env(**extra: str) -> dict[str, str]:
     """This process's environment with the source tree first on ``PYTHONPATH``, plus *extra*."""
-    env = dict(os.environ)
+    env = process_environment()
     src_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = src_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.update(extra)

@@ -8,10 +8,10 @@ those packages never import it and nothing imports in a circle.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from chaosdb.core.clusterkinds import DEFAULT_KIND, kind_module
+from chaosdb.core.settings import env_value
 
 __all__ = ["names_embedded_cluster", "embedded_endpoints", "embedded_cluster_dir", "split_urls"]
 
@@ -29,7 +29,7 @@ def names_embedded_cluster(configuration: dict[str, Any] | None, environment: bo
     ``CHAOSDB_CLUSTER_DIR``, points at an embedded cluster."""
     configuration = configuration or {}
     return bool(configuration.get("chaosdb_cluster") or configuration.get("chaosdb_cluster_dir")
-                or (environment and os.environ.get("CHAOSDB_CLUSTER_DIR")))
+                or (environment and env_value("CHAOSDB_CLUSTER_DIR")))
 
 
 def embedded_endpoints(configuration: dict[str, Any] | None) -> dict[str, Any]:

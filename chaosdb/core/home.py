@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.settings import env_value, system_value
 
 __all__ = ["DEFAULT_CLUSTER", "default_home", "check_cluster_name", "cluster_dir_for", "resolve_cluster_dir",
            "path_tag"]
@@ -21,12 +22,12 @@ DEFAULT_CLUSTER = "chaosdb"
 
 def default_home() -> Path:
     """The state folder (not created here)."""
-    env = os.environ.get("CHAOSDB_HOME")
+    env = env_value("CHAOSDB_HOME")
     if env:
         return Path(env)
     if os.geteuid() == 0:
         return Path("/var/lib/chaosdb")
-    xdg = os.environ.get("XDG_STATE_HOME")
+    xdg = system_value("XDG_STATE_HOME")
     return Path(xdg) / "chaosdb" if xdg else Path.home() / ".local" / "state" / "chaosdb"
 
 
@@ -61,8 +62,8 @@ def resolve_cluster_dir(cluster: str = "", cluster_dir: str = "",
         return Path(str(configuration["chaosdb_cluster_dir"]))
     if configuration.get("chaosdb_cluster"):
         return cluster_dir_for(str(configuration["chaosdb_cluster"]))
-    if os.environ.get("CHAOSDB_CLUSTER_DIR"):
-        return Path(os.environ["CHAOSDB_CLUSTER_DIR"])
+    if env_value("CHAOSDB_CLUSTER_DIR"):
+        return Path(env_value("CHAOSDB_CLUSTER_DIR"))
     return cluster_dir_for(DEFAULT_CLUSTER)
 
 

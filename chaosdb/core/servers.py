@@ -18,6 +18,7 @@ from typing import Any
 
 from chaosdb.core.console import PROGRESS
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.settings import process_environment
 
 __all__ = ["spawn_server", "wait_ready"]
 
@@ -40,7 +41,7 @@ def spawn_server(argv: list[str], cwd: str | Path, log: str | Path | None, env: 
         output = fd if fd is not None else subprocess.DEVNULL
         proc = subprocess.Popen(argv, cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=output,
                                 stderr=subprocess.STDOUT if fd is not None else subprocess.DEVNULL,
-                                env=dict(env or {}) if whole_env else ({**os.environ, **env} if env else None),
+                                env=dict(env or {}) if whole_env else (process_environment(**env) if env else None),
                                 start_new_session=True, close_fds=True, **kwargs)
     finally:
         if fd is not None:

@@ -3,15 +3,23 @@ sets it (the same in every experiment family and in the game-day CronJob).
 
 The shipped experiments read each value with ``{"type": "env", "key": SETTINGS[key].env}``; a test holds every
 shipped experiment to this table, and ``docs/running-experiments.md`` prints it (:func:`markdown_table`).
+
+Every read of the environment is here: the pack's own variables (``CHAOSDB_*``: the settings above and
+:data:`ENVIRONMENT_ONLY`) through :func:`env_value`, the system's and other tools' (:data:`SYSTEM_VARIABLES`: the
+XDG folders, ``PATH``, ``KUBECONFIG``...) through :func:`system_value`, a variable an experiment names in a
+``{"type": "env", "key": ...}`` entry through :func:`referenced_value`, and the whole environment handed to a child
+process through :func:`process_environment`. A test holds every other module to this.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["Setting", "SETTINGS", "ENVIRONMENT_ONLY", "setting_of_env", "markdown_table", "env_entry", "env_entries",
-           "secret_environment_values"]
+__all__ = ["Setting", "SETTINGS", "ENVIRONMENT_ONLY", "SYSTEM_VARIABLES", "setting_of_env",
+           "markdown_table", "env_entry", "env_entries", "secret_environment_values", "env_value",
+           "system_value", "referenced_value", "process_environment"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,26 @@ ENVIRONMENT_ONLY: dict[str, str] = {
                                                                                                "HTTP login"))
        for what in ("username", "password")},
     "CHAOSDB_POSTGRES_PASSWORD": "the PostgreSQL password when the secrets have no postgres_password (a secret)",
+    "CHAOSDB_CLUSTER_DIR": "the embedded cluster's folder when neither the arguments nor the configuration name a "
+                           "cluster",
+    "CHAOSDB_IMAGE_CACHE": "where built container images are kept (default /var/cache/chaosdb/images as root, else "
+                           "$XDG_CACHE_HOME/chaosdb/images)",
+    "CHAOSDB_CGROUP_ROOT": "where the cgroup hierarchy is mounted (default /sys/fs/cgroup; read when the local "
+                           "faults are first imported)",
+    "CHAOSDB_SAMPLES_DISABLED": "1: the load's Locust users record no samples (only for the benchmark that measures "
+                                "what recording costs)",
+}
+
+#: variables of the system and of other tools that the pack follows (never its own configuration), with why
+SYSTEM_VARIABLES: dict[str, str] = {
+    "XDG_STATE_HOME": "the XDG base folder of the default CHAOSDB_HOME",
+    "XDG_CACHE_HOME": "the XDG base folder of the binaries and images caches",
+    "XDG_RUNTIME_DIR": "the XDG runtime folder that holds a user's fault records",
+    "PATH": "where a saved server command is looked for again before it is restarted",
+    "PYTHONPATH": "handed on to Patroni, which runs with this interpreter and must find the same packages",
+    "CC": "the C compiler of the shipped C programs (make's convention)",
+    "KUBECONFIG": "the Kubernetes client's own kubeconfig variable, after the experiment's k8s_kubeconfig",
+    "KUBERNETES_SERVICE_HOST": "set by Kubernetes in every pod: the client may use the in-cluster configuration",
 }
 
 
@@ -102,6 +130,32 @@ def secret_environment_values() -> list[str]:
     secret settings (``CHAOSDB_COCKROACH_URL``), the passwords and the load's DSN."""
     names = [s.env for s in SETTINGS.values() if s.secret] + list(SECRET_ENVIRONMENT)
     return [os.environ[n] for n in names if len(os.environ.get(n, "")) >= 4]
+
+
+def env_value(name: str, default: str = "") -> str:
+    """The value of the pack's variable *name* (``CHAOSDB_*``: a setting's variable or one of
+    :data:`ENVIRONMENT_ONLY`), else *default* (as ``os.environ.get``: a variable set to "" is "")."""
+    if not name.startswith("CHAOSDB_"):
+        raise ValueError(f"{name} is not one of chaosdb's variables: read it with system_value or referenced_value")
+    return os.environ.get(name, default)
+
+
+def system_value(name: str, default: str = "") -> str:
+    """The value of a variable of the system or of another tool (:data:`SYSTEM_VARIABLES`), else *default*."""
+    if name.startswith("CHAOSDB_"):
+        raise ValueError(f"{name} is one of chaosdb's own variables: read it with env_value")
+    return os.environ.get(name, default)
+
+
+def referenced_value(name: str, default: Any = None) -> Any:
+    """The value of the variable an experiment names in a ``{"type": "env", "key": name}`` entry (Chaos
+    Toolkit's own way of reading the environment: the experiment chooses the name), else *default*."""
+    return os.environ.get(name, default)
+
+
+def process_environment(**extra: str) -> dict[str, str]:
+    """A copy of this process's environment, plus *extra*, for a child process (which reads what it needs)."""
+    return {**os.environ, **extra}
 
 
 def env_entry(key: str, default: str = "") -> dict[str, str]:
@@ -123,10 +177,13 @@ def setting_of_env(env: str) -> Setting | None:
 
 
 def markdown_table() -> str:
-    """The settings as a Markdown table (configuration key, environment variable, meaning)."""
+    """The settings as a Markdown table (configuration key, environment variable, meaning), then the variables the
+    pack reads itself and those of the system it follows."""
     rows = ["| configuration key | environment variable | meaning |", "| --- | --- | --- |"]
     for s in SETTINGS.values():
         rows.append(f"| `{s.key}` | `{s.env}` | {s.meaning}{' (secret)' if s.secret else ''} |")
     rows += ["", "| read by the pack itself | meaning |", "| --- | --- |"]
     rows += [f"| `{k}` | {v} |" for k, v in ENVIRONMENT_ONLY.items()]
+    rows += ["", "| the system's or another tool's, followed by the pack | meaning |", "| --- | --- |"]
+    rows += [f"| `{k}` | {v} |" for k, v in SYSTEM_VARIABLES.items()]
     return "\n".join(rows) + "\n"

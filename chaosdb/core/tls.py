@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.settings import env_value
 
 __all__ = ["SERVICES", "TLS_SUFFIXES", "ClientTls", "client_tls", "credentials", "explain_tls_failure",
            "tls_keys", "as_bool", "secret_value"]
@@ -155,7 +156,7 @@ def secret_value(secrets: Mapping[str, Any] | None, key: str, environment: bool 
     a CronJob's Secret can hold it without the experiment naming it), else empty."""
     scopes = [secrets or {}, *[v for v in (secrets or {}).values() if isinstance(v, dict)]]
     found = next((str(s[key]) for s in scopes if s.get(key)), "")
-    return found or (os.environ.get(f"CHAOSDB_{key.upper()}", "") if environment else "")
+    return found or (env_value(f"CHAOSDB_{key.upper()}") if environment else "")
 
 
 def credentials(service: str, secrets: Mapping[str, Any] | None) -> tuple[str, str] | None:

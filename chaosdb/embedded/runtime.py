@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Iterable
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.settings import system_value
 
 __all__ = ["RunAs", "resolve_run_as", "node_user_name", "node_users", "find_binaries", "prepare_runtime", "Binaries"]
 
@@ -203,7 +204,7 @@ def find_binaries(postgres_bin: str | None = None, etcd_bin: str | None = None) 
     # Patroni runs with this interpreter; packages found through PYTHONPATH (pip --target installs) must be
     # found by it too
     return Binaries(postgres_bin=str(pg), etcd=str(etcd), python=sys.executable,
-                    pythonpath=os.environ.get("PYTHONPATH", ""))
+                    pythonpath=system_value("PYTHONPATH"))
 
 
 # ---------------------------------------------------------------------------

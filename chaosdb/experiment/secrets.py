@@ -16,7 +16,7 @@ import sys
 from typing import Any, Iterable
 
 from chaosdb.core.redact import MASK, redact, redact_dsn
-from chaosdb.core.settings import secret_environment_values
+from chaosdb.core.settings import referenced_value, secret_environment_values
 
 __all__ = ["inline_secrets", "secret_values", "mask_journal", "LogMask", "journal_path", "make_journal_private"]
 
@@ -61,7 +61,7 @@ def secret_values(experiment: Any, secrets: Any = None) -> list[str]:
         if isinstance(value, dict):
             if _is_reference(value):
                 if value.get("type") == "env":
-                    walk(os.environ.get(str(value["key"]), ""))
+                    walk(referenced_value(str(value["key"]), ""))
                 return
             for item in value.values():
                 walk(item)

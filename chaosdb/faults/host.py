@@ -9,10 +9,11 @@ from pathlib import Path
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.netem import netem_available
+from chaosdb.core.settings import env_value
 
 __all__ = ["require_root", "CgroupHost", "cgroup_host", "require_tool", "netem_available", "CGROUP_ROOT"]
 
-CGROUP_ROOT = Path(os.environ.get("CHAOSDB_CGROUP_ROOT", "/sys/fs/cgroup"))
+CGROUP_ROOT = Path(env_value("CHAOSDB_CGROUP_ROOT", "/sys/fs/cgroup"))
 
 
 def require_root(what: str) -> None:

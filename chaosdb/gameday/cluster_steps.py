@@ -4,7 +4,6 @@ it took; the runner records that in the manifest."""
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ from chaoslib.exceptions import ChaosException
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.faultrecords.sweep import cleanup
 from chaosdb.core.http import HttpError, request_json
+from chaosdb.core.settings import referenced_value
 from chaosdb.embedded import cluster, scale
 from chaosdb.embedded import control as local_control
 from chaosdb.embedded.state import STATE_FILE, load_layout, load_secrets, resolve_cluster_dir
@@ -27,7 +27,7 @@ __all__ = ["cluster_dir_of", "embedded_control", "restore", "wait_healthy", "set
 
 def _config_value(value: Any) -> Any:
     if isinstance(value, dict) and value.get("type") == "env":
-        return os.environ.get(str(value.get("key", "")), value.get("default"))
+        return referenced_value(str(value.get("key", "")), value.get("default"))
     return value
 
 

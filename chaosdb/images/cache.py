@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from chaosdb.core.settings import env_value, system_value
 from chaosdb.images.oci import BlobStore
 
 __all__ = ["default_cache_dir", "cache_key", "file_sha256", "ImageCache"]
@@ -33,12 +34,12 @@ __all__ = ["default_cache_dir", "cache_key", "file_sha256", "ImageCache"]
 
 def default_cache_dir() -> Path:
     """The image cache folder (not created here)."""
-    env = os.environ.get("CHAOSDB_IMAGE_CACHE")
+    env = env_value("CHAOSDB_IMAGE_CACHE")
     if env:
         return Path(env)
     if os.geteuid() == 0:
         return Path("/var/cache/chaosdb/images")
-    xdg = os.environ.get("XDG_CACHE_HOME")
+    xdg = system_value("XDG_CACHE_HOME")
     return (Path(xdg) if xdg else Path.home() / ".cache") / "chaosdb" / "images"
 
 

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.settings import system_value
 from chaosdb.shipped import shipped_dir
 
 __all__ = ["STATIC_FLAGS", "compiler", "compiler_identity", "static_libc", "shipped_source", "compile_static"]
@@ -19,7 +20,7 @@ STATIC_FLAGS = ("-static", "-Os", "-s", "-Wall", "-Wextra")
 
 def compiler() -> str:
     """The C compiler to use: ``$CC`` or ``cc``."""
-    return os.environ.get("CC") or "cc"
+    return system_value("CC") or "cc"
 
 
 def compiler_identity() -> str:

@@ -9,7 +9,6 @@ packages download them once.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import signal
@@ -20,6 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.settings import process_environment
 from chaosdb.images.recipes import DebianRootfs
 from chaosdb.images.tarlayer import image_path
 
@@ -186,7 +186,7 @@ def build_rootfs_tar(spec: DebianRootfs, output: Path, log: Path, deb_cache: Pat
     """Run ``mmdebstrap`` for *spec* into the tar *output*, its messages into *log*; an error with its last lines
     when it fails."""
     argv = mmdebstrap_argv(spec, output, mirror_lines(spec.suite), deb_cache)
-    env = {**os.environ, "SOURCE_DATE_EPOCH": str(SOURCE_DATE_EPOCH), "LC_ALL": "C.UTF-8"}
+    env = process_environment(SOURCE_DATE_EPOCH=str(SOURCE_DATE_EPOCH), LC_ALL="C.UTF-8")
     with open(log, "ab") as messages:
         messages.write(("$ " + shlex.join(argv) + "\n").encode())
         messages.flush()

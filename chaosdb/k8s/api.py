@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.settings import system_value
 
 __all__ = ["api_client", "custom_objects", "core_v1", "apps_v1", "call", "namespace_of", "reset_clients",
            "K8sApiError", "call_json"]
@@ -63,11 +64,11 @@ def _import_client():
 def api_client(configuration: dict[str, Any] | None = None, secrets: dict[str, Any] | None = None):
     """A ``kubernetes.client.ApiClient`` for the experiment's kubeconfig/context (cached per pair)."""
     client, config = _import_client()
-    kubeconfig = _setting(configuration, secrets, "k8s_kubeconfig") or os.environ.get("KUBECONFIG") or \
+    kubeconfig = _setting(configuration, secrets, "k8s_kubeconfig") or system_value("KUBECONFIG") or \
         str(Path("~/.kube/config").expanduser())
     context = _setting(configuration, secrets, "k8s_context") or ""
     in_cluster = bool(_setting(configuration, secrets, "k8s_in_cluster")) or (
-        not Path(str(kubeconfig).split(os.pathsep)[0]).is_file() and bool(os.environ.get("KUBERNETES_SERVICE_HOST")))
+        not Path(str(kubeconfig).split(os.pathsep)[0]).is_file() and bool(system_value("KUBERNETES_SERVICE_HOST")))
     key = (str(kubeconfig), str(context), in_cluster)
     with _LOCK:
         if key in _CLIENTS:

@@ -7,6 +7,7 @@ What is in it:
 * ``control``: Chaos Toolkit control that runs the load for the whole experiment (its hooks only)
 * ``dsn``: where the load goes: its DSN, or the etcd URLs, with their TLS
 * ``progress``: the load's progress lines in the run's log
+* ``options``: the load's options as one typed model (``LoadOptions``), checked once, handed to the runner
 * ``runner``: starting and stopping Locust (or a master with workers) and the load's record
 * ``distributed``: Locust's master/worker mode for the pack's load
 * ``distributed_control``: The load control's side of Locust's master/worker mode

@@ -37,7 +37,7 @@ import logging
 import time
 from typing import Any
 
-from chaosdb.core.arguments import MAX_SECONDS, boolean, checked_signature, choice, number, with_argument_checks
+from chaosdb.core.arguments import with_argument_checks
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
 from chaosdb.core.tls import as_bool
@@ -46,6 +46,7 @@ from chaosdb.experiment.checks import refuse_bad_arguments
 from chaosdb.experiment.refusals import refused, stops_the_run
 from chaosdb.load import state as load_state
 from chaosdb.load.dsn import etcd_endpoints, etcd_tls, resolve_dsn
+from chaosdb.load.options import ARGUMENTS, LoadOptions
 from chaosdb.load.progress import PROGRESS
 from chaosdb.load.runner import LOCUSTFILES, OUTPUT_FOLDER, start_load, stop_load
 
@@ -55,6 +56,9 @@ __all__ = ["validate_control", "before_experiment_control", "after_experiment_co
            # where they were before the load's modules were split (the runner, the DSN)
            "start_load", "stop_load", "LOCUSTFILES", "OUTPUT_FOLDER", "etcd_endpoints", "etcd_tls"]
 
+#: the control's own arguments, read by its hooks (every hook receives all of them); the others are the load's
+#: options
+CONTROL_OWN = frozenset({"only_with_dsn", "stop_timeout_s"})
 #: ``chaos validate`` refuses this control when its extra is not installed
 validate_control = control_validator("chaosdb.load.control", ("load",))
 
@@ -102,16 +106,19 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
     """Before the run: refuse bad arguments, then start the load (warm-up and baseline included) so the hypothesis and
     the method run under it."""
     refuse_bad_arguments(context, configuration, secrets)  # nothing starts on bad input
-    args = {k: v for k, v in kwargs.items() if k in start_load.__code__.co_varnames}
+    try:
+        options = LoadOptions.from_arguments({k: v for k, v in kwargs.items() if k not in CONTROL_OWN})
+    except ChaosDBError as exc:
+        raise refused(f"chaosdb load control: {exc}") from None
     if as_bool(only_with_dsn, default=False):  # e.g. the Kubernetes experiments: a load (and figures) where a DSN is given
         try:
-            resolve_dsn(str(args.get("dsn") or ""), configuration, secrets, str(args.get("workload") or "tpcc"))
+            resolve_dsn(options.dsn, configuration, secrets, options.workload)
         except ChaosDBError:
             logging.getLogger("chaostoolkit").info("chaosdb load control: no DSN given (dsn, a secret load_dsn or CHAOSDB_LOAD_DSN): this run "
                         "has no load, and its report no degradation or recovery figures")
             return
     try:
-        start_load(configuration=configuration, secrets=secrets, **args)
+        start_load(options, configuration=configuration, secrets=secrets)
     except ChaosDBError as exc:
         raise refused(f"chaosdb load control: {exc}") from None
 
@@ -137,25 +144,9 @@ def cleanup_control() -> None:
     stop_load()
 
 
-#: the control's arguments (those of :func:`start_load`), checked with the configuration substituted before any
-#: control starts anything (:func:`chaosdb.experiment.checks.experiment_problems`)
-CONTROL_ARGUMENTS = checked_signature(
-    start_load, "the load control",
-    users=number("users", 1, maximum=10_000, integer=True),
-    records=number("records", 1, maximum=100_000_000, integer=True),
-    spawn_rate=number("spawn_rate", 0, maximum=10_000),
-    baseline_s=number("baseline_s", 0, maximum=MAX_SECONDS, hint=" (seconds of load measured before the fault)"),
-    processes=number("processes", 0, maximum=256, integer=True),
-    workers=number("workers", 0, maximum=256, integer=True),
-    remote_workers=number("remote_workers", 0, maximum=1024, integer=True),
-    rate=number("rate", 0, maximum=1_000_000),
-    wait=number("wait", 0, maximum=3600),
-    master_port=number("master_port", 0, maximum=65535, integer=True),
-    workload=choice("workload", *LOCUSTFILES),
-    observe_s=number("observe_s", 0.1, maximum=60, hint=" (seconds between two questions to the database)"),
-    replace_samples=boolean("replace_samples"),
-    isolation=choice("isolation", "default", "read_committed", "repeatable_read", "serializable"),
-    progress_s=number("progress_s", 0, maximum=3600, hint=" (seconds between two progress lines)"),
-)
+#: the control's arguments that are the load's options (:class:`chaosdb.load.options.LoadOptions`, their rules), checked
+#: with the configuration substituted before any control starts anything
+#: (:func:`chaosdb.experiment.checks.experiment_problems`); the control's own arguments are its hooks' (``CONTROL_OWN``)
+CONTROL_ARGUMENTS = ARGUMENTS
 validate_control = with_argument_checks(validate_control, __name__)
 

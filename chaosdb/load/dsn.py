@@ -5,12 +5,12 @@ journal."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.libpq import with_libpq_tls
+from chaosdb.core.settings import env_value
 from chaosdb.core.tls import ClientTls, client_tls
 
 __all__ = ["resolve_dsn", "etcd_endpoints", "etcd_tls"]
@@ -36,8 +36,8 @@ def _given_dsn(dsn: str, configuration: dict[str, Any] | None, secrets: dict[str
             return str(scope["load_dsn"])
     if secrets and isinstance(secrets.get("load_dsn"), str):
         return str(secrets["load_dsn"])
-    if os.environ.get("CHAOSDB_LOAD_DSN"):
-        return os.environ["CHAOSDB_LOAD_DSN"]
+    if env_value("CHAOSDB_LOAD_DSN"):
+        return env_value("CHAOSDB_LOAD_DSN")
     if names_embedded_cluster(configuration, environment=False):
         return str(embedded_endpoints(configuration)["dsn"])
     raise ChaosDBError("no DSN for the load: pass 'dsn', a secret 'load_dsn', CHAOSDB_LOAD_DSN, "

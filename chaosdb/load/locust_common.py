@@ -15,6 +15,7 @@ import os
 import time
 from typing import Any
 
+from chaosdb.core.settings import env_value
 from chaosdb.load.distributed import MasterCollector, ShippingWriter
 from chaosdb.workloads.outcomes import is_success
 from chaosdb.workloads.samples import Sample, SampleWriter
@@ -86,7 +87,7 @@ class ProcessState:
         self.workers = max(1, os.cpu_count() or 1) if workers < 0 else max(1, workers)
         path = os.path.join(opts.chaosdb_samples_dir, f"{prefix}-w{self.worker_index}-{os.getpid()}.csv")
         # CHAOSDB_SAMPLES_DISABLED=1 exists only for the benchmark that measures what recording costs
-        if os.environ.get("CHAOSDB_SAMPLES_DISABLED") == "1":
+        if env_value("CHAOSDB_SAMPLES_DISABLED") == "1":
             self.writer = NullWriter()
         elif getattr(opts, "chaosdb_ship_samples", False) and _is_worker(environment.runner):
             self.writer = ShippingWriter(environment.runner)  # type: ignore[assignment]
@@ -135,7 +136,7 @@ def _is_master(runner: Any) -> bool:
 def resolve_dsn(opts: Any, workload: str) -> str:
     """The DSN option, else this process's CHAOSDB_LOAD_DSN (in master/worker mode the master's option
     values replace the worker's); exits with a message when there is none."""
-    opts.chaosdb_dsn = opts.chaosdb_dsn or os.environ.get("CHAOSDB_LOAD_DSN", "")
+    opts.chaosdb_dsn = opts.chaosdb_dsn or env_value("CHAOSDB_LOAD_DSN")
     if not opts.chaosdb_dsn:
         raise SystemExit(f"chaosdb {workload}: no DSN: pass --chaosdb-dsn or set CHAOSDB_LOAD_DSN")
     return opts.chaosdb_dsn

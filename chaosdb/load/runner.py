@@ -24,17 +24,14 @@ from chaosdb.load import state as load_state
 from chaosdb.load.distributed import lost_workers, read_workers
 from chaosdb.load.dsn import etcd_tls, resolve_dsn
 from chaosdb.load.observer import Observer, chosen_sources
+from chaosdb.load.options import LOCUSTFILES, LoadOptions
 from chaosdb.load.progress import PROGRESS
 from chaosdb.workloads.kv import tls_environment
 from chaosdb.workloads.outcomes import is_success
 from chaosdb.workloads.samples import read_samples, sample_files
 
-__all__ = ["LOCUSTFILES", "OUTPUT_FOLDER", "start_load", "stop_load"]
+__all__ = ["LOCUSTFILES", "OUTPUT_FOLDER", "LoadOptions", "start_load", "stop_load"]
 
-#: the Locust file of each workload
-LOCUSTFILES = {"tpcc": str(Path(__file__).with_name("locust_tpcc.py")),
-               "ycsb": str(Path(__file__).with_name("locust_ycsb.py")),
-               "ycsb-etcd": str(Path(__file__).with_name("locust_ycsb.py"))}
 #: the folder the load writes, claimed by one run (:mod:`chaosdb.core.claims`)
 OUTPUT_FOLDER = OutputFolder("samples_dir", "the samples folder", "samples_dir, e.g. CHAOSDB_REPORT_DIR")
 _die_with_parent = die_with_parent(signal.SIGTERM)
@@ -53,16 +50,13 @@ def _has_commit(samples_dir: Path) -> bool:
     return any(is_success(s.outcome) for s in read_samples(samples_dir))
 
 
-def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, spawn_rate: float = 0.0,
-               warmup_s: float = 10.0, baseline_s: float = 30.0, samples_dir: str = "",
-               locustfile: str = "", processes: int = 0, isolation: str = "default", wait: float = 0.0,
-               rate: float = 0.0, max_run_s: float = 3600.0, start_timeout_s: float = 60.0,
-               extra_args: list[str] | None = None, dsn: str = "", progress_s: float = 5.0,
-               replace_samples: bool = False, workers: int = 0, remote_workers: int = 0,
-               master_bind_host: str = "127.0.0.1", master_port: int = 0, observe: str = "auto",
-               observe_s: float = 0.5, configuration: dict[str, Any] | None = None,
-               secrets: dict[str, Any] | None = None) -> dict[str, Any]:
+def start_load(options: LoadOptions | None = None, /, *, configuration: dict[str, Any] | None = None,
+               secrets: dict[str, Any] | None = None, **arguments: Any) -> dict[str, Any]:
     """Start Locust and return once the warm-up is over; the record is kept in :mod:`chaosdb.load.state`.
+
+    *options*: the load's options (:class:`chaosdb.load.options.LoadOptions`, built once by the load control);
+    called without them, they are built from the keyword *arguments* (``start_load(users=8, warmup_s=5, ...)``),
+    each checked as the control's arguments are.
 
     ``workers`` / ``remote_workers``: Locust's master/worker mode (:mod:`chaosdb.load.distributed`). The master
     runs here and binds ``master_bind_host``:``master_port`` (0: a free port); ``workers`` worker processes are
@@ -73,73 +67,58 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
     timeline, replicas, written to ``events.jsonl`` beside the samples every ``observe_s`` seconds): ``auto``
     (whatever the configuration names: the embedded cluster's Patroni and etcd, ``patroni_urls``, ``etcd_urls``,
     ``pd_url``), ``none``, or a comma-separated list such as ``patroni,etcd``."""
+    if options is not None and arguments:
+        raise ChaosDBError(f"start_load takes its options or keyword arguments, not both (got {', '.join(arguments)})")
     if load_state.current() and load_state.current().get("running"):
         raise ChaosDBError("a load is already running in this process")
-    try:  # values substituted from configuration (e.g. environment variables) arrive as strings
-        users, records, processes = int(users), int(records), int(processes)
-        workers, remote_workers, master_port = int(workers), int(remote_workers), int(master_port)
-        spawn_rate, warmup_s, baseline_s, wait, rate = (float(spawn_rate), float(warmup_s), float(baseline_s),
-                                                        float(wait), float(rate))
-        max_run_s, start_timeout_s = float(max_run_s), float(start_timeout_s)
-    except (TypeError, ValueError) as exc:
-        raise ChaosDBError(f"load settings must be numbers: {exc}") from None
-    if users < 1:
-        raise ChaosDBError("users must be >= 1")
-    if workers < 0 or remote_workers < 0 or not 0 <= master_port <= 65535:
-        raise ChaosDBError("workers and remote_workers must be >= 0, master_port a TCP port (0: any free one)")
-    distributed = workers + remote_workers > 0
-    if distributed and processes:
-        raise ChaosDBError("give processes (Locust forks workers on this machine) or workers / remote_workers "
-                           "(master and workers, possibly on other machines), not both")
-    if workload not in LOCUSTFILES and not locustfile:
-        raise ChaosDBError(f"workload must be one of {', '.join(LOCUSTFILES)} (or give a locustfile)")
-    the_dsn = resolve_dsn(dsn, configuration, secrets, workload)
-    watched = chosen_sources(observe, configuration)
-    out = claim(samples_dir or f"chaosdb-load/{time.strftime('%Y%m%d-%H%M%S')}",
+    o = options if options is not None else LoadOptions.from_arguments(arguments)
+    the_dsn = resolve_dsn(o.dsn, configuration, secrets, o.workload)
+    watched = chosen_sources(o.observe, configuration)
+    out = claim(o.samples_dir or f"chaosdb-load/{time.strftime('%Y%m%d-%H%M%S')}",
                 *OUTPUT_FOLDER[1:])  # two runs never write the same samples
     if sample_files(out):
-        if not replace_samples:
+        if not o.replace_samples:
             raise ChaosDBError(f"{out} already holds samples from another run: choose an empty samples_dir "
                                "(or set replace_samples to true)")
         for old in list(out.glob("samples-*.csv")) + list(out.glob("locust*")) + list(out.glob("load.json")):
             old.unlink()
-    argv = [sys.executable, "-m", "locust", "-f", locustfile or LOCUSTFILES[workload], "--headless",
-            "-u", str(users), "-r", str(spawn_rate or users), "--run-time", f"{int(max_run_s)}s",
+    argv = [sys.executable, "-m", "locust", "-f", o.locust_file, "--headless",
+            "-u", str(o.users), "-r", str(o.spawn_rate or o.users), "--run-time", f"{int(o.max_run_s)}s",
             "--stop-timeout", "5", "--csv", str(out / "locust"), "--csv-full-history", "--only-summary",
-            "--chaosdb-samples-dir", str(out), "--chaosdb-isolation", isolation, "--chaosdb-rate", str(rate)]
-    if workload == "tpcc":
-        argv += ["--tpcc-wait", str(wait)]
-    elif workload in ("ycsb", "ycsb-etcd"):
-        argv += ["--ycsb-records", str(records), "--ycsb-backend", "etcd" if workload == "ycsb-etcd" else "sql"]
-    if processes:
-        argv += ["--processes", str(processes)]
+            "--chaosdb-samples-dir", str(out), "--chaosdb-isolation", o.isolation, "--chaosdb-rate", str(o.rate)]
+    if o.workload == "tpcc":
+        argv += ["--tpcc-wait", str(o.wait)]
+    elif o.workload in ("ycsb", "ycsb-etcd"):
+        argv += ["--ycsb-records", str(o.records), "--ycsb-backend", "etcd" if o.workload == "ycsb-etcd" else "sql"]
+    if o.processes:
+        argv += ["--processes", str(o.processes)]
     master = None
-    if distributed:
-        master = dist_control.master_address(master_bind_host, master_port)
-        argv += dist_control.master_args(master, workers + remote_workers, start_timeout_s)
-    argv += list(extra_args or [])
+    if o.distributed:
+        master = dist_control.master_address(o.master_bind_host, o.master_port)
+        argv += dist_control.master_args(master, o.workers + o.remote_workers, o.start_timeout_s)
+    argv += list(o.extra_args)
     # a master runs no user: it gets no DSN (Locust would send it to every worker with the options)
-    tls_env = tls_environment(etcd_tls(configuration), credentials("etcd", secrets)) if workload == "ycsb-etcd" \
+    tls_env = tls_environment(etcd_tls(configuration), credentials("etcd", secrets)) if o.workload == "ycsb-etcd" \
         else {}
-    env = source_env(PYTHONUNBUFFERED="1") if distributed else source_env(CHAOSDB_LOAD_DSN=the_dsn,
-                                                                            PYTHONUNBUFFERED="1", **tls_env)
+    env = source_env(PYTHONUNBUFFERED="1") if o.distributed else source_env(CHAOSDB_LOAD_DSN=the_dsn,
+                                                                              PYTHONUNBUFFERED="1", **tls_env)
     log_path = out / "locust.log"
     log = open(log_path, "ab")
     started = time.time()
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                             cwd=str(out), start_new_session=True, preexec_fn=_die_with_parent)
     log.close()
-    local_workers = [dist_control.start_worker(locustfile or LOCUSTFILES[workload], master, i, out, the_dsn, tls_env)
-                     for i in range(workers)] if master else []
+    local_workers = [dist_control.start_worker(o.locust_file, master, i, out, the_dsn, tls_env)
+                     for i in range(o.workers)] if master else []
     record: dict[str, Any] = {
         "running": True,
         "pid": proc.pid,
-        "settings": {"users": users, "spawn_rate": spawn_rate or users, "warmup_s": warmup_s,
-                     "baseline_s": baseline_s, "processes": processes,
-                     "isolation": isolation, "wait": wait, "rate": rate, "max_run_s": max_run_s,
-                     "locustfile": locustfile or LOCUSTFILES[workload], "dsn": redact_dsn(the_dsn),
-                     "workload": workload, "records": records if workload.startswith("ycsb") else None,
-                     "workers": workers, "remote_workers": remote_workers},
+        "settings": {"users": o.users, "spawn_rate": o.spawn_rate or o.users, "warmup_s": o.warmup_s,
+                     "baseline_s": o.baseline_s, "processes": o.processes,
+                     "isolation": o.isolation, "wait": o.wait, "rate": o.rate, "max_run_s": o.max_run_s,
+                     "locustfile": o.locust_file, "dsn": redact_dsn(the_dsn),
+                     "workload": o.workload, "records": o.records if o.workload.startswith("ycsb") else None,
+                     "workers": o.workers, "remote_workers": o.remote_workers},
         "samples_dir": str(out),
         "samples_format": "chaosdb",
         "locust_csv_prefix": str(out / "locust"),
@@ -151,33 +130,33 @@ def start_load(workload: str = "tpcc", records: int = 10000, users: int = 10, sp
     if master:
         record["master"] = {"bind": f"{master.bind_host}:{master.port}", "connect": f"{master.host}:{master.port}"}
         record["worker_pids"] = [w.pid for w in local_workers]
-        record["worker_logs"] = [str(out / f"worker-{i}.log") for i in range(workers)]
+        record["worker_logs"] = [str(out / f"worker-{i}.log") for i in range(o.workers)]
     load_state.set_current(record, proc, local_workers)
     global _observer
-    _observer = Observer(out, watched, configuration, secrets, float(observe_s)) if watched else None
+    _observer = Observer(out, watched, configuration, secrets, o.observe_s) if watched else None
     if _observer is not None:
         _observer.start()
-    PROGRESS.start(out, float(progress_s))
+    PROGRESS.start(out, o.progress_s)
     PROGRESS.phase = "starting the load"
-    deadline = time.monotonic() + start_timeout_s
+    deadline = time.monotonic() + o.start_timeout_s
     while not _has_commit(out):
         if proc.poll() is not None or time.monotonic() > deadline:
             stop_load()
-            why = "exited" if proc.returncode is not None else f"committed nothing within {start_timeout_s:.0f}s"
+            why = "exited" if proc.returncode is not None else f"committed nothing within {o.start_timeout_s:.0f}s"
             if master:
-                why += (f" ({dist_control.connected(out)} of {workers + remote_workers} workers connected to "
+                why += (f" ({dist_control.connected(out)} of {o.workers + o.remote_workers} workers connected to "
                         f"{master.host}:{master.port})")
             logs = "".join(f"\nlast lines of {p}:\n{_tail(Path(p))}" for p in record.get("worker_logs", [])[:2])
             raise ChaosDBError(f"the load {why}; last lines of {log_path}:\n{_tail(log_path)}{logs}")
         time.sleep(0.25)
     record["first_commit_ts"] = round(time.time(), 6)
-    PROGRESS.phase = f"warm-up ({warmup_s:g} s, not measured)"
-    time.sleep(max(0.0, warmup_s))
+    PROGRESS.phase = f"warm-up ({o.warmup_s:g} s, not measured)"
+    time.sleep(max(0.0, o.warmup_s))
     record["warmup_end_ts"] = round(time.time(), 6)
     record["warmup_ended_at"] = iso_from_epoch(record["warmup_end_ts"])
     # the baseline: steady load before the hypothesis and the first fault
-    PROGRESS.phase = f"baseline ({baseline_s:g} s)"
-    time.sleep(max(0.0, baseline_s))
+    PROGRESS.phase = f"baseline ({o.baseline_s:g} s)"
+    time.sleep(max(0.0, o.baseline_s))
     record["baseline_end_ts"] = round(time.time(), 6)
     return record
 

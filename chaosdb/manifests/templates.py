@@ -30,6 +30,7 @@ from typing import Any, Mapping
 
 from chaosdb import shipped
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.settings import env_value
 from chaosdb.core.timeutil import parse_go_duration
 
 __all__ = ["Variable", "Template", "templates_dir", "list_templates", "load_template", "render", "RenderResult",
@@ -131,7 +132,7 @@ def templates_dir(override: str | os.PathLike | None = None) -> Path:
     """``override`` (``--dir``), else ``$CHAOSDB_MANIFESTS``, else the templates shipped with the package.
 
     A folder that is named but does not exist is an error (never a silent fall-back to the shipped ones)."""
-    for source, value in (("--dir", override), ("CHAOSDB_MANIFESTS", os.environ.get("CHAOSDB_MANIFESTS"))):
+    for source, value in (("--dir", override), ("CHAOSDB_MANIFESTS", env_value("CHAOSDB_MANIFESTS"))):
         if value:
             if not Path(value).is_dir():
                 raise ChaosDBError(f"template folder {value} ({source}) does not exist or is not a folder")

@@ -19,14 +19,13 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.settings import secret_environment_values
+from chaosdb.core.settings import referenced_value, secret_environment_values
 
 __all__ = ["Activity", "JournalInfo", "read_journal", "parse_ts", "secret_values_of", "activities_of", "RESTORING",
            "OPERATOR", "WAITS", "fault_facts"]
@@ -192,8 +191,8 @@ def secret_values_of(journal: dict[str, Any]) -> list[str]:
     def walk(v: Any, in_secrets: bool = False) -> None:
         if isinstance(v, dict):
             if v.get("type") in ("env", "vault") and "key" in v:
-                if in_secrets and v.get("type") == "env" and len(os.environ.get(str(v["key"]), "")) >= 4:
-                    found.append(os.environ[str(v["key"])])
+                if in_secrets and v.get("type") == "env" and len(referenced_value(str(v["key"]), "")) >= 4:
+                    found.append(referenced_value(str(v["key"])))
                 return  # a reference, not a value
             for x in v.values():
                 walk(x, in_secrets)

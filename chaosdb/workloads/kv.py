@@ -24,7 +24,6 @@ from __future__ import annotations
 import base64
 import http.client
 import json
-import os
 import random
 import string
 import time
@@ -32,6 +31,7 @@ import urllib.parse
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.settings import env_value
 from chaosdb.core.tls import ClientTls, client_tls, credentials
 from chaosdb.workloads.samples import Sample
 from chaosdb.workloads.ycsb import FIELD_LENGTH, FIELDS, Operation, key_name
@@ -116,7 +116,7 @@ class EtcdKV:
         """A client of the endpoints in *dsn*; for https:// ones with *tls*, else the TLS of the environment;
         credentials *auth*, else those of the environment."""
         if _secure(dsn) and tls is None:
-            tls = client_tls("etcd", {key: os.environ.get(env, "") for key, env in ENV_TLS.items()})
+            tls = client_tls("etcd", {key: env_value(env) for key, env in ENV_TLS.items()})
         return cls(parse_endpoints(dsn), timeout, start, tls if _secure(dsn) else None,
                    auth or credentials("etcd", None))
 

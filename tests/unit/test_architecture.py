@@ -226,3 +226,104 @@ def test_no_two_packages_import_each_other_even_through_others():
 
     cycles = sorted({tuple(sorted((a, b))) for a, targets in edges.items() for b in targets if reaches(b, a)})
     assert not cycles, f"packages in a circle (a imports b, b reaches a again): {cycles}"
+
+
+# --- the environment is read in one place: chaosdb.core.settings ---------------------------------------------------
+
+SETTINGS_MODULE = PACKAGE / "core" / "settings.py"
+#: modules besides the settings layer that read the process's environment themselves, with why (keep it empty: give
+#: the settings layer a function instead)
+ENVIRONMENT_READERS: dict[str, str] = {}
+_OS_READERS = {"environ", "environb", "getenv", "getenvb"}
+
+
+def _variable_name(node: ast.AST | None) -> str:
+    """The variable's name a constant gives (or the constant start of an f-string), else ''."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+        return str(node.values[0].value)
+    return ""
+
+
+def environment_reads(source: str) -> list[tuple[int, str]]:
+    """(line, variable name or '') of every read of this process's environment in *source*: ``os.environ`` (its
+    ``get``, ``[...]``, ``in``, or the mapping handed on), ``os.getenv``, and ``environ`` / ``getenv`` imported from
+    ``os`` under any name."""
+    tree = ast.parse(source)
+    modules, direct = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.asname or a.name for a in node.names if a.name == "os"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "os":
+            direct |= {a.asname or a.name for a in node.names if a.name in _OS_READERS}
+    parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+    reads = []
+    for node in ast.walk(tree):
+        site = (isinstance(node, ast.Attribute) and node.attr in _OS_READERS and isinstance(node.value, ast.Name)
+                and node.value.id in modules) or (isinstance(node, ast.Name) and node.id in direct)
+        if not site:
+            continue
+        parent = parents.get(id(node))
+        name = ""
+        if isinstance(parent, ast.Call) and parent.func is node and parent.args:  # os.getenv("X")
+            name = _variable_name(parent.args[0])
+        elif isinstance(parent, ast.Subscript) and parent.value is node:  # os.environ["X"]
+            name = _variable_name(parent.slice)
+        elif isinstance(parent, ast.Attribute):  # os.environ.get("X") / .pop / .setdefault
+            call = parents.get(id(parent))
+            if isinstance(call, ast.Call) and call.func is parent and call.args:
+                name = _variable_name(call.args[0])
+        elif isinstance(parent, ast.Compare) and any(c is node for c in parent.comparators):  # "X" in os.environ
+            name = _variable_name(parent.left)
+        reads.append((node.lineno, name))
+    return sorted(reads)
+
+
+def test_the_environment_reads_are_found_however_they_are_written():
+    source = ("import os\nimport os as o\nfrom os import environ as e, getenv\n"
+              "a = os.environ.get('CHAOSDB_A')\nb = os.environ['CHAOSDB_B']\nc = o.getenv(f'CHAOSDB_{k}')\n"
+              "d = 'CHAOSDB_D' in os.environ\nf = e.get('CHAOSDB_F', '')\ng = getenv('CHAOSDB_G')\n"
+              "h = os.environ.get('HOME')\ni = dict(os.environ)\n")
+    assert environment_reads(source) == [(4, "CHAOSDB_A"), (5, "CHAOSDB_B"), (6, "CHAOSDB_"), (7, "CHAOSDB_D"),
+                                         (8, "CHAOSDB_F"), (9, "CHAOSDB_G"), (10, "HOME"), (11, "")]
+
+
+def test_no_module_but_the_settings_layer_reads_a_chaosdb_variable():
+    bad = [(str(path.relative_to(PACKAGE.parent)), line, name) for path in _files() if path != SETTINGS_MODULE
+           for line, name in environment_reads(path.read_text()) if name.startswith("CHAOSDB_")]
+    assert not bad, f"read the pack's variables through chaosdb.core.settings.env_value (and document them): {bad}"
+
+
+def test_no_module_but_the_settings_layer_reads_the_environment():
+    bad = [(rel, line, name) for path in _files() if path != SETTINGS_MODULE
+           for rel in [str(path.relative_to(PACKAGE.parent))] if rel not in ENVIRONMENT_READERS
+           for line, name in environment_reads(path.read_text())]
+    assert not bad, ("read the environment through chaosdb.core.settings (env_value, system_value, "
+                     f"referenced_value, process_environment): {bad}")
+
+
+def test_every_variable_read_through_the_settings_layer_is_documented_there():
+    from chaosdb.core import settings
+    from chaosdb.workloads.kv import ENV_TLS
+
+    documented = {s.env for s in settings.SETTINGS.values()} | set(settings.ENVIRONMENT_ONLY)
+    read, system = set(), set()
+    for path in _files():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            first, second = _variable_name(node.args[0]), _variable_name(node.args[1]) if len(node.args) > 1 else ""
+            if func == "env_value" and isinstance(node.args[0], ast.Constant):
+                read.add(first)
+            elif func == "system_value" and first:
+                system.add(first)
+            elif func == "credentials" and first:  # CHAOSDB_<SERVICE>_USERNAME / _PASSWORD
+                read |= {f"CHAOSDB_{first.upper()}_USERNAME", f"CHAOSDB_{first.upper()}_PASSWORD"}
+            elif func == "secret_value" and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+                read.add(f"CHAOSDB_{second.upper()}")
+    read |= set(ENV_TLS.values())
+    assert {"CHAOSDB_LOAD_DSN", "CHAOSDB_HOME", "CHAOSDB_ETCD_PASSWORD", "CHAOSDB_ETCD_CA_FILE"} <= read, read
+    assert read <= documented, f"add them to chaosdb.core.settings (and the docs' table): {read - documented}"
+    assert {"XDG_CACHE_HOME", "KUBECONFIG"} <= system <= set(settings.SYSTEM_VARIABLES), system

@@ -289,3 +289,20 @@ def test_chaosd_options_without_chaosd_are_refused_before_anything_starts(capsys
     assert cli.main(["cluster", "up", "--dir", str(directory), *flag]) != 0
     assert "needs --chaosd" in capsys.readouterr().err
     assert not directory.exists()
+
+
+def test_the_settings_layer_reads_the_environment_as_os_environ_get_did(monkeypatch):
+    monkeypatch.setenv("CHAOSDB_LOAD_DSN", "postgresql://app@h/db")
+    monkeypatch.setenv("CHAOSDB_CGROUP_ROOT", "")
+    monkeypatch.delenv("CHAOSDB_BIN_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", "/tmp/cache")
+    assert settings.env_value("CHAOSDB_LOAD_DSN") == "postgresql://app@h/db"
+    assert settings.env_value("CHAOSDB_CGROUP_ROOT", "/sys/fs/cgroup") == ""  # set but empty stays empty
+    assert settings.env_value("CHAOSDB_BIN_DIR") == "" and settings.env_value("CHAOSDB_BIN_DIR", "x") == "x"
+    assert settings.system_value("XDG_CACHE_HOME") == "/tmp/cache"
+    assert settings.referenced_value("CHAOSDB_NOT_SET_ANYWHERE", {"d": 1}) == {"d": 1}
+    assert settings.process_environment(EXTRA="1")["CHAOSDB_LOAD_DSN"] == "postgresql://app@h/db"
+    with pytest.raises(ValueError, match="read it with system_value"):
+        settings.env_value("HOME")
+    with pytest.raises(ValueError, match="read it with env_value"):
+        settings.system_value("CHAOSDB_HOME")

@@ -29,6 +29,7 @@ from typing import Any
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.home import path_tag
 from chaosdb.core.processes import start_time as process_start_time
+from chaosdb.core.settings import env_value, system_value
 
 __all__ = ["FaultRecord", "faults_dir", "records_root", "path_tag", "new_record", "load_records", "load_record",
            "RunScope", "same_cluster"]
@@ -37,10 +38,10 @@ __all__ = ["FaultRecord", "faults_dir", "records_root", "path_tag", "new_record"
 def faults_dir() -> Path:
     """Where fault records are kept: CHAOSDB_FAULTS_DIR, else the runtime folder (:func:`records_root`), in the
     home's own folder below it when ``CHAOSDB_HOME`` is set."""
-    env = os.environ.get("CHAOSDB_FAULTS_DIR")
+    env = env_value("CHAOSDB_FAULTS_DIR")
     if env:
         return Path(env)
-    home = os.environ.get("CHAOSDB_HOME")
+    home = env_value("CHAOSDB_HOME")
     return records_root() / "homes" / path_tag(home) if home else records_root()
 
 
@@ -48,7 +49,7 @@ def records_root() -> Path:
     """The runtime folder of this user's fault records, outside every cluster's home."""
     if os.geteuid() == 0:
         return Path("/run/chaosdb/faults")
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    runtime = system_value("XDG_RUNTIME_DIR")
     if runtime and os.path.isdir(runtime):
         return Path(runtime) / "chaosdb" / "faults"
     return Path.home() / ".local" / "state" / "chaosdb-faults"
