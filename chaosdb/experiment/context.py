@@ -3,8 +3,9 @@
 Controls and probes read it, never each other's module globals (the anchor is Patroni's ``Config``: built once,
 handed down). It holds
 
-* the load: its record, its (master) process, the worker processes started with it, the watcher of the database
-  (written by :mod:`chaosdb.load.runner`, read through :mod:`chaosdb.load.state`);
+* the load: its record, its (master) process, the worker processes started with it, the watcher of the database,
+  its progress lines and the run's phase (written by :mod:`chaosdb.load.runner` and the load control, read through
+  :mod:`chaosdb.load.state`);
 * the refusals (:mod:`chaosdb.experiment.refusals`) and the input checks already made
   (:mod:`chaosdb.experiment.checks`);
 * the fault scope (:class:`chaosdb.core.faultrecords.records.RunScope`: which fault records this run may touch);
@@ -45,12 +46,14 @@ TEARDOWN_ORDER: dict[str, int] = {"load": 10, "report": 20, "cluster": 30}
 @dataclass
 class LoadRun:
     """The load running in this process: its record (settings, times, the actions seen), its (master) process, the
-    worker processes started here (master/worker mode) and the watcher of the database (None: nothing watched)."""
+    worker processes started here (master/worker mode), the watcher of the database (None: nothing watched) and
+    its progress lines with the run's phase (:class:`chaosdb.load.progress.Progress`, made on first use)."""
 
     record: dict[str, Any] = field(default_factory=dict)
     process: subprocess.Popen | None = None
     workers: list[subprocess.Popen] = field(default_factory=list)
     observer: Any = None
+    progress: Any = None
 
 
 @dataclass(frozen=True)
@@ -185,7 +188,7 @@ def closes_run_context(hook: F) -> F:
                 state = kwargs.get("state", args[1] if len(args) > 1 else None)
                 ctx.leave(hook.__module__, state if isinstance(state, dict) else None)
 
-    setattr(wrapped, "closes_run_context", True)
+    wrapped.closes_run_context = True  # type: ignore[attr-defined]
     return cast(F, wrapped)
 
 

@@ -49,7 +49,6 @@ from chaosdb.experiment.refusals import refused, stops_the_run
 from chaosdb.load import state as load_state
 from chaosdb.load.dsn import etcd_endpoints, etcd_tls, resolve_dsn
 from chaosdb.load.options import ARGUMENTS, LoadOptions
-from chaosdb.load.progress import PROGRESS
 from chaosdb.load.runner import LOCUSTFILES, OUTPUT_FOLDER, finish_load, start_load, stop_load
 
 __all__ = ["validate_control", "before_experiment_control", "after_experiment_control", "cleanup_control",
@@ -70,19 +69,19 @@ validate_control = control_validator("chaosdb.load.control", ("load",))
 
 def before_hypothesis_control(context: dict[str, Any], **kwargs: Any) -> None:
     """The progress line says the hypothesis is being checked."""
-    PROGRESS.phase = "steady-state hypothesis"
+    load_state.progress().phase = "steady-state hypothesis"
 
 
 def before_method_control(context: dict[str, Any], **kwargs: Any) -> None:
     """The progress line says the method runs."""
-    PROGRESS.phase = "method"
+    load_state.progress().phase = "method"
 
 
 def before_activity_control(context: dict[str, Any], **kwargs: Any) -> None:
     """Say the activity in the progress lines; note when each action starts (the outage probes of
     :mod:`chaosdb.report.probes` measure from the first one while the run goes on)."""
     if isinstance(context, dict) and context.get("name"):
-        PROGRESS.phase = f"{context.get('type', 'activity')}: {context['name']}"
+        load_state.progress().phase = f"{context.get('type', 'activity')}: {context['name']}"
         record = load_state.current()
         if context.get("type") == "action" and record.get("running"):
             record.setdefault("actions", []).append(
@@ -92,12 +91,12 @@ def before_activity_control(context: dict[str, Any], **kwargs: Any) -> None:
 
 def after_method_control(context: dict[str, Any], **kwargs: Any) -> None:
     """The progress line says the method is over."""
-    PROGRESS.phase = "after the method"
+    load_state.progress().phase = "after the method"
 
 
 def before_rollback_control(context: dict[str, Any], **kwargs: Any) -> None:
     """The progress line says the rollbacks run."""
-    PROGRESS.phase = "rollbacks"
+    load_state.progress().phase = "rollbacks"
 
 
 

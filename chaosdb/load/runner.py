@@ -26,7 +26,6 @@ from chaosdb.load.distributed import lost_workers, read_workers
 from chaosdb.load.dsn import etcd_tls, resolve_dsn
 from chaosdb.load.observer import Observer, chosen_sources
 from chaosdb.load.options import LOCUSTFILES, LoadOptions
-from chaosdb.load.progress import PROGRESS
 from chaosdb.workloads.kv import tls_environment
 from chaosdb.workloads.outcomes import is_success
 from chaosdb.workloads.samples import read_samples, sample_files
@@ -135,8 +134,9 @@ def start_load(options: LoadOptions | None = None, /, *, configuration: dict[str
     run_context().register_teardown("load", finish_load, replace=False)
     if watched:
         load_state.watch(Observer(out, watched, configuration, secrets, o.observe_s))
-    PROGRESS.start(out, o.progress_s)
-    PROGRESS.phase = "starting the load"
+    progress = load_state.progress()
+    progress.start(out, o.progress_s)
+    progress.phase = "starting the load"
     deadline = time.monotonic() + o.start_timeout_s
     while not _has_commit(out):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -149,12 +149,12 @@ def start_load(options: LoadOptions | None = None, /, *, configuration: dict[str
             raise ChaosDBError(f"the load {why}; last lines of {log_path}:\n{_tail(log_path)}{logs}")
         time.sleep(0.25)
     record["first_commit_ts"] = round(time.time(), 6)
-    PROGRESS.phase = f"warm-up ({o.warmup_s:g} s, not measured)"
+    progress.phase = f"warm-up ({o.warmup_s:g} s, not measured)"
     time.sleep(max(0.0, o.warmup_s))
     record["warmup_end_ts"] = round(time.time(), 6)
     record["warmup_ended_at"] = iso_from_epoch(record["warmup_end_ts"])
     # the baseline: steady load before the hypothesis and the first fault
-    PROGRESS.phase = f"baseline ({o.baseline_s:g} s)"
+    progress.phase = f"baseline ({o.baseline_s:g} s)"
     time.sleep(max(0.0, o.baseline_s))
     record["baseline_end_ts"] = round(time.time(), 6)
     return record
@@ -172,7 +172,7 @@ def _summarise(samples_dir: str) -> dict[str, Any]:
 def stop_load(stop_timeout_s: float = 20.0) -> dict[str, Any]:
     """Stop the running load (idempotent) and return its record with stop time and counts."""
     record, proc = load_state.current(), load_state.process()
-    PROGRESS.stop()
+    load_state.stop_progress()
     observer = load_state.take_observer()
     if observer is not None:
         watched = observer.stop()

@@ -8,8 +8,9 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.experiment.context import LoadRun, active_run, run_context
+from chaosdb.load.progress import Progress
 
-__all__ = ["current", "process", "workers", "set_current", "watch", "take_observer", "samples_dir_for", "pause_group"]
+__all__ = ["current", "process", "workers", "set_current", "watch", "take_observer", "progress", "stop_progress", "samples_dir_for", "pause_group"]
 
 
 def _load() -> LoadRun:
@@ -22,9 +23,24 @@ def set_current(record: dict[str, Any], proc: subprocess.Popen | None,
                 workers: list[subprocess.Popen] | None = None) -> None:
     """The running load: its record, its (master) process and the worker processes started with it."""
     ctx = run_context()
-    ctx.load = LoadRun(record, proc, list(workers or []))
+    ctx.load = LoadRun(record, proc, list(workers or []), progress=ctx.load.progress)
     if record.get("samples_dir"):
         ctx.output_folders["samples"] = str(record["samples_dir"])
+
+
+def progress() -> Progress:
+    """The progress lines of the run's load and the run's phase (the run's context is made when there is none: the
+    load control's hooks say the phase)."""
+    load = run_context().load
+    if load.progress is None:
+        load.progress = Progress()
+    return load.progress
+
+
+def stop_progress() -> None:
+    """No more progress lines (nothing is made when none were written)."""
+    if _load().progress is not None:
+        _load().progress.stop()
 
 
 def watch(observer: Any) -> None:

@@ -350,8 +350,6 @@ RUN_STATE_DEBT: dict[tuple[str, str], str] = {
                                             "per process (the CLI claims folders outside any run)",
     ("chaosdb/k8s/created.py", "_CREATED"): "what this process created on Kubernetes (actions called outside a run "
                                             "too); the k8s engine would have to import the experiment package",
-    ("chaosdb/load/progress.py", "PROGRESS"): "the load's progress line (a thread) and the run's phase, set by the "
-                                              "load control's hooks",
 }
 _MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add", "discard",
              "popitem", "sort", "reverse", "reset", "start", "stop", "paused", "resumed"}

@@ -94,11 +94,13 @@ def test_two_runs_in_one_process_do_not_see_each_others_state():
     load_state.set_current({"running": True, "samples_dir": "/tmp/run1"}, None)
     one.register_teardown("load", lambda state: stopped.append("run 1's load"))
     refusals.refused("run 1 was refused", nothing_started=True)
+    load_state.progress().phase = "method"
     assert one.output_folders == {"samples": "/tmp/run1"}
     two = run_context(second)  # a run left by another experiment ends first: nothing it started is lost
     assert two is not one and one.ended and stopped == ["run 1's load"]
     assert load_state.current() == {} and refusals.reason() == "" and not refusals.nothing_started()
     assert two.checks == {} and two.cluster is None and two.output_folders == {}
+    assert load_state.progress().phase == "" and one.load.progress.phase == "method"
 
 
 def test_a_load_started_outside_a_run_is_adopted_by_the_next_one():
@@ -115,8 +117,8 @@ def test_the_embedded_and_report_controls_ask_the_context_for_the_load_to_be_ove
                       {}, state, configuration={"chaosdb_cluster_dir": str(tmp_path / "none")}),
                   lambda state: report_control._write_report(state, str(tmp_path / "report"), "runs")):
         ctx, seen = run_context(), []
-        ctx.register_teardown("load", lambda state: (seen.append(dict(state)),
-                                                     state.setdefault("chaosdb_load", {"stop_ts": 1.0})))
+        ctx.register_teardown("load", lambda state, seen=seen: (seen.append(dict(state)),
+                                                                state.setdefault("chaosdb_load", {"stop_ts": 1.0})))
         journal: dict = {"status": "completed"}
         after(journal)
         assert seen == [{"status": "completed"}] and journal["chaosdb_load"] == {"stop_ts": 1.0}
