@@ -81,6 +81,16 @@ def world_readable_tmpdir(prefix: str) -> Path:
     return d
 
 
+@pytest.fixture(autouse=True)
+def no_run_context_left():
+    """A test's run context (:mod:`chaosdb.experiment.context`) is not the next test's: what a test's run left is
+    ended after it (its teardown run), as the next run of a process would."""
+    yield
+    from chaosdb.experiment.context import end_run  # noqa: PLC0415 - imported once the test session set up
+
+    end_run()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def fault_records_dir():
     """Fault records of the test session live in a temp dir (inherited by reverters, proxies and chaos run),

@@ -43,8 +43,8 @@ from chaosdb.embedded.ownership import Ownership, decide, is_running, this_run
 from chaosdb.embedded.state import STATE_FILE, load_layout, resolve_cluster_dir
 from chaosdb.experiment import refusals
 from chaosdb.experiment.checks import activities_of, refuse_bad_arguments
+from chaosdb.experiment.context import closes_run_context, run_context
 from chaosdb.experiment.refusals import refused, stops_the_run
-from chaosdb.load.control import finish_load
 from chaosdb.workloads import kv, ycsb
 from chaosdb.workloads.tpcc import loader
 from chaosdb.workloads.tpcc.rand import Scale
@@ -67,7 +67,7 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
     """Start (or create) the embedded cluster and load the data the experiment needs. A new cluster is created
     secure when *secure*, else the configuration's ``secure`` (``CHAOSDB_SECURE``), says so. Says at once whether the
     run will stop (and purge) the cluster afterwards: only one made for runs (:mod:`chaosdb.embedded.ownership`)."""
-    _set_ownership(None)
+    _set_ownership(None, run_context(context))
     refuse_bad_arguments(context, configuration, secrets)  # nothing starts on bad input (input_problems included)
     unknown = input_problems(context, {"nodes": nodes}, configuration, secrets)  # also when it is not declared
     if unknown:
@@ -84,13 +84,10 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
         raise refused(f"chaosdb embedded cluster: {exc}") from None
 
 
-#: what this run may do to its cluster afterwards, decided when the cluster started (None: no cluster started)
-_ownership: Ownership | None = None
-
-
-def _set_ownership(owned: Ownership | None) -> None:
-    global _ownership
-    _ownership = owned
+def _set_ownership(owned: Ownership | None, ctx: Any = None) -> None:
+    """What this run may do to its cluster afterwards, decided when the cluster started (None: no cluster started),
+    kept in the run context."""
+    (ctx or run_context()).cluster = owned
 
 
 def provision(directory: Path, configuration: dict[str, Any] | None, secrets: dict[str, Any] | None, *,
@@ -211,6 +208,7 @@ def _revert_orphan_faults(directory: Any, configuration: dict[str, Any] | None) 
                                  for r in left))
 
 
+@closes_run_context
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None,
                              configuration: dict[str, Any] | None = None, down_after: bool = True,
                              purge: bool = False, **kwargs: Any) -> None:
@@ -219,8 +217,9 @@ def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | No
     removed). A person's cluster is left running (or stopped again, when the run found it stopped); a refused run
     leaves everything as it was."""
     refusals.record_in(state)
-    finish_load(state)  # the load is over before its database goes down
-    owned, directory = _ownership, resolve_cluster_dir("", "", configuration)
+    ctx = run_context()
+    ctx.run_teardown(before="cluster", state=state)  # the load is over before its database goes down
+    owned, directory = ctx.cluster, resolve_cluster_dir("", "", configuration)
     if owned is None or refusals.nothing_started() or not (directory / STATE_FILE).exists():
         return  # nothing this run started: the run was refused, or the cluster never came up
     if isinstance(state, dict):

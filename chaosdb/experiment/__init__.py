@@ -1,8 +1,9 @@
-"""The run of an experiment as a whole: its arguments checked before anything starts, its verdict after.
+"""The run of an experiment as a whole: its context, its arguments checked before anything starts, its verdict after.
 
 What is in it:
 
 * ``checks``: Every activity of an experiment checked against its function's argument rules, values substituted
+* ``context``: One run context: the state of one ``chaos run``, in one object that the first control of the pack creates
 * ``control``: Chaos Toolkit control
 * ``malformed``: What is wrong with a malformed experiment file, in plain sentences
 * ``refusals``: Why a control stopped the run

@@ -27,12 +27,11 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.home import check_cluster_name
 from chaosdb.core.libpq import libpq_parameters
 from chaosdb.core.tls import SERVICES, as_bool, client_tls, tls_keys
+from chaosdb.experiment.context import run_context
 from chaosdb.experiment.refusals import refused
 
 __all__ = ["activities_of", "experiment_problems", "refuse_bad_arguments", "configuration_problems", "output_problems",
            "control_problems", "duplicate_control_problems", "control_argument_problems", "with_argument_checks"]
-
-_checked: dict[int, list[str]] = {}
 
 
 def activities_of(experiment: dict[str, Any]) -> list[dict[str, Any]]:
@@ -229,14 +228,14 @@ def refuse_bad_arguments(experiment: dict[str, Any], configuration: dict[str, An
     """Raise :class:`InterruptExecution` naming every problem, before anything is started (checked once per
     experiment object). A check that cannot run stops the run too: a problem it could not look for is never let
     through."""
-    key = id(experiment)
-    if key not in _checked:
-        _checked.clear()
+    key, checked = id(experiment), run_context(experiment).checks
+    if key not in checked:
+        checked.clear()
         try:
-            _checked[key] = experiment_problems(experiment, configuration, secrets)
+            checked[key] = experiment_problems(experiment, configuration, secrets)
         except Exception as exc:  # noqa: BLE001 - whatever broke the check, the run must not go on unchecked
-            _checked[key] = [f"the input check itself could not run ({type(exc).__name__}: {exc}); nothing may "
+            checked[key] = [f"the input check itself could not run ({type(exc).__name__}: {exc}); nothing may "
                              "start on input nobody checked"]
-    if _checked[key]:
-        raise refused("the experiment's arguments are wrong: " + "; ".join(_checked[key]),
+    if checked[key]:
+        raise refused("the experiment's arguments are wrong: " + "; ".join(checked[key]),
                       nothing_started=True)

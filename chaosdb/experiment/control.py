@@ -31,6 +31,7 @@ from chaoslib.run import RunEventHandler
 
 from chaosdb.experiment import refusals
 from chaosdb.experiment.checks import refuse_bad_arguments, size_problems
+from chaosdb.experiment.context import closes_run_context, end_run, run_context
 from chaosdb.experiment.secrets import LogMask, inline_secrets, make_journal_private, mask_journal, secret_values
 from chaosdb.experiment.verdict import verdict_of
 
@@ -41,9 +42,14 @@ logger = logging.getLogger("chaostoolkit")
 
 
 class _Run:
-    """What this control knows of the run in progress."""
+    """What this control knows of the run in progress, from its configure hook to its cleanup hook (the log mask and
+    the verdict's sentence outlive the run context, which ends at the last after-experiment hook)."""
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """A new run."""
         self.journal: dict[str, Any] | None = None
         self.in_method = False
         self.stopped_at = ""
@@ -65,11 +71,12 @@ class _JournalHandle(RunEventHandler):
 
 def configure_control(experiment: dict[str, Any] | None = None, event_registry: Any = None,
                       secrets: dict[str, Any] | None = None, **kwargs: Any) -> None:
-    """A new run: forget the last one's refusal and state, mask the run's secrets in its log from now on (and say
-    once that inline secrets belong in the environment)."""
-    global _run
+    """A new run: its run context (:mod:`chaosdb.experiment.context`, the last run's ended), this control's state
+    afresh, the run's secrets masked in its log from now on (and said once that inline secrets belong in the
+    environment)."""
     _remove_log_mask()
-    _run = _Run()
+    _run.reset()
+    run_context(experiment)
     refusals.forget()
     if event_registry is not None:
         event_registry.register(_JournalHandle())
@@ -164,6 +171,7 @@ def after_hypothesis_control(context: dict[str, Any], state: dict[str, Any] | No
                                            f"NOT held: {', '.join(broken)}" if broken else ""])))
 
 
+@closes_run_context
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None, **kwargs: Any) -> None:
     """The verdict: the run's status and one sentence in the journal (said in the log once, as the run's last line,
     by :func:`cleanup_control`). A run refused for the experiment's size keeps only its title in the journal."""
@@ -191,7 +199,9 @@ def _trim_oversized(state: dict[str, Any]) -> None:
 
 def cleanup_control() -> None:
     """Runs after every other control's after-experiment hook, just before Chaos Toolkit writes the journal: the
-    run's secret values masked in it (and its file private), then the verdict, the run's last word."""
+    run's secret values masked in it (and its file private), then the verdict, the run's last word. The run context
+    has ended (if an after-experiment hook did not end it, it ends now)."""
+    end_run()
     try:
         if _run.journal is not None and _run.secrets:
             mask_journal(_run.journal, _run.secrets)

@@ -13,56 +13,57 @@ A control that refuses input, or cannot start what the experiment needs, raises 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any, Callable, TypeVar, cast
 
 from chaoslib.exceptions import InterruptExecution
+
+from chaosdb.experiment.context import Refusal, active_run, run_context
 
 __all__ = ["refused", "reason", "forget", "nothing_started", "stops_the_run", "record_in"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass(frozen=True)
-class _Refusal:
-    message: str
-    nothing_started: bool
-
-
-_reasons: list[_Refusal] = []
+def _reasons() -> list[Refusal]:
+    """The refusals of the run in progress (kept in its context, :mod:`chaosdb.experiment.context`)."""
+    ctx = active_run()
+    return ctx.refusals if ctx is not None else []
 
 
 def refused(message: str, nothing_started: bool = False) -> InterruptExecution:
     """The exception a control raises to stop the run, with *message* kept for the verdict (*nothing_started*: the
     input was refused before anything started)."""
-    _reasons.append(_Refusal(message, nothing_started))
+    run_context().refusals.append(Refusal(message, nothing_started))
     return InterruptExecution(message)
 
 
 def reason() -> str:
     """The first refusal of this run, or ""."""
-    return _reasons[0].message if _reasons else ""
+    reasons = _reasons()
+    return reasons[0].message if reasons else ""
 
 
 def nothing_started() -> bool:
     """Whether this run was refused before anything started (its controls then leave everything as it was)."""
-    return bool(_reasons) and _reasons[0].nothing_started
+    reasons = _reasons()
+    return bool(reasons) and reasons[0].nothing_started
 
 
 def record_in(state: Any) -> None:
     """Put this run's refusal in the journal (*state*) with status ``refused``: every control of the pack that ends a
     run calls it, so a refused run is journalled as refused even without the experiment control (which also writes
     the verdict)."""
-    if _reasons and isinstance(state, dict):
-        state["chaosdb_refused"] = _reasons[0].message
-        state["chaosdb_nothing_started"] = _reasons[0].nothing_started
+    reasons = _reasons()
+    if reasons and isinstance(state, dict):
+        state["chaosdb_refused"] = reasons[0].message
+        state["chaosdb_nothing_started"] = reasons[0].nothing_started
         if state.get("status") in (None, "interrupted"):
             state["status"] = "refused"
 
 
 def forget() -> None:
-    """A new run starts (the experiment control's configure step)."""
-    _reasons.clear()
+    """Forget the refusals of the run in progress (the experiment control starts a new run context instead)."""
+    _reasons().clear()
 
 
 def stops_the_run(what: str) -> Callable[[F], F]:

@@ -33,6 +33,7 @@ load (the Kubernetes experiments: a load and its figures where the user gives a 
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import Any
@@ -43,12 +44,12 @@ from chaosdb.core.extras import control_validator
 from chaosdb.core.tls import as_bool
 from chaosdb.experiment import refusals
 from chaosdb.experiment.checks import refuse_bad_arguments
+from chaosdb.experiment.context import closes_run_context, end_run, run_context
 from chaosdb.experiment.refusals import refused, stops_the_run
 from chaosdb.load import state as load_state
 from chaosdb.load.dsn import etcd_endpoints, etcd_tls, resolve_dsn
 from chaosdb.load.options import ARGUMENTS, LoadOptions
-from chaosdb.load.progress import PROGRESS
-from chaosdb.load.runner import LOCUSTFILES, OUTPUT_FOLDER, start_load, stop_load
+from chaosdb.load.runner import LOCUSTFILES, OUTPUT_FOLDER, finish_load, start_load, stop_load
 
 __all__ = ["validate_control", "before_experiment_control", "after_experiment_control", "cleanup_control",
            "finish_load", "before_hypothesis_control", "before_method_control", "before_activity_control",
@@ -68,19 +69,19 @@ validate_control = control_validator("chaosdb.load.control", ("load",))
 
 def before_hypothesis_control(context: dict[str, Any], **kwargs: Any) -> None:
     """The progress line says the hypothesis is being checked."""
-    PROGRESS.phase = "steady-state hypothesis"
+    load_state.progress().phase = "steady-state hypothesis"
 
 
 def before_method_control(context: dict[str, Any], **kwargs: Any) -> None:
     """The progress line says the method runs."""
-    PROGRESS.phase = "method"
+    load_state.progress().phase = "method"
 
 
 def before_activity_control(context: dict[str, Any], **kwargs: Any) -> None:
     """Say the activity in the progress lines; note when each action starts (the outage probes of
     :mod:`chaosdb.report.probes` measure from the first one while the run goes on)."""
     if isinstance(context, dict) and context.get("name"):
-        PROGRESS.phase = f"{context.get('type', 'activity')}: {context['name']}"
+        load_state.progress().phase = f"{context.get('type', 'activity')}: {context['name']}"
         record = load_state.current()
         if context.get("type") == "action" and record.get("running"):
             record.setdefault("actions", []).append(
@@ -90,12 +91,12 @@ def before_activity_control(context: dict[str, Any], **kwargs: Any) -> None:
 
 def after_method_control(context: dict[str, Any], **kwargs: Any) -> None:
     """The progress line says the method is over."""
-    PROGRESS.phase = "after the method"
+    load_state.progress().phase = "after the method"
 
 
 def before_rollback_control(context: dict[str, Any], **kwargs: Any) -> None:
     """The progress line says the rollbacks run."""
-    PROGRESS.phase = "rollbacks"
+    load_state.progress().phase = "rollbacks"
 
 
 
@@ -104,8 +105,10 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
                               secrets: dict[str, Any] | None = None, only_with_dsn: bool = False,
                               **kwargs: Any) -> None:
     """Before the run: refuse bad arguments, then start the load (warm-up and baseline included) so the hypothesis and
-    the method run under it."""
+    the method run under it. Its stop is the run's first teardown step: whichever control needs the load over (the
+    cluster going down, the report) asks the run context, and it runs once."""
     refuse_bad_arguments(context, configuration, secrets)  # nothing starts on bad input
+    _register_stop(run_context(context), kwargs.get("stop_timeout_s", 20.0))
     try:
         options = LoadOptions.from_arguments({k: v for k, v in kwargs.items() if k not in CONTROL_OWN})
     except ChaosDBError as exc:
@@ -123,24 +126,24 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
         raise refused(f"chaosdb load control: {exc}") from None
 
 
-def finish_load(state: dict[str, Any] | None, stop_timeout_s: float = 20.0) -> None:
-    """Stop this run's load if it still runs and put its record in the journal's *state* (``chaosdb_load``) once.
-    Every control that needs the load over before it acts (the cluster going down, the report) calls this, so the
-    load is stopped and recorded in one place, whichever control Chaos Toolkit runs first."""
-    record = stop_load(stop_timeout_s)
-    if state is not None and record and "chaosdb_load" not in state:
-        state["chaosdb_load"] = {k: v for k, v in record.items() if k != "running"}
+def _register_stop(ctx: Any, stop_timeout_s: Any, replace: bool = True) -> None:
+    """The load's teardown step: stopped (SIGTERM, SIGKILL after *stop_timeout_s*) and recorded in the journal."""
+    ctx.register_teardown("load", functools.partial(finish_load, stop_timeout_s=stop_timeout_s), replace)
 
 
+@closes_run_context
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None,
                              stop_timeout_s: float = 20.0, **kwargs: Any) -> None:
     """Stop the load and record it in the journal (a refused run: journalled as refused)."""
     refusals.record_in(state)
-    finish_load(state, float(stop_timeout_s))
+    ctx = run_context()
+    _register_stop(ctx, stop_timeout_s, replace=False)  # a load started without this control's before hook too
+    ctx.run_teardown(through="load", state=state)
 
 
 def cleanup_control() -> None:
-    """The run is over, however it ended: the load is stopped."""
+    """The run is over, however it ended: the run context's teardown has run (the load is stopped)."""
+    end_run()
     stop_load()
 
 

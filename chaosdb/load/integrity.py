@@ -34,7 +34,6 @@ from chaosdb.core.timeutil import iso_from_epoch
 from chaosdb.core.tls import credentials
 from chaosdb.load import state as load_state
 from chaosdb.load.dsn import etcd_endpoints, etcd_tls, resolve_dsn
-from chaosdb.load.progress import PROGRESS as LOAD_PROGRESS
 from chaosdb.postgres.endpoints import patroni_client
 from chaosdb.workloads.kv import lost_acknowledged_puts
 from chaosdb.workloads.samples import read_samples
@@ -141,7 +140,7 @@ def _load_paused(enabled: bool) -> Iterator[None]:
                            "first, or run the load's workers on this machine (workers instead of remote_workers)")
     groups = load_state.pause_group()
     start = time.time()
-    LOAD_PROGRESS.paused("the integrity check")  # the progress lines say so, not "no transactions"
+    load_state.progress().paused("the integrity check")  # the progress lines say so, not "no transactions"
     for pgid in groups:
         os.killpg(pgid, signal.SIGSTOP)
     try:
@@ -152,7 +151,7 @@ def _load_paused(enabled: bool) -> Iterator[None]:
                 os.killpg(pgid, signal.SIGCONT)
             except ProcessLookupError:
                 pass
-        LOAD_PROGRESS.resumed()
+        load_state.progress().resumed()
         end = time.time()
         record.setdefault("pauses", []).append({"reason": "replica convergence check", "start_ts": round(start, 6),
                                                 "end_ts": round(end, 6), "started_at": iso_from_epoch(start),

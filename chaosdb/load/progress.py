@@ -16,7 +16,7 @@ from chaosdb.load.distributed import lost_workers, read_workers
 from chaosdb.workloads.outcomes import is_success
 from chaosdb.workloads.samples import read_recent
 
-__all__ = ["Progress", "PROGRESS"]
+__all__ = ["Progress"]
 
 
 class Progress:
@@ -96,6 +96,3 @@ class Progress:
                 line = f"no transactions in the last seconds {note}" if note else "no transactions in the last seconds"
             log.info("[load] %5.0fs  %-40s %s", now - self._t0, self.phase[:40], line)
 
-
-#: the progress lines of this process's load
-PROGRESS = Progress()

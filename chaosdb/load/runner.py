@@ -1,5 +1,5 @@
 """Starting and stopping the load: Locust as a separate process (or a master with workers), the database watched
-beside it, and the load's record (:mod:`chaosdb.load.state`) with its samples, times and counts."""
+beside it, and the load's record (:mod:`chaosdb.load.state`, the load's part of the run context) with its samples, times and counts."""
 
 from __future__ import annotations
 
@@ -19,24 +19,22 @@ from chaosdb.core.processes import end_groups
 from chaosdb.core.redact import redact_dsn
 from chaosdb.core.timeutil import iso_from_epoch
 from chaosdb.core.tls import credentials
+from chaosdb.experiment.context import run_context
 from chaosdb.load import distributed_control as dist_control
 from chaosdb.load import state as load_state
 from chaosdb.load.distributed import lost_workers, read_workers
 from chaosdb.load.dsn import etcd_tls, resolve_dsn
 from chaosdb.load.observer import Observer, chosen_sources
 from chaosdb.load.options import LOCUSTFILES, LoadOptions
-from chaosdb.load.progress import PROGRESS
 from chaosdb.workloads.kv import tls_environment
 from chaosdb.workloads.outcomes import is_success
 from chaosdb.workloads.samples import read_samples, sample_files
 
-__all__ = ["LOCUSTFILES", "OUTPUT_FOLDER", "LoadOptions", "start_load", "stop_load"]
+__all__ = ["LOCUSTFILES", "OUTPUT_FOLDER", "LoadOptions", "start_load", "stop_load", "finish_load"]
 
 #: the folder the load writes, claimed by one run (:mod:`chaosdb.core.claims`)
 OUTPUT_FOLDER = OutputFolder("samples_dir", "the samples folder", "samples_dir, e.g. CHAOSDB_REPORT_DIR")
 _die_with_parent = die_with_parent(signal.SIGTERM)
-#: the watcher of the database while the load runs (None when nothing is watched)
-_observer: Observer | None = None
 
 
 def _tail(path: Path, n: int = 15) -> str:
@@ -132,12 +130,13 @@ def start_load(options: LoadOptions | None = None, /, *, configuration: dict[str
         record["worker_pids"] = [w.pid for w in local_workers]
         record["worker_logs"] = [str(out / f"worker-{i}.log") for i in range(o.workers)]
     load_state.set_current(record, proc, local_workers)
-    global _observer
-    _observer = Observer(out, watched, configuration, secrets, o.observe_s) if watched else None
-    if _observer is not None:
-        _observer.start()
-    PROGRESS.start(out, o.progress_s)
-    PROGRESS.phase = "starting the load"
+    # the load stops first when the run ends (the load control registered it already, with its stop_timeout_s)
+    run_context().register_teardown("load", finish_load, replace=False)
+    if watched:
+        load_state.watch(Observer(out, watched, configuration, secrets, o.observe_s))
+    progress = load_state.progress()
+    progress.start(out, o.progress_s)
+    progress.phase = "starting the load"
     deadline = time.monotonic() + o.start_timeout_s
     while not _has_commit(out):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -150,12 +149,12 @@ def start_load(options: LoadOptions | None = None, /, *, configuration: dict[str
             raise ChaosDBError(f"the load {why}; last lines of {log_path}:\n{_tail(log_path)}{logs}")
         time.sleep(0.25)
     record["first_commit_ts"] = round(time.time(), 6)
-    PROGRESS.phase = f"warm-up ({o.warmup_s:g} s, not measured)"
+    progress.phase = f"warm-up ({o.warmup_s:g} s, not measured)"
     time.sleep(max(0.0, o.warmup_s))
     record["warmup_end_ts"] = round(time.time(), 6)
     record["warmup_ended_at"] = iso_from_epoch(record["warmup_end_ts"])
     # the baseline: steady load before the hypothesis and the first fault
-    PROGRESS.phase = f"baseline ({o.baseline_s:g} s)"
+    progress.phase = f"baseline ({o.baseline_s:g} s)"
     time.sleep(max(0.0, o.baseline_s))
     record["baseline_end_ts"] = round(time.time(), 6)
     return record
@@ -172,12 +171,11 @@ def _summarise(samples_dir: str) -> dict[str, Any]:
 
 def stop_load(stop_timeout_s: float = 20.0) -> dict[str, Any]:
     """Stop the running load (idempotent) and return its record with stop time and counts."""
-    global _observer
     record, proc = load_state.current(), load_state.process()
-    PROGRESS.stop()
-    if _observer is not None:
-        watched = _observer.stop()
-        _observer = None
+    load_state.stop_progress()
+    observer = load_state.take_observer()
+    if observer is not None:
+        watched = observer.stop()
         if record:
             record["events"] = watched
     if not record:
@@ -202,3 +200,12 @@ def stop_load(stop_timeout_s: float = 20.0) -> dict[str, Any]:
         Path(record["samples_dir"], "load.json").write_text(json.dumps(record, indent=2) + "\n")
         release(record["samples_dir"])
     return record
+
+
+def finish_load(state: dict[str, Any] | None, stop_timeout_s: float = 20.0) -> None:
+    """Stop this run's load if it still runs and put its record in the journal's *state* (``chaosdb_load``) once:
+    the load's teardown step (:data:`chaosdb.experiment.context.TEARDOWN_ORDER`), run before the report is written
+    and before the database goes down, whichever control asks first."""
+    record = stop_load(float(stop_timeout_s))
+    if state is not None and record and "chaosdb_load" not in state:
+        state["chaosdb_load"] = {k: v for k, v in record.items() if k != "running"}

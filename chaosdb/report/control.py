@@ -1,7 +1,8 @@
 """Chaos Toolkit control that writes the report when the experiment ends.
 
-Declare it beside the load control (in any order: it stops the load itself first, which is
-idempotent, so the samples are complete and the load's record is in the journal)::
+Declare it beside the load control (in any order: it asks the run context for the teardown steps before the
+report, the load's stop among them, which run once, so the samples are complete and the load's record is in the
+journal)::
 
     {"name": "report", "provider": {"type": "python", "module": "chaosdb.report.control",
                                     "arguments": {"out_dir": "reports/run1"}}}
@@ -24,8 +25,8 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
 from chaosdb.core.redact import redact
 from chaosdb.experiment import refusals
+from chaosdb.experiment.context import active_run, closes_run_context, run_context
 from chaosdb.experiment.refusals import refused, stops_the_run
-from chaosdb.load.control import finish_load
 from chaosdb.report.journal import secret_values_of
 
 __all__ = ["validate_control", "after_experiment_control"]
@@ -48,8 +49,10 @@ def before_experiment_control(context: dict[str, Any], out_dir: str = "", **kwar
             claim(out_dir, *OUTPUT_FOLDER[1:])
         except ChaosDBError as exc:
             raise refused(f"chaosdb report control: {exc}") from None
+        run_context(context).output_folders["report"] = str(out_dir)
 
 
+@closes_run_context
 def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | None = None,
                              out_dir: str = "", rule: str = "runs", window_s: float = 5.0, **kwargs: Any) -> None:
     """Write the run's report (``window_s``: width of the timeline's windows in seconds)."""
@@ -69,7 +72,9 @@ def after_experiment_control(context: dict[str, Any], state: dict[str, Any] | No
 def _write_report(state: dict[str, Any], out_dir: str, rule: str, window_s: float = 5.0) -> None:
     from chaosdb.report.build import build_report  # noqa: PLC0415 - needs the report extra
 
-    finish_load(state)  # normally the load control already did
+    ctx = active_run()
+    if ctx is not None:  # the load is over (and in the journal) before its samples are read: normally it already is
+        ctx.run_teardown(before="report", state=state)
     target = Path(out_dir or Path((state.get("chaosdb_load") or {}).get("samples_dir", ".")).parent / "report")
     # the journal as it is now, beside the report (secret values masked), so that `chaosdb report` can rebuild
     # the report from the folder; the report itself is built from the unmasked state (paths in the

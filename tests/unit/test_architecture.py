@@ -327,3 +327,105 @@ def test_every_variable_read_through_the_settings_layer_is_documented_there():
     assert {"CHAOSDB_LOAD_DSN", "CHAOSDB_HOME", "CHAOSDB_ETCD_PASSWORD", "CHAOSDB_ETCD_CA_FILE"} <= read, read
     assert read <= documented, f"add them to chaosdb.core.settings (and the docs' table): {read - documented}"
     assert {"XDG_CACHE_HOME", "KUBECONFIG"} <= system <= set(settings.SYSTEM_VARIABLES), system
+
+
+# --- one run context: no module-level mutable state outside it ---------------------------------------------------------
+
+#: the one module-level holder of run state: the run context (:mod:`chaosdb.experiment.context`)
+RUN_CONTEXT_HOLDER = ("chaosdb/experiment/context.py", "_holder")
+#: module-level mutable state that is not a run's: process-wide caches and registries, each with why (keep it small)
+PROCESS_STATE: dict[tuple[str, str], str] = {
+    ("chaosdb/core/extras.py", "_CONTROL_EXTRAS"): "registry: each control module's extras, filled at import",
+    ("chaosdb/core/http.py", "_local"): "cache: one HTTP session per thread, whichever run uses it",
+    ("chaosdb/core/tls.py", "_warned"): "log de-duplication: a TLS warning said once per process",
+    ("chaosdb/cockroach/channels.py", "_VERSIONS"): "cache: what a CockroachDB release tag supports never changes",
+    ("chaosdb/k8s/api.py", "_CLIENTS"): "cache: one Kubernetes client per kubeconfig and context",
+    ("chaosdb/workloads/executor.py", "_PSYCOPG"): "lazy import: psycopg's modules, loaded on first use",
+}
+#: run state not in the run context yet, each with why (shrink this, never grow it)
+RUN_STATE_DEBT: dict[tuple[str, str], str] = {
+    ("chaosdb/experiment/control.py", "_run"): "the experiment control's log mask and verdict sentence: its cleanup "
+                                               "hook needs them after the last after-experiment hook ended the context",
+    ("chaosdb/core/claims.py", "_created"): "the folders a claim created, removed when it is released: claims are "
+                                            "per process (the CLI claims folders outside any run)",
+    ("chaosdb/k8s/created.py", "_CREATED"): "what this process created on Kubernetes (actions called outside a run "
+                                            "too); the k8s engine would have to import the experiment package",
+}
+_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add", "discard",
+             "popitem", "sort", "reverse", "reset", "start", "stop", "paused", "resumed"}
+_MUTABLE = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.Call)
+
+
+def _module_level_mutables(tree: ast.Module) -> dict[str, int]:
+    """name -> line of each module-level assignment of a list, dict or set (literal or comprehension) or a call."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if isinstance(value, _MUTABLE):
+            found.update({t.id: node.lineno for t in targets if isinstance(t, ast.Name)})
+    return found
+
+
+def _mutated_names(tree: ast.AST, names: set[str]) -> set[str]:
+    """Which of *names* the code mutates: a mutating method called on it, an item or attribute assigned or deleted."""
+    mutated = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS:
+            base = node.func.value
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for target in targets:
+                if isinstance(target, (ast.Subscript, ast.Attribute)) and isinstance(target.value, ast.Name) \
+                        and target.value.id in names:
+                    mutated.add(target.value.id)
+            continue
+        else:
+            continue
+        if isinstance(base, ast.Name) and base.id in names:
+            mutated.add(base.id)
+    return mutated
+
+
+def module_state(sources: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(file, name, why) of the module-level mutable state in *sources* (file -> text): a ``global`` statement, or a
+    module-level list, dict, set or object made by a call that the module itself, or a module that imports it by
+    name, mutates."""
+    trees = {f: ast.parse(text) for f, text in sources.items()}
+    defined = {f: _module_level_mutables(tree) for f, tree in trees.items()}
+    by_module = {f[:-3].replace("/", ".").removesuffix(".__init__"): f for f in sources}
+    found = set()
+    for f, tree in trees.items():
+        found |= {(f, n, "global") for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names}
+        found |= {(f, n, "mutated") for n in _mutated_names(tree, set(defined[f]))}
+        for node in ast.walk(tree):  # `from chaosdb.x import NAME`, then NAME mutated here
+            origin = by_module.get(node.module or "") if isinstance(node, ast.ImportFrom) else None
+            if origin is None:
+                continue
+            aliases = {(a.asname or a.name): a.name for a in node.names if a.name in defined[origin]}
+            found |= {(origin, aliases[n], "mutated") for n in _mutated_names(tree, set(aliases))}
+    return sorted(found)
+
+
+def test_module_state_is_found_however_it_is_mutated():
+    sources = {"chaosdb/a.py": "X = []\nY: dict = {}\nZ = {}\nW = make()\nT = (1,)\ndef f():\n    global G\n"
+                               "    X.append(1)\n    Y['k'] = 2\n    return Z.get('k'), T\n",
+               "chaosdb/b.py": "from chaosdb.a import W\ndef g():\n    W.phase = 'method'\n"}
+    assert module_state(sources) == [("chaosdb/a.py", "G", "global"), ("chaosdb/a.py", "W", "mutated"),
+                                     ("chaosdb/a.py", "X", "mutated"), ("chaosdb/a.py", "Y", "mutated")]
+
+
+def test_no_module_level_mutable_state_outside_the_run_context():
+    """Issue 44: controls and probes read the run context, never each other's module globals; what remains is a
+    process-wide cache or registry (PROCESS_STATE) or listed debt (RUN_STATE_DEBT), each with why."""
+    sources = {str(p.relative_to(PACKAGE.parent)): p.read_text() for p in sorted(PACKAGE.rglob("*.py"))}
+    found = {(f, n) for f, n, _ in module_state(sources)}
+    allowed = {RUN_CONTEXT_HOLDER} | set(PROCESS_STATE) | set(RUN_STATE_DEBT)
+    assert not found - allowed, f"keep run state in chaosdb.experiment.context.RunContext: {sorted(found - allowed)}"
+    assert RUN_CONTEXT_HOLDER in found
+    stale = allowed - found
+    assert not stale, f"no longer module state: take them off the lists {sorted(stale)}"

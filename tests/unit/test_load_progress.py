@@ -8,9 +8,10 @@ import logging
 import time
 from types import SimpleNamespace
 
+from chaosdb.experiment.context import end_run
 from chaosdb.load import integrity
 from chaosdb.load import state as load_state
-from chaosdb.load.progress import PROGRESS, Progress
+from chaosdb.load.progress import Progress
 
 
 def test_a_pause_that_lasts_is_said_with_its_reason_and_its_length():
@@ -56,10 +57,12 @@ def test_the_convergence_check_marks_its_pause_for_the_progress_lines(monkeypatc
     monkeypatch.setattr(load_state, "current", lambda: record)
     monkeypatch.setattr(load_state, "process", lambda: SimpleNamespace(poll=lambda: None))
     monkeypatch.setattr(load_state, "pause_group", lambda: [])  # no process group is signalled
-    monkeypatch.setattr(PROGRESS, "_pauses", [])
+    end_run()
+    progress = load_state.progress()  # the run's progress lines, in its run context
     with integrity._load_paused(True):
         now = time.time()
-        assert PROGRESS.pause_note(now - 5, now, now)[0]
+        assert progress.pause_note(now - 5, now, now)[0]
     now = time.time()
-    assert not PROGRESS.pause_note(now - 5, now, now)[0]
+    assert not progress.pause_note(now - 5, now, now)[0]
     assert record["pauses"][0]["reason"] == "replica convergence check"
+    end_run()
