@@ -29,6 +29,3 @@ module                 job
 ``ownership``          whose a cluster is: a run stops or purges only a cluster made for runs
 =====================  ======================================================================================
 """
-
-#: activity modules besides ``probes``/``actions`` (:func:`chaosdb.activity_modules`)
-ACTIVITY_MODULES = {"action": ["operations"]}

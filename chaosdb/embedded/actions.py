@@ -1,5 +1,5 @@
 """Node failures on the embedded cluster: the three levels of the thesis, plus hangs, and their rollbacks (the
-cluster's lifecycle and the operator changes are in :mod:`chaosdb.embedded.operations`).
+cluster's lifecycle and the operator changes are in :mod:`chaosdb.clusters.postgres_ha.operations`).
 
 =========================  ==========================================  ============================
 action                     what happens                                rollback

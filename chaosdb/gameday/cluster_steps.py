@@ -11,12 +11,13 @@ from typing import Any
 
 from chaoslib.exceptions import ChaosException
 
+from chaosdb.clusters.postgres_ha import cluster
+from chaosdb.clusters.postgres_ha import control as local_control
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.faultrecords.sweep import cleanup
 from chaosdb.core.http import HttpError, request_json
 from chaosdb.core.settings import referenced_value
-from chaosdb.embedded import cluster, scale
-from chaosdb.embedded import control as local_control
+from chaosdb.embedded import scale
 from chaosdb.embedded.state import STATE_FILE, load_layout, load_secrets, resolve_cluster_dir
 from chaosdb.workloads.tpcc import loader
 from chaosdb.workloads.tpcc.rand import Scale
@@ -40,10 +41,10 @@ def cluster_dir_of(experiment: dict[str, Any]) -> Path:
 
 
 def embedded_control(experiment: dict[str, Any]) -> dict[str, Any] | None:
-    """Arguments of the experiment's ``chaosdb.embedded.control`` (None when it has none)."""
+    """Arguments of the experiment's ``chaosdb.clusters.postgres_ha.control`` (None when it has none)."""
     for c in experiment.get("controls") or []:
         provider = c.get("provider") or {}
-        if provider.get("module") == "chaosdb.embedded.control":
+        if provider.get("module") == "chaosdb.clusters.postgres_ha.control":
             return dict(provider.get("arguments") or {})
     return None
 

@@ -8,8 +8,8 @@ import stat
 
 import pytest
 
+from chaosdb.clusters.postgres_ha import cluster as lc
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.embedded import cluster as lc
 from chaosdb.embedded import config as local_config
 from chaosdb.embedded.processes import node_processes
 from chaosdb.embedded.state import load_layout

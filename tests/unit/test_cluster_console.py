@@ -10,9 +10,9 @@ import pwd
 from pathlib import Path
 from types import SimpleNamespace
 
+from chaosdb.clusters.postgres_ha import cluster, cluster_command
 from chaosdb.core.console import PROGRESS, show_progress
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.embedded import cluster, cluster_command
 from chaosdb.embedded.layout import plan_layout
 from chaosdb.embedded.runtime import RunAs
 

@@ -36,11 +36,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from chaosdb.clusters.postgres_ha.chaosd import stop_chaosd
 from chaosdb.core.console import PROGRESS
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.http import HttpError
-from chaosdb.embedded.chaosd import stop_chaosd
 from chaosdb.embedded.config import (
     new_secrets,
     prepare_dirs,

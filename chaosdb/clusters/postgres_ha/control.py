@@ -2,7 +2,7 @@
 
 Declare it first among the controls::
 
-    {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.embedded.control",
+    {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.clusters.postgres_ha.control",
       "arguments": {"nodes": 3, "tpcc_warehouses": 2, "tpcc_scale_down": 10, "down_after": true}}}
 
 * before the experiment: ``cluster up`` (the cluster named by configuration
@@ -30,13 +30,13 @@ from typing import Any, Callable
 
 from chaoslib import substitute
 
+from chaosdb.clusters.postgres_ha import cluster
+from chaosdb.clusters.postgres_ha.chaosd import chaosd_address, start_chaosd
 from chaosdb.core.arguments import boolean, checked_signature, number, with_argument_checks
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
 from chaosdb.core.tls import as_bool
-from chaosdb.embedded import cluster
-from chaosdb.embedded.chaosd import chaosd_address, start_chaosd
 from chaosdb.embedded.layout import parse_ipv4
 from chaosdb.embedded.nodes import is_node_name
 from chaosdb.embedded.ownership import Ownership, decide, is_running, this_run
@@ -52,7 +52,7 @@ from chaosdb.workloads.tpcc.rand import Scale
 __all__ = ["validate_control", "before_experiment_control", "after_experiment_control", "provision", "input_problems"]
 
 #: ``chaos validate`` refuses this control when its extra is not installed
-validate_control = control_validator("chaosdb.embedded.control", ("local",))
+validate_control = control_validator("chaosdb.clusters.postgres_ha.control", ("local",))
 
 logger = logging.getLogger("chaostoolkit")
 

@@ -1,5 +1,5 @@
 """``chaosdb cluster up|status|down`` for the embedded HA PostgreSQL cluster (``--kind postgres-ha``, the default):
-etcd + Patroni + PostgreSQL nodes on loopback addresses (:mod:`chaosdb.embedded.cluster`)."""
+etcd + Patroni + PostgreSQL nodes on loopback addresses (:mod:`chaosdb.clusters.postgres_ha.cluster`)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from chaosdb.clusters.postgres_ha import cluster
+from chaosdb.clusters.postgres_ha.chaosd import chaosd_address, start_chaosd
+from chaosdb.clusters.postgres_ha.endpoints import (  # where a configuration points (core.embedded)
+    cluster_dir,
+    endpoints,
+)
 from chaosdb.core.console import fmt
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.embedded import cluster
-from chaosdb.embedded.chaosd import chaosd_address, start_chaosd
-from chaosdb.embedded.endpoints import cluster_dir, endpoints  # where a configuration points (core.embedded)
 from chaosdb.embedded.state import STATE_FILE, load_layout
 
 __all__ = ["KIND", "HELP", "TITLE", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "up", "status", "down",
@@ -109,7 +112,7 @@ def up(args: argparse.Namespace, directory: Path, name: str) -> dict[str, Any]:
         layout = load_layout(directory)
         tls = None
         if getattr(args, "chaosd_tls_from", None):
-            from chaosdb.kubernetes_cluster.cluster import chaosd_tls_files  # noqa: PLC0415 - needs the k8s extra
+            from chaosdb.clusters.kubernetes.cluster import chaosd_tls_files  # noqa: PLC0415 - needs the k8s extra
 
             tls = chaosd_tls_files(Path(args.chaosd_tls_from))
         result["chaosd"] = start_chaosd(str(directory), args.chaosd, chaosd_address(layout), tls=tls)["url"]
