@@ -2,6 +2,7 @@
 nodes, processes, node faults) is :mod:`chaosdb.embedded`.
 
 * ``cluster``: up (create or restart), down
+* ``launcher``: the one code path that starts it, for ``chaosdb cluster up``, a run and a game day
 * ``cluster_command``: the ``chaosdb cluster`` kind (:mod:`chaosdb.core.clusterkinds`)
 * ``chaosd``: chaosd beside the cluster (``--chaosd``)
 * ``endpoints``: where the cluster a configuration names is
