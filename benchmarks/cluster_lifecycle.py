@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import psycopg  # noqa: E402
 
-from chaosdb.embedded import actions, cluster  # noqa: E402
+from chaosdb.clusters.postgres_ha import cluster  # noqa: E402
+from chaosdb.embedded import actions
 from chaosdb.embedded.runtime import RunAs  # noqa: E402
 from chaosdb.embedded.state import load_layout  # noqa: E402
 

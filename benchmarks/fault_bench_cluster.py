@@ -16,7 +16,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from chaosdb.embedded import cluster  # noqa: E402
+from chaosdb.clusters.postgres_ha import cluster  # noqa: E402
 from chaosdb.embedded.state import ClusterLayout, load_layout  # noqa: E402
 from chaosdb.faults import actions  # noqa: E402
 

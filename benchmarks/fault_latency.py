@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.fault_bench_cluster import benchmark_cluster, write_result  # noqa: E402
-from chaosdb.embedded import cluster  # noqa: E402
+from chaosdb.clusters.postgres_ha import cluster  # noqa: E402
 from chaosdb.faults import actions, probes  # noqa: E402
 
 ADDRESS_BASE = "127.0.0.81"

@@ -36,11 +36,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from chaosdb.chaosmesh import actions as cm  # noqa: E402
+from chaosdb.clusters.kubernetes import cluster  # noqa: E402
+from chaosdb.clusters.kubernetes.pki import make_pki  # noqa: E402
 from chaosdb.core.binaries import find_binary  # noqa: E402
 from chaosdb.embedded.processes import node_processes  # noqa: E402
 from chaosdb.k8s import api  # noqa: E402
-from chaosdb.kubernetes_cluster import cluster  # noqa: E402
-from chaosdb.kubernetes_cluster.pki import make_pki  # noqa: E402
 
 ADDRESS = "127.0.55.1"
 

@@ -86,14 +86,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from chaosdb.chaosmesh import actions as cm  # noqa: E402
 from chaosdb.chaosmesh.objects import list_objects, summarise  # noqa: E402
+from chaosdb.clusters.kubernetes import cluster  # noqa: E402
+from chaosdb.clusters.kubernetes.pki import Pki, make_pki  # noqa: E402
+from chaosdb.clusters.kubernetes.realnode import node as realnode  # noqa: E402
 from chaosdb.core.binaries import find_binary  # noqa: E402
 from chaosdb.core.errors import ChaosDBError  # noqa: E402
 from chaosdb.core.netem import netem_available  # noqa: E402
 from chaosdb.core.processes import argv_of, pids_under, start_time  # noqa: E402
 from chaosdb.k8s import api  # noqa: E402
-from chaosdb.kubernetes_cluster import cluster  # noqa: E402
-from chaosdb.kubernetes_cluster.pki import Pki, make_pki  # noqa: E402
-from chaosdb.kubernetes_cluster.realnode import node as realnode  # noqa: E402
 
 ADDRESS = "127.0.62.1"
 NS = "postgres"

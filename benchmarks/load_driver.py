@@ -42,10 +42,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from chaosdb.clusters.postgres_ha import cluster  # noqa: E402
 from chaosdb.core.binaries import find_binary  # noqa: E402
 from chaosdb.core.errors import ChaosDBError  # noqa: E402
 from chaosdb.core.stats import percentile  # noqa: E402
-from chaosdb.embedded import cluster  # noqa: E402
 from chaosdb.embedded.processes import cpu_time_s, node_processes  # noqa: E402
 from chaosdb.embedded.state import load_layout  # noqa: E402
 from chaosdb.load.distributed_control import master_address, master_args, worker_argv  # noqa: E402

@@ -36,10 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from chaosdb.chaosmesh import physical  # noqa: E402
 from chaosdb.chaosmesh.objects import GROUP, VERSION, summarise  # noqa: E402
+from chaosdb.clusters.kubernetes import cluster  # noqa: E402
 from chaosdb.core.binaries import find_binary  # noqa: E402
 from chaosdb.core.chaosd import Chaosd  # noqa: E402
 from chaosdb.k8s import api  # noqa: E402
-from chaosdb.kubernetes_cluster import cluster  # noqa: E402
 
 KUBE_ADDRESS, CHAOSD_ADDRESS, CHAOSD_PORT = "127.0.56.1", "127.0.56.2", 31790
 

@@ -28,9 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from chaosdb.clusters.pd import simulated_cluster  # noqa: E402
 from chaosdb.core.binaries import find_binary  # noqa: E402
 from chaosdb.embedded.processes import node_processes  # noqa: E402
-from chaosdb.tikv import probes, simulated_cluster  # noqa: E402
+from chaosdb.tikv import probes
 
 
 def _timed(cfg: dict, n: int) -> list[float]:

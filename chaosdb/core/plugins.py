@@ -7,7 +7,8 @@ with one line of its metadata, an entry point in the group :data:`ENTRY_POINT_GR
     [project.entry-points."chaosdb.plugins"]
     fakedb = "fakedb"
 
-What a plug-in brings is found by the names of its modules:
+What a plug-in brings is found by the names of its modules, in the package or in one of its sub-packages (the
+local clusters of ``chaosdb.clusters``, one sub-package per kind):
 
 =====================  ===================================================================================
 ``adapter``            a database: ``ADAPTER``, its roles for every engine (:mod:`chaosdb.core.adapters`)
@@ -66,10 +67,18 @@ def plugin_packages() -> list[str]:
 
 
 def modules_named(basename: str) -> list[str]:
-    """Every plug-in module called *basename* (``adapter`` -> ``chaosdb.cockroach.adapter``, ...), in
-    :func:`plugin_packages` order, without importing them."""
-    return [f"{package}.{basename}" for package, dirs in _package_dirs().items()
-            if any((d / f"{basename}.py").is_file() for d in dirs)]
+    """Every plug-in module called *basename* (``adapter`` -> ``chaosdb.cockroach.adapter``, ...), in a plug-in
+    package or in one of its sub-packages (``cluster_command`` -> ``chaosdb.clusters.pd.cluster_command``), in
+    :func:`plugin_packages` order (a package's own module before its sub-packages', these by name), without importing
+    them."""
+    found = []
+    for package, dirs in _package_dirs().items():
+        if any((d / f"{basename}.py").is_file() for d in dirs):
+            found.append(f"{package}.{basename}")
+        subs = sorted({sub.name for d in dirs for sub in d.iterdir()
+                       if (sub / "__init__.py").is_file() and (sub / f"{basename}.py").is_file()})
+        found += [f"{package}.{sub}.{basename}" for sub in subs]
+    return found
 
 
 def package_attribute(name: str) -> dict[str, object]:

@@ -1,5 +1,5 @@
 """Node failures on the embedded cluster: the three levels of the thesis, plus hangs, and their rollbacks (the
-cluster's lifecycle and the operator changes are in :mod:`chaosdb.embedded.operations`).
+cluster's lifecycle and the operator changes are in :mod:`chaosdb.clusters.postgres_ha.operations`).
 
 =========================  ==========================================  ============================
 action                     what happens                                rollback
@@ -39,7 +39,8 @@ from chaosdb.core.results import action_result
 from chaosdb.core.results import target as target_entry
 from chaosdb.core.targets import Target
 from chaosdb.core.timeutil import Stopwatch
-from chaosdb.embedded import cluster as _cluster
+from chaosdb.embedded import health as cluster_health
+from chaosdb.embedded import nodeproc
 from chaosdb.embedded.nodes import check_target, choose, is_node_name, open_cluster
 from chaosdb.embedded.processes import node_processes, signal_pids
 from chaosdb.embedded.state import ClusterLayout
@@ -137,7 +138,7 @@ def stop_database(target: str = "leader", count: int = 1, method: str = "switcho
     if method == "switchover":
         leader = next((t for t in chosen if "leader" in t.roles), None)
         if leader is not None:
-            client = _cluster.patroni_client(layout)
+            client = cluster_health.patroni_client(layout)
             candidates = [n["name"] for n in status["nodes"]
                           if n["name"] not in {t.name for t in chosen} and n["state"] == "streaming"]
             if not candidates:
@@ -149,7 +150,7 @@ def stop_database(target: str = "leader", count: int = 1, method: str = "switcho
                           "message": message}
     if drain_wait_s:
         time.sleep(drain_wait_s)
-    stopped = {t.name: _cluster.stop_node(layout, t.name, graceful=True, timeout=grace_s,
+    stopped = {t.name: nodeproc.stop_node(layout, t.name, graceful=True, timeout=grace_s,
                                           components=("patroni",)) for t in chosen}
     return _record("stop_database", layout, target, chosen, verdict, watch, method=method,
                    drain_wait_s=drain_wait_s, grace_s=grace_s, switchover=switchover,
@@ -285,10 +286,10 @@ def restart_nodes(nodes: str = "all", wait_healthy_s: float = 60.0, cluster: str
     watch = Stopwatch()
     started = {}
     for name in _node_names(layout, nodes):
-        r = _cluster.start_node(layout, name)
+        r = nodeproc.start_node(layout, name)
         if r["started"] or r["resumed_pids"]:
             started[name] = r
-    health = _cluster.wait_healthy(layout, timeout=wait_healthy_s) if wait_healthy_s > 0 else None
+    health = cluster_health.wait_healthy(layout, timeout=wait_healthy_s) if wait_healthy_s > 0 else None
     return {"action": "restart_nodes", "targets": [target_entry(name) for name in started], "cluster": layout.name,
             "started": started,
             "leader": health["leader"] if health else None, **watch.stop().as_dict()}

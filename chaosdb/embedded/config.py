@@ -110,7 +110,8 @@ def _plain_patroni_config(layout: ClusterLayout, node: NodeLayout, secrets: dict
     }
 
 
-def _etcd_argv(layout: ClusterLayout, node: NodeLayout) -> list[str]:
+def etcd_argv(layout: ClusterLayout, node: NodeLayout) -> list[str]:
+    """The argv of a node's etcd: its name, data folder, URLs and the initial cluster (TLS flags when secure)."""
     initial = ",".join(f"{n.name}={n.etcd_peer_url}" for n in layout.nodes)
     return [
         layout.binaries["etcd"],
@@ -137,7 +138,8 @@ def _etcd_tls_argv(node: NodeLayout) -> list[str]:
             "--peer-cert-file", crt, "--peer-key-file", key, "--peer-trusted-ca-file", ca, "--peer-client-cert-auth"]
 
 
-def _patroni_env(layout: ClusterLayout, node: NodeLayout) -> dict[str, str]:
+def patroni_env(layout: ClusterLayout, node: NodeLayout) -> dict[str, str]:
+    """The exact environment of a node's Patroni: PATH to the staged PostgreSQL binaries, HOME (and its Python paths)."""
     env = {
         "PATH": f"{layout.binaries['postgres_bin']}:/usr/local/bin:/usr/bin:/bin",
         "HOME": str(node.path),
@@ -157,10 +159,10 @@ def _patroni_env(layout: ClusterLayout, node: NodeLayout) -> dict[str, str]:
 # helpers
 
 
-def _prepare_dirs(layout: ClusterLayout, cluster_user: RunAs | None = None) -> None:
+def prepare_dirs(layout: ClusterLayout, cluster_user: RunAs | None = None) -> None:
     """Create the node directories for their users; refuse ones that belong to somebody else."""
     for node in layout.nodes:
-        run_as = _node_run_as(layout, node)
+        run_as = node_run_as(layout, node)
         for d in (node.path, node.log_dir, node.log_dir / "postgresql", node.run_dir):
             if not d.exists():
                 d.mkdir(parents=True)
@@ -177,7 +179,8 @@ def _prepare_dirs(layout: ClusterLayout, cluster_user: RunAs | None = None) -> N
             ensure_node_certificate(layout, node)
 
 
-def _write_private(path: Path, text: str, uid: int | None = None, gid: int | None = None) -> None:
+def write_private(path: Path, text: str, uid: int | None = None, gid: int | None = None) -> None:
+    """Write *text* to *path* readable only by its owner (mode 0600), owned by *uid*/*gid* when given."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(text)
@@ -186,33 +189,37 @@ def _write_private(path: Path, text: str, uid: int | None = None, gid: int | Non
         os.chown(path, uid, gid if gid is not None else -1)
 
 
-def _write_configs(layout: ClusterLayout, secrets: dict[str, str]) -> None:
+def write_configs(layout: ClusterLayout, secrets: dict[str, str]) -> None:
+    """Write every node's etcd and Patroni configuration (passwords from *secrets*) as the node's user."""
     for node in layout.nodes:
-        run_as = _node_run_as(layout, node)
+        run_as = node_run_as(layout, node)
         cfg = _patroni_config(layout, node, secrets)
         # JSON is YAML: Patroni reads it as is
-        _write_private(node.patroni_config, json.dumps(cfg, indent=2) + "\n", run_as.uid, run_as.gid)
+        write_private(node.patroni_config, json.dumps(cfg, indent=2) + "\n", run_as.uid, run_as.gid)
 
 
-def _new_secrets() -> dict[str, str]:
+def new_secrets() -> dict[str, str]:
+    """Fresh random passwords of a new cluster: postgres, replication, Patroni's REST API, the application's."""
     return {k: _secrets.token_urlsafe(18) for k in
             ("postgres_password", "replication_password", "patroni_password", "app_password")}
 
 
-def _write_pgpass(layout: ClusterLayout, secrets: dict[str, str]) -> None:
+def write_pgpass(layout: ClusterLayout, secrets: dict[str, str]) -> None:
+    """The cluster's pgpass file (owner-only): the DSNs the pack hands out never carry a password."""
     lines = [
         f"*:*:*:postgres:{secrets['postgres_password']}",
         f"*:*:*:{layout.app_user}:{secrets['app_password']}",
         f"*:*:*:replicator:{secrets['replication_password']}",
     ]
-    _write_private(layout.path / "pgpass", "\n".join(lines) + "\n")
+    write_private(layout.path / "pgpass", "\n".join(lines) + "\n")
 
 
 # ---------------------------------------------------------------------------
 # per-node lifecycle
 
 
-def _run_as_of(layout: ClusterLayout) -> RunAs:
+def run_as_of(layout: ClusterLayout) -> RunAs:
+    """Who runs the cluster's servers; :class:`ChaosDBError` when this process may not act for the cluster's user."""
     if os.geteuid() != 0 and os.geteuid() != layout.uid:
         raise ChaosDBError(
             f"the cluster at {layout.dir} runs as {layout.run_as!r} (uid {layout.uid}); "
@@ -221,6 +228,7 @@ def _run_as_of(layout: ClusterLayout) -> RunAs:
     return RunAs(layout.run_as, layout.uid, layout.gid)
 
 
-def _node_run_as(layout: ClusterLayout, node: NodeLayout) -> RunAs:
-    _run_as_of(layout)
+def node_run_as(layout: ClusterLayout, node: NodeLayout) -> RunAs:
+    """The user a node's servers run as (after :func:`run_as_of` checked this process may act for them)."""
+    run_as_of(layout)
     return RunAs(*layout.node_user(node))

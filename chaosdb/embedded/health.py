@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.embedded.nodeproc import _components_running
+from chaosdb.embedded.nodeproc import components_running
 from chaosdb.embedded.processes import nodes_processes
 from chaosdb.embedded.state import (
     ClusterLayout,
@@ -90,7 +90,7 @@ def wait_healthy(layout: ClusterLayout, timeout: float = 90.0, max_lag_bytes: in
     while True:
         if fail_fast:
             for n in layout.nodes:
-                if _components_running(n)["patroni"]:
+                if components_running(n)["patroni"]:
                     gone_since.pop(n.name, None)
                 elif time.monotonic() - gone_since.setdefault(n.name, time.monotonic()) > 3:
                     raise ChaosDBError(f"Patroni on {n.name} exited while the cluster was starting:\n"

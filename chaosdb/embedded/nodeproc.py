@@ -9,7 +9,7 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.servers import spawn_server
-from chaosdb.embedded.config import _etcd_argv, _node_run_as, _patroni_env
+from chaosdb.embedded.config import etcd_argv, node_run_as, patroni_env
 from chaosdb.embedded.processes import node_processes, signal_pids, wait_gone
 from chaosdb.embedded.runtime import RunAs
 from chaosdb.embedded.state import (
@@ -29,7 +29,8 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
-def _check_ports(items: list[tuple[str, int, str]]) -> None:
+def check_ports(items: list[tuple[str, int, str]]) -> None:
+    """Refuse (:class:`ChaosDBError` listing them) when any of *items* (host, port, what) is already in use."""
     busy = [f"{h}:{p} ({what})" for h, p, what in items if not _port_free(h, p)]
     if busy:
         raise ChaosDBError(
@@ -39,12 +40,13 @@ def _check_ports(items: list[tuple[str, int, str]]) -> None:
         )
 
 
-def _spawn(argv: list[str], node: NodeLayout, log_name: str, run_as: RunAs, env: dict[str, str]) -> int:
+def spawn(argv: list[str], node: NodeLayout, log_name: str, run_as: RunAs, env: dict[str, str]) -> int:
     """One of the node's servers, as the node's user, with exactly *env*."""
     return spawn_server(argv, node.path, node.log_dir / log_name, env, whole_env=True, user=(run_as.uid, run_as.gid))
 
 
-def _components_running(node: NodeLayout) -> dict[str, list[int]]:
+def components_running(node: NodeLayout) -> dict[str, list[int]]:
+    """The pids of a node's etcd, Patroni, postmaster and other postgres processes running now."""
     procs = node_processes(node.path, node.data_dir)
     out: dict[str, list[int]] = {"etcd": [], "patroni": [], "postmaster": [], "postgres": []}
     for p in procs:
@@ -55,24 +57,24 @@ def _components_running(node: NodeLayout) -> dict[str, list[int]]:
 def start_node(layout: ClusterLayout, name: str, components: tuple[str, ...] = ("etcd", "patroni")) -> dict[str, Any]:
     """Start whatever of *components* is not running on node *name*; return what was started."""
     node = layout.node(name)
-    run_as = _node_run_as(layout, node)
-    running = _components_running(node)
+    run_as = node_run_as(layout, node)
+    running = components_running(node)
     stopped = [p for p in node_processes(node.path, node.data_dir) if p.state == "T"]
     if stopped:
         signal_pids([p.pid for p in stopped], signal.SIGCONT)
     started: dict[str, int] = {}
     if "etcd" in components and not running["etcd"]:
-        _check_ports([(node.host, node.etcd_client_port, f"etcd client of {name}"),
+        check_ports([(node.host, node.etcd_client_port, f"etcd client of {name}"),
                       (node.host, node.etcd_peer_port, f"etcd peer of {name}")])
         env = {"PATH": "/usr/bin:/bin", "HOME": str(node.path)}
-        started["etcd"] = _spawn(_etcd_argv(layout, node), node, "etcd.log", run_as, env)
+        started["etcd"] = spawn(etcd_argv(layout, node), node, "etcd.log", run_as, env)
     if "patroni" in components and not running["patroni"]:
         checks = [(node.host, node.api_port, f"Patroni REST API of {name}")]
         if not running["postmaster"]:
             checks.append((node.host, node.pg_port, f"PostgreSQL of {name}"))
-        _check_ports(checks)
+        check_ports(checks)
         argv = [layout.binaries["python"], "-m", "patroni", str(node.patroni_config)]
-        started["patroni"] = _spawn(argv, node, "patroni.out", run_as, _patroni_env(layout, node))
+        started["patroni"] = spawn(argv, node, "patroni.out", run_as, patroni_env(layout, node))
     return {"node": name, "started": started,
             "resumed_pids": [p.pid for p in stopped]}
 

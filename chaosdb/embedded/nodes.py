@@ -7,7 +7,7 @@ from typing import Any
 
 from chaosdb.core.arguments import one_of_or_names
 from chaosdb.core.targets import ROLE_SELECTORS, Target, check_quorum, select_targets
-from chaosdb.embedded import cluster as _cluster
+from chaosdb.embedded import health as cluster_health
 from chaosdb.embedded.state import ClusterLayout, load_layout, resolve_cluster_dir
 
 __all__ = ["open_cluster", "targets_of", "status_of", "choose", "is_node_name", "check_target"]
@@ -30,7 +30,7 @@ def open_cluster(cluster: str = "", cluster_dir: str = "",
 
 def status_of(layout: ClusterLayout) -> dict[str, Any]:
     """The cluster's status now (members, roles, lag, processes)."""
-    return _cluster.status(layout)
+    return cluster_health.status(layout)
 
 
 def targets_of(status: dict[str, Any]) -> list[Target]:

@@ -16,9 +16,10 @@ import time
 from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.embedded import cluster as _cluster
-from chaosdb.embedded.config import _etcd_argv, _prepare_dirs, _write_configs
-from chaosdb.embedded.nodeproc import _check_ports, _spawn
+from chaosdb.embedded import health as cluster_health
+from chaosdb.embedded import nodeproc
+from chaosdb.embedded.config import etcd_argv, prepare_dirs, write_configs
+from chaosdb.embedded.nodeproc import check_ports, spawn
 from chaosdb.embedded.runtime import RunAs, node_users
 from chaosdb.embedded.state import ClusterLayout, NodeLayout, load_secrets
 
@@ -63,40 +64,40 @@ def wait_serving(layout: ClusterLayout, name: str, timeout: float) -> float:
             last = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         time.sleep(0.25)
     raise ChaosDBError(f"{name} did not serve queries within {timeout:.0f}s (last error: {last})\n"
-                       + _cluster.tail(layout.node(name).log_dir / "patroni.out"))
+                       + cluster_health.tail(layout.node(name).log_dir / "patroni.out"))
 
 
 def add_node(layout: ClusterLayout, timeout: float = 180.0) -> dict[str, Any]:
     """Scale out by one node; returns its name and how long each step took. On failure the half-added
     node is removed again before the error is raised."""
     node = _next_node(layout)
-    _check_ports([(node.host, node.pg_port, f"PostgreSQL of {node.name}"),
+    check_ports([(node.host, node.pg_port, f"PostgreSQL of {node.name}"),
                            (node.host, node.api_port, f"Patroni of {node.name}"),
                            (node.host, node.etcd_client_port, f"etcd client of {node.name}"),
                            (node.host, node.etcd_peer_port, f"etcd peer of {node.name}")])
     secrets = load_secrets(layout.path)
     t0 = time.monotonic()
-    member_id = _cluster.etcd_client(layout).add_member(node.etcd_peer_url)
+    member_id = cluster_health.etcd_client(layout).add_member(node.etcd_peer_url)
     layout.nodes.append(node)
     layout.save()
     try:
-        _prepare_dirs(layout)
-        _write_configs(layout, secrets)
-        argv = _etcd_argv(layout, node)
+        prepare_dirs(layout)
+        write_configs(layout, secrets)
+        argv = etcd_argv(layout, node)
         argv[argv.index("--initial-cluster-state") + 1] = "existing"
         run_as = RunAs(*layout.node_user(node))
-        _spawn(argv, node, "etcd.log", run_as, {"PATH": "/usr/bin:/bin", "HOME": str(node.path)})
-        client = _cluster.etcd_client(layout)
+        spawn(argv, node, "etcd.log", run_as, {"PATH": "/usr/bin:/bin", "HOME": str(node.path)})
+        client = cluster_health.etcd_client(layout)
         while not client.health(node.etcd_client_url):
             if time.monotonic() - t0 > min(timeout, 60):
                 raise ChaosDBError(f"the etcd member of {node.name} did not become healthy:\n"
-                                   + _cluster.tail(node.log_dir / "etcd.log"))
+                                   + cluster_health.tail(node.log_dir / "etcd.log"))
             time.sleep(0.2)
         etcd_s = time.monotonic() - t0
         t1 = time.monotonic()
-        _cluster.start_node(layout, node.name, components=("patroni",))
+        nodeproc.start_node(layout, node.name, components=("patroni",))
         serving_s = wait_serving(layout, node.name, max(10.0, timeout - (t1 - t0)))
-        health = _cluster.wait_healthy(layout, timeout=max(10.0, timeout - (time.monotonic() - t0)))
+        health = cluster_health.wait_healthy(layout, timeout=max(10.0, timeout - (time.monotonic() - t0)))
     except BaseException:
         remove_node(layout, node.name, member_id=member_id)
         raise
@@ -116,25 +117,25 @@ def remove_node(layout: ClusterLayout, name: str = "", member_id: str = "", time
     t0 = time.monotonic()
     switched = None
     try:
-        leader = _cluster.patroni_client(layout).leader()
+        leader = cluster_health.patroni_client(layout).leader()
     except ChaosDBError:
         leader = None
     if leader is not None and leader.name == name:
-        client = _cluster.patroni_client(layout)
+        client = cluster_health.patroni_client(layout)
         client.switchover(name)
         switched = client.wait_for_leader(timeout, not_named=name).name
-    _cluster.stop_node(layout, name, graceful=True, timeout=30.0, components=("patroni",))
+    nodeproc.stop_node(layout, name, graceful=True, timeout=30.0, components=("patroni",))
     others = [n for n in layout.nodes if n.name != name]
     if not member_id:
-        for m in _cluster.etcd_client(layout).members():
+        for m in cluster_health.etcd_client(layout).members():
             if m.name == name or node.etcd_peer_url in m.peer_urls:
                 member_id = m.id
     if member_id:
-        _cluster.etcd_client(layout, urls=[n.etcd_client_url for n in others]).remove_member(member_id)
-    _cluster.stop_node(layout, name, graceful=True, timeout=15.0, components=("etcd",))
+        cluster_health.etcd_client(layout, urls=[n.etcd_client_url for n in others]).remove_member(member_id)
+    nodeproc.stop_node(layout, name, graceful=True, timeout=15.0, components=("etcd",))
     layout.nodes = others
     layout.save()
-    _write_configs(layout, load_secrets(layout.path))
+    write_configs(layout, load_secrets(layout.path))
     shutil.rmtree(node.path, ignore_errors=True)
     return {"node": name, "switched_over_to": switched, "nodes": len(layout.nodes),
             "seconds": round(time.monotonic() - t0, 3)}
@@ -146,8 +147,8 @@ def rolling_restart(layout: ClusterLayout, wait_healthy_s: float = 120.0, pause_
     *switchover*), waiting until the whole cluster is healthy before the next node (what an operator
     does for a configuration change or a minor version upgrade)."""
     t0 = time.monotonic()
-    client = _cluster.patroni_client(layout)
-    _cluster.wait_healthy(layout, timeout=wait_healthy_s)
+    client = cluster_health.patroni_client(layout)
+    cluster_health.wait_healthy(layout, timeout=wait_healthy_s)
     leader = client.leader()
     order = [n.name for n in layout.nodes if leader is None or n.name != leader.name]
     if leader is not None:
@@ -162,13 +163,13 @@ def rolling_restart(layout: ClusterLayout, wait_healthy_s: float = 120.0, pause_
             step["switchover_to"] = client.wait_for_leader(wait_healthy_s, not_named=name).name
             step["switchover_s"] = round(time.monotonic() - s0, 3)
         s1 = time.monotonic()
-        stopped = _cluster.stop_node(layout, name, graceful=True, timeout=30.0, components=components)
+        stopped = nodeproc.stop_node(layout, name, graceful=True, timeout=30.0, components=components)
         step["stop_s"] = round(time.monotonic() - s1, 3)
         step["sigkilled"] = stopped["sigkilled"]
         s2 = time.monotonic()
-        _cluster.start_node(layout, name, components=("etcd", "patroni"))
+        nodeproc.start_node(layout, name, components=("etcd", "patroni"))
         step["serving_s"] = wait_serving(layout, name, wait_healthy_s)
-        _cluster.wait_healthy(layout, timeout=wait_healthy_s)
+        cluster_health.wait_healthy(layout, timeout=wait_healthy_s)
         step["healthy_s"] = round(time.monotonic() - s2, 3)
         step["end_ts"] = time.time()
         steps.append(step)

@@ -11,12 +11,13 @@ from typing import Any
 
 from chaoslib.exceptions import ChaosException
 
+from chaosdb.clusters.postgres_ha import cluster, launcher
+from chaosdb.clusters.postgres_ha.launcher import Data
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.faultrecords.sweep import cleanup
 from chaosdb.core.http import HttpError, request_json
 from chaosdb.core.settings import referenced_value
-from chaosdb.embedded import cluster, scale
-from chaosdb.embedded import control as local_control
+from chaosdb.embedded import scale
 from chaosdb.embedded.state import STATE_FILE, load_layout, load_secrets, resolve_cluster_dir
 from chaosdb.workloads.tpcc import loader
 from chaosdb.workloads.tpcc.rand import Scale
@@ -40,10 +41,10 @@ def cluster_dir_of(experiment: dict[str, Any]) -> Path:
 
 
 def embedded_control(experiment: dict[str, Any]) -> dict[str, Any] | None:
-    """Arguments of the experiment's ``chaosdb.embedded.control`` (None when it has none)."""
+    """Arguments of the experiment's ``chaosdb.clusters.postgres_ha.control`` (None when it has none)."""
     for c in experiment.get("controls") or []:
         provider = c.get("provider") or {}
-        if provider.get("module") == "chaosdb.embedded.control":
+        if provider.get("module") == "chaosdb.clusters.postgres_ha.control":
             return dict(provider.get("arguments") or {})
     return None
 
@@ -64,12 +65,13 @@ def restore(directory: Path, control: dict[str, Any], address_base: str, timeout
     args = {k: v for k, v in control.items() if k in ("nodes", "tpcc_warehouses", "tpcc_scale_down", "ycsb_records",
                                                       "etcd_ycsb_records")}
     try:
-        local_control.provision(directory, {"chaosdb_cluster_dir": str(directory)}, None, address_base=address_base,
-                                timeout_s=timeout, by="gameday", nodes=int(args.get("nodes", 3)),
-                                tpcc_warehouses=int(args.get("tpcc_warehouses", 0)),
-                                tpcc_scale_down=int(args.get("tpcc_scale_down", 10)),
-                                ycsb_records=int(args.get("ycsb_records", 0)),
-                                etcd_ycsb_records=int(args.get("etcd_ycsb_records", 0)))
+        launcher.start(directory, by="gameday", revert_orphans=True,
+                       configuration={"chaosdb_cluster_dir": str(directory)}, nodes=int(args.get("nodes", 3)),
+                       timeout=timeout, address_base=address_base, secure=False,
+                       data=Data(tpcc_warehouses=int(args.get("tpcc_warehouses", 0)),
+                                 tpcc_scale_down=int(args.get("tpcc_scale_down", 10)),
+                                 ycsb_records=int(args.get("ycsb_records", 0)),
+                                 etcd_ycsb_records=int(args.get("etcd_ycsb_records", 0))))
     except (ChaosException, ChaosDBError, OSError, ValueError) as exc:
         reinitialized = _reinitialize_stuck_replicas(directory, timeout)
         if not reinitialized:

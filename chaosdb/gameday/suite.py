@@ -71,7 +71,7 @@ from chaoslib.exceptions import ChaosException
 from chaoslib.experiment import ensure_experiment_is_valid
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.embedded.cluster import parse_ipv4
+from chaosdb.embedded.layout import parse_ipv4
 from chaosdb.gameday.suite_schema import BetweenSpec, PrepareSpec, parse_suite
 
 __all__ = ["Suite", "Scenario", "PlannedRun", "load_suite", "plan_runs", "apply_parameters", "SuiteError",
@@ -350,7 +350,7 @@ def _suite_overrides(suite: Suite, experiment: dict[str, Any]) -> dict[str, Any]
     if suite.cluster["address_base"]:
         out["configuration:address_base"] = suite.cluster["address_base"]
     for c in experiment.get("controls") or []:
-        if (c.get("provider") or {}).get("module") == "chaosdb.embedded.control" and suite.cluster["keep_between_runs"]:
+        if (c.get("provider") or {}).get("module") == "chaosdb.clusters.postgres_ha.control" and suite.cluster["keep_between_runs"]:
             out[f"control:{c['name']}.down_after"] = False
     return out
 

@@ -1,6 +1,6 @@
 """Operator actions measured under load: rolling restarts, scale-out and scale-in (``metrics.json`` ``operations``).
 
-An operator fault is an action of :mod:`chaosdb.embedded.operations` whose journal output says what it did
+An operator fault is an action of :mod:`chaosdb.clusters.postgres_ha.operations` whose journal output says what it did
 (``"action": "rolling_restart" | "scale_out" | "scale_in"``); ``seconds`` is the activity's duration in
 the journal. The action itself measures the cluster side
 (time until a restarted or added node serves SQL, until the cluster is healthy again, switchover time);
@@ -30,7 +30,7 @@ __all__ = ["operation_spans", "OPERATOR_ACTIONS", "operations_from_journal", "me
 OPERATOR_ACTIONS = ("rolling_restart", "scale_out", "scale_in")
 #: where they live (every action's result names it, ``action``: CockroachDB's Kubernetes rolling restart is
 #: another action of the same name)
-OPERATOR_MODULES = ("chaosdb.embedded.operations", "")  # "": an activity whose provider names no module
+OPERATOR_MODULES = ("chaosdb.clusters.postgres_ha.operations", "")  # "": an activity whose provider names no module
 
 # fields of the action's output that are kept (the cluster side of the measurement)
 _KEEP = {

@@ -7,7 +7,5 @@ What is in it:
 
 * ``adapter``: TiKV's answer to "which node has this role", asked of PD
 * ``cluster``: Reading a TiKV cluster through PD
-* ``cluster_command``: ``chaosdb cluster up|status|down --kind pd``
-* ``simulated_cluster``: A local PD cluster with simulated TiKV stores (``chaosdb cluster up --kind pd``)
-* ``store_processes``: TiKV stores running on this machine
+* ``store_processes``: TiKV stores running on this machine (a local PD cluster is :mod:`chaosdb.clusters.pd`)
 """

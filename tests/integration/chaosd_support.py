@@ -6,7 +6,7 @@ from pathlib import Path
 
 import psycopg
 
-from chaosdb.embedded import cluster as lc
+from chaosdb.clusters.postgres_ha import cluster as lc
 from chaosdb.embedded.processes import node_processes
 
 __all__ = ["reachable", "slow_connects", "replica", "state", "postmaster", "answers", "date_header", "server_epoch"]

@@ -15,7 +15,7 @@ from tests.realservers import real_binaries
 @pytest.fixture(scope="module")
 def chaosd_release(tmp_path_factory) -> str:
     """The chaosd binary, laid out like a chaosd release (its helpers in tools/ beside it)."""
-    from chaosdb.embedded.chaosd import HELPERS
+    from chaosdb.clusters.postgres_ha.chaosd import HELPERS
 
     found = Path(real_binaries(tmp_path_factory, ["chaosd", "FileTool", "PortOccupyTool", "memStress"]))
     release = tmp_path_factory.mktemp("chaosd-release")
@@ -29,7 +29,7 @@ def chaosd_release(tmp_path_factory) -> str:
 @pytest.fixture(scope="module")
 def chaosd(chaosd_release, pg_cluster):
     """A real chaosd beside the session cluster, started as `cluster up --chaosd` does (one per module)."""
-    from chaosdb.embedded.chaosd import chaosd_address, start_chaosd, stop_chaosd
+    from chaosdb.clusters.postgres_ha.chaosd import chaosd_address, start_chaosd, stop_chaosd
 
     state = start_chaosd(pg_cluster.dir, chaosd_release, chaosd_address(pg_cluster))
     try:

@@ -52,8 +52,8 @@ TLS_KUBE_ADDRESS = "127.0.58.2"
 def chaos_mesh(tmp_path_factory):
     """A local Kubernetes with the Chaos Mesh controller, no workloads (the targets are the embedded cluster's
     processes)."""
+    from chaosdb.clusters.kubernetes import cluster as kube
     from chaosdb.embedded.processes import node_processes
-    from chaosdb.kubernetes_cluster import cluster as kube
 
     bin_dir = real_binaries(tmp_path_factory, KUBERNETES_SERVERS)
     directory = tmp_path_factory.mktemp("chaosd-kubernetes")
@@ -235,9 +235,9 @@ def test_mutual_tls_between_the_controller_and_chaosd(clean, config, tmp_path_fa
     import ssl
     import urllib.error
 
-    from chaosdb.embedded.chaosd import start_chaosd, stop_chaosd
+    from chaosdb.clusters.kubernetes import cluster as kube
+    from chaosdb.clusters.postgres_ha.chaosd import start_chaosd, stop_chaosd
     from chaosdb.embedded.processes import node_processes
-    from chaosdb.kubernetes_cluster import cluster as kube
 
     layout = clean
     directory = tmp_path_factory.mktemp("chaosd-tls-kubernetes")

@@ -11,9 +11,9 @@ import time
 import psycopg
 import pytest
 
+from chaosdb.clusters.postgres_ha import cluster as lc
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import record_problems
-from chaosdb.embedded import cluster as lc
 from chaosdb.embedded.state import load_secrets
 from chaosdb.etcd import probes as etcd_probes
 from chaosdb.postgres import actions as pg_actions

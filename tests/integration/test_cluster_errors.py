@@ -8,8 +8,8 @@ import stat
 
 import pytest
 
+from chaosdb.clusters.postgres_ha import cluster as lc
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.embedded import cluster as lc
 from chaosdb.embedded import config as local_config
 from chaosdb.embedded.processes import node_processes
 from chaosdb.embedded.state import load_layout
@@ -88,4 +88,4 @@ def test_data_dir_owned_by_someone_else_is_refused(local_extra, cluster_root):
     node = layout.nodes[0]
     node.data_dir.mkdir(parents=True)  # owned by root
     with pytest.raises(ChaosDBError, match=r"belongs to uid 0.*chown -R"):
-        local_config._prepare_dirs(layout, lc.resolve_run_as(None))
+        local_config.prepare_dirs(layout, lc.resolve_run_as(None))

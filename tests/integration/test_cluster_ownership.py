@@ -25,14 +25,14 @@ pytestmark = pytest.mark.integration
 
 
 def test_a_shipped_experiment_leaves_a_cluster_it_did_not_create_running(tmp_path, healthy, tpcc_db):
-    from chaosdb.embedded import cluster
+    from chaosdb.clusters.postgres_ha import cluster
     from chaosdb.embedded.state import STATE_FILE
 
     directory = Path(healthy.dir)
     env = {**os.environ, "CHAOSDB_HOME": str(directory.parent), "CHAOSDB_CLUSTER": directory.name,
            "CHAOSDB_REPORT_DIR": str(tmp_path / "run"), "CHAOSDB_BASELINE_S": "5"}
     experiment = json.loads((ROOT / "experiments" / "hang-primary.json").read_text())
-    control = next(c for c in experiment["controls"] if c["provider"]["module"] == "chaosdb.embedded.control")
+    control = next(c for c in experiment["controls"] if c["provider"]["module"] == "chaosdb.clusters.postgres_ha.control")
     assert control["provider"]["arguments"]["down_after"] is True and control["provider"]["arguments"]["purge"] is True
     proc = subprocess.run([str(BIN / "chaos"), "--no-log-file", "run", "--journal-path", str(tmp_path / "j.json"),
                            str(ROOT / "experiments" / "hang-primary.json")], capture_output=True, text=True,

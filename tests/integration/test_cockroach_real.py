@@ -42,7 +42,7 @@ def test_probes_against_a_real_cluster():
 
 @pytest.mark.skipif(not BIN, reason="set CHAOSDB_REAL_COCKROACH_BIN to a cockroach binary to run a local cluster")
 def test_real_local_cluster_kill_restart_drain(tmp_path, monkeypatch):
-    from chaosdb.cockroach import localcluster
+    from chaosdb.clusters.cockroach import localcluster
 
     monkeypatch.setenv("CHAOSDB_HOME", str(tmp_path / "home"))
     d = tmp_path / "crdb"

@@ -22,6 +22,8 @@ from kubernetes.client.exceptions import ApiException
 
 from chaosdb.chaosmesh import actions as cm
 from chaosdb.chaosmesh import probes as cmp
+from chaosdb.clusters.kubernetes import cluster as localkube
+from chaosdb.clusters.pd import simulated_cluster
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import record_problems
 from chaosdb.embedded.processes import node_processes
@@ -30,11 +32,9 @@ from chaosdb.k8s import api
 from chaosdb.k8s import control as k8s_control
 from chaosdb.k8s import probes as k8sp
 from chaosdb.k8s.pods import pod_summary
-from chaosdb.kubernetes_cluster import cluster as localkube
 from chaosdb.manifests.templates import list_templates, render
 from chaosdb.manifests.validate import validate_object
 from chaosdb.tikv import cluster as tikv_cluster
-from chaosdb.tikv import simulated_cluster
 from tests.chaosrun import CHAOS, build_report
 from tests.polling import poll
 from tests.realservers import real_binaries
@@ -426,7 +426,7 @@ def test_chaos_run_of_the_pod_failure_experiment_against_the_local_cluster(cfg, 
 def patroni(cluster_root):
     """A real one-node Patroni cluster (Patroni, etcd, PostgreSQL) of this module's own, on its own address: the
     primary a ``patroni-primary`` target asks Patroni's REST API for, standing for the fake ``postgres`` pods."""
-    from chaosdb.embedded import cluster as embedded
+    from chaosdb.clusters.postgres_ha import cluster as embedded
     from chaosdb.embedded.state import load_layout
 
     d = cluster_root / "k8s-patroni"

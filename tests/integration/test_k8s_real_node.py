@@ -23,12 +23,12 @@ import pytest
 
 from chaosdb.chaosmesh import actions as cm
 from chaosdb.chaosmesh import probes as cmp
+from chaosdb.clusters.kubernetes import cluster as localkube
+from chaosdb.clusters.kubernetes.realnode import network
+from chaosdb.clusters.kubernetes.realnode import node as realnode
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.processes import cmdline, environ_of
 from chaosdb.k8s import api
-from chaosdb.kubernetes_cluster import cluster as localkube
-from chaosdb.kubernetes_cluster.realnode import network
-from chaosdb.kubernetes_cluster.realnode import node as realnode
 from tests.chaosrun import ChaosRun
 from tests.polling import poll
 from tests.realservers import real_binaries

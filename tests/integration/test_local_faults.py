@@ -20,9 +20,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from chaosdb.clusters.postgres_ha import cluster as lc
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import record_problems
-from chaosdb.embedded import cluster as lc
 from chaosdb.embedded.processes import cpu_time_s, node_processes
 from chaosdb.faults import actions, probes
 from tests.chaosrun import ChaosRun

@@ -10,10 +10,10 @@ import time
 import psycopg
 import pytest
 
+from chaosdb.clusters.postgres_ha import cluster as lc
 from chaosdb.core.errors import ChaosDBError, UnsafeFault
 from chaosdb.core.results import record_problems
 from chaosdb.embedded import actions, probes
-from chaosdb.embedded import cluster as lc
 from chaosdb.workloads import ycsb
 from tests.polling import poll
 

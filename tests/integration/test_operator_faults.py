@@ -7,9 +7,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from chaosdb.clusters.postgres_ha import cluster as lc
+from chaosdb.clusters.postgres_ha import operations
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.embedded import cluster as lc
-from chaosdb.embedded import operations
 from chaosdb.embedded.processes import node_processes
 from chaosdb.embedded.state import load_layout
 from chaosdb.gameday import cluster_steps

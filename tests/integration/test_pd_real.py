@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from chaosdb.clusters.pd import simulated_cluster
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import record_problems
 from chaosdb.embedded.processes import node_processes
 from chaosdb.load.observer import Observer, chosen_sources, read_events
-from chaosdb.tikv import actions, probes, simulated_cluster
+from chaosdb.tikv import actions, probes
 from chaosdb.tikv.keys import encode_key
 from tests.chaosrun import build_report
 from tests.polling import poll

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from chaosdb.clusters.pd import simulated_cluster
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.embedded.processes import node_processes
 from chaosdb.embedded.state import load_layout, load_secrets
@@ -29,7 +30,6 @@ from chaosdb.etcd import probes as etcd
 from chaosdb.postgres import actions as pg_actions
 from chaosdb.postgres import probes as pg
 from chaosdb.tikv import probes as tikv
-from chaosdb.tikv import simulated_cluster
 from chaosdb.workloads import kv
 from tests.conftest import removed_afterwards
 from tests.realservers import real_binaries

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from chaosdb.embedded import cluster as lc
+from chaosdb.clusters.postgres_ha import cluster as lc
 from chaosdb.embedded.state import load_layout
 from chaosdb.workloads.samples import read_samples, sample_files
 from chaosdb.workloads.tpcc.rand import Scale

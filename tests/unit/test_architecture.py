@@ -46,11 +46,15 @@ def _files() -> list[Path]:
 #: database -> packages it still imports besides core and itself, with why (shrink this, never grow it)
 DATABASE_DEBT = {
     "postgres": {"etcd"},  # Patroni's DCS: the etcd client (the embedded cluster is found through core.embedded)
-    # the embedded cluster is a database (its adapter: roles, quorum, local processes) and also the quickstart's
-    # launcher: its clients are Patroni's and etcd's, chaosd beside it registers as a Chaos Mesh PhysicalMachine,
-    # `cluster up --chaos-mesh` starts the Kubernetes control plane, its control starts the TPC-C load for a run
-    "embedded": {"postgres", "etcd", "chaosmesh", "kubernetes_cluster", "experiment", "load", "workloads"},
+    # the embedded cluster is Patroni and etcd on this machine: which node has a role is their clients' answer
+    # (embedded/health.py); its launcher (up, down, chaosd, the run's control) is chaosdb.clusters.postgres_ha
+    "embedded": {"postgres", "etcd"},
 }
+
+#: the local labs: what starts, provisions and stops a cluster, one sub-package per kind
+LAUNCHERS = "clusters"
+#: packages above the launchers that may import them, with why (the CLI finds the kinds by convention, never by name)
+LAUNCHER_USERS = {"gameday": "a game day brings its cluster up, scales and restarts it between runs"}
 
 
 def _imports() -> list[tuple[str, str, str, str]]:
@@ -95,6 +99,27 @@ def test_database_packages_import_only_core_and_themselves_apart_from_the_listed
         if pkg in dbs and target not in ("core", pkg) and target not in DATABASE_DEBT.get(pkg, set()):
             bad.append((f, m))
     assert not bad, bad
+
+
+def test_nothing_below_the_launchers_imports_them():
+    """Launchers (``chaosdb.clusters``) may import databases, engines, the load and the workloads; no database, engine
+    or other lower package imports a launcher, and a launcher imports nothing above it."""
+    assert LAUNCHERS not in databases() | engine_packages()
+    below = [(f, m) for f, pkg, m, n in _imports() if _target_package(m, n) == LAUNCHERS
+             and pkg not in {LAUNCHERS, *LAUNCHER_USERS}]
+    assert not below, f"only the launchers' users ({', '.join(LAUNCHER_USERS)}) import chaosdb.{LAUNCHERS}: {below}"
+    above = [(f, m) for f, pkg, m, n in _imports() if pkg == LAUNCHERS and _target_package(m, n) in
+             {*LAUNCHER_USERS, "cli"}]
+    assert not above, above
+
+
+def test_every_cluster_kind_is_a_launcher_of_the_clusters_package():
+    """The pack's own cluster kinds live in ``chaosdb.clusters`` (one sub-package each), none in a database."""
+    from chaosdb.core import clusterkinds
+
+    modules = {kind: clusterkinds.kind_module(kind).__name__ for kind in clusterkinds.cluster_kinds()}
+    own = {kind: m for kind, m in modules.items() if m.startswith("chaosdb.")}
+    assert own and all(m.startswith(f"chaosdb.{LAUNCHERS}.") for m in own.values()), own
 
 
 def test_core_imports_nothing_above_it():

@@ -10,9 +10,9 @@ import pwd
 from pathlib import Path
 from types import SimpleNamespace
 
+from chaosdb.clusters.postgres_ha import cluster, cluster_command
 from chaosdb.core.console import PROGRESS, show_progress
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.embedded import cluster, cluster_command
 from chaosdb.embedded.layout import plan_layout
 from chaosdb.embedded.runtime import RunAs
 
@@ -67,7 +67,7 @@ def test_down_says_each_step_as_it_goes(tmp_path, monkeypatch):
         PROGRESS.info("(stop_node %s %s)", name, components[0])
         return {"sigkilled": False}
 
-    monkeypatch.setattr(cluster, "_run_as_of", lambda layout: ME)
+    monkeypatch.setattr(cluster, "run_as_of", lambda layout: ME)
     monkeypatch.setattr(cluster, "patroni_client", no_patroni)
     monkeypatch.setattr(cluster, "stop_node", stop_node)
     monkeypatch.setattr(cluster, "node_processes", lambda path, data_dir: [])

@@ -428,7 +428,7 @@ def test_local_cockroach_cluster_needs_a_binary(tmp_path, monkeypatch, capsys):
 
 def test_local_cockroach_cluster_up_kill_restart_down(crdb, tmp_path, capsys):
     from chaosdb.cli import main
-    from chaosdb.cockroach import localcluster
+    from chaosdb.clusters.cockroach import localcluster
     crdb.write({"version": "v23.2.4", "nodes": [], "ranges": []})
     d = tmp_path / "crdb"
     try:
@@ -483,7 +483,7 @@ def test_the_url_can_live_in_the_secrets():
 def test_chaos_run_of_the_local_kill_experiment(crdb, tmp_path):
     """The shipped local experiment's method and rollbacks through a real `chaos run` (load parts removed:
     TPC-C cannot run against the stand-in), with a password in CHAOSDB_COCKROACH_URL that must not reach the journal."""
-    from chaosdb.cockroach import localcluster
+    from chaosdb.clusters.cockroach import localcluster
     from tools import make_cockroach_experiments as gen
     crdb.write({"version": "v23.2.4", "nodes": [], "ranges": [
         {"range_id": 70, "table": "warehouse", "lease_holder": 2, "replicas": [1, 2, 3]}]})

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from chaoslib.exceptions import InvalidActivity
 
+from chaosdb.clusters.postgres_ha import operations as local_operations
 from chaosdb.core.arguments import CheckedSignature, problems_in_call
 from chaosdb.embedded import actions as local_actions
-from chaosdb.embedded import operations as local_operations
 from chaosdb.experiment.checks import experiment_problems
 from chaosdb.experiment.verdict import verdict_of
 from chaosdb.faults import actions as fault_actions
@@ -211,7 +211,7 @@ def test_a_substituted_bad_value_stops_the_run_before_any_other_control(tmp_path
     bad["provider"]["arguments"] = {"target": "${victim}"}
     cluster_dir = tmp_path / "would-be-created"
     controls = [{"name": "verdict", "provider": {"type": "python", "module": "chaosdb.experiment.control"}},
-                {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.embedded.control"}}]
+                {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.clusters.postgres_ha.control"}}]
     path = _experiment(tmp_path, [bad], controls=controls,
                        configuration={"victim": "priamry", "chaosdb_cluster_dir": str(cluster_dir)})
     code, out, journal = _chaos(tmp_path, "run", "--journal-path", "journal.json", str(path))

@@ -99,5 +99,5 @@ def test_the_operator_actions_are_their_own_activity_module():
     from chaosdb import activity_modules
     from chaosdb.embedded import actions as node_actions
 
-    assert "chaosdb.embedded.operations" in activity_modules()["action"]
+    assert "chaosdb.clusters.postgres_ha.operations" in activity_modules()["action"]
     assert not {"rolling_restart", "scale_out", "cluster_up"} & set(node_actions.__all__)

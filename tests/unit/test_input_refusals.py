@@ -175,7 +175,7 @@ def test_a_control_declared_twice_is_refused_before_anything_starts():
 def test_control_arguments_are_checked_with_their_names():
     experiment = {"controls": [{"name": "load", "provider": {"type": "python", "module": "chaosdb.load.control",
                                                               "arguments": {"userz": 8, "users": "${u}"}}},
-                               {"name": "cluster", "provider": {"type": "python", "module": "chaosdb.embedded.control",
+                               {"name": "cluster", "provider": {"type": "python", "module": "chaosdb.clusters.postgres_ha.control",
                                                                 "arguments": [3]}}]}
     problems = checks.control_problems(experiment, {"u": "Infinity"})
     assert any("unknown argument 'userz' (did you mean 'users'?)" in p for p in problems), problems
@@ -184,11 +184,11 @@ def test_control_arguments_are_checked_with_their_names():
 
 
 def test_chaos_validate_refuses_a_control_argument_that_is_not_finite(tmp_path):
-    controls = [VERDICT, {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.embedded.control",
+    controls = [VERDICT, {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.clusters.postgres_ha.control",
                                                                    "arguments": {"nodes": math.inf}}}]
     code, out, _ = _run(tmp_path, _experiment(tmp_path, [], controls=controls), "validate")
     assert code == 1 and "Traceback" not in out
-    assert "control 'embedded-cluster' (chaosdb.embedded.control): nodes must be a finite number, got inf" in out
+    assert "control 'embedded-cluster' (chaosdb.clusters.postgres_ha.control): nodes must be a finite number, got inf" in out
 
 
 def test_a_substituted_infinity_stops_the_run_and_the_fault_never_goes_in(tmp_path):
@@ -197,7 +197,7 @@ def test_a_substituted_infinity_stops_the_run_and_the_fault_never_goes_in(tmp_pa
     sleeper = _sleeper()
     try:
         controls = [VERDICT, {"name": "embedded-cluster", "provider": {
-            "type": "python", "module": "chaosdb.embedded.control", "arguments": {"nodes": "${nodes}"}}}]
+            "type": "python", "module": "chaosdb.clusters.postgres_ha.control", "arguments": {"nodes": "${nodes}"}}}]
         method = [_limit_cpu({"pids": [sleeper.pid], "name": "sleeper"}, quota_s=0.05, period_s=1.0)]
         experiment = _experiment(tmp_path, method, controls=controls, configuration={"nodes": "Infinity"})
         code, out, journal = _run(tmp_path, experiment, "run", "--journal-path", "journal.json",

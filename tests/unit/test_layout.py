@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
+from chaosdb.clusters.postgres_ha.cluster import plan_layout
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.embedded.cluster import plan_layout
 from chaosdb.embedded.runtime import RunAs
 from chaosdb.embedded.state import ClusterLayout, resolve_cluster_dir
 

@@ -29,16 +29,11 @@ import pytest
 import yaml
 
 from chaosdb.chaosmesh import capabilities
-from chaosdb.core.errors import ChaosDBError
-from chaosdb.core.home import path_tag
-from chaosdb.core.netem import NO_NETEM
-from chaosdb.core.pki import issue, make_ca
-from chaosdb.images.recipes import POSTGRES_UID
-from chaosdb.kubernetes_cluster import chaos_daemon, cluster, patroni_pods, resources, workloads
-from chaosdb.kubernetes_cluster.pki import Pki
-from chaosdb.kubernetes_cluster.realnode import forwarder, network, node, prerequisites
-from chaosdb.kubernetes_cluster.realnode.containerd import DISABLED_PLUGINS, ContainerdPaths, config_toml
-from chaosdb.kubernetes_cluster.realnode.kubelet import (
+from chaosdb.clusters.kubernetes import chaos_daemon, cluster, patroni_pods, resources, workloads
+from chaosdb.clusters.kubernetes.pki import Pki
+from chaosdb.clusters.kubernetes.realnode import forwarder, network, node, prerequisites
+from chaosdb.clusters.kubernetes.realnode.containerd import DISABLED_PLUGINS, ContainerdPaths, config_toml
+from chaosdb.clusters.kubernetes.realnode.kubelet import (
     KUBELET_PATH,
     REAL_NODE_LABEL,
     KubeletPaths,
@@ -46,6 +41,11 @@ from chaosdb.kubernetes_cluster.realnode.kubelet import (
     kubelet_config,
     write_config,
 )
+from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.home import path_tag
+from chaosdb.core.netem import NO_NETEM
+from chaosdb.core.pki import issue, make_ca
+from chaosdb.images.recipes import POSTGRES_UID
 
 CRI = "io.containerd.grpc.v1.cri"
 #: generous: every wait below ends as soon as what it waits for happens

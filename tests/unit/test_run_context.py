@@ -110,7 +110,7 @@ def test_a_load_started_outside_a_run_is_adopted_by_the_next_one():
 
 
 def test_the_embedded_and_report_controls_ask_the_context_for_the_load_to_be_over(tmp_path):
-    from chaosdb.embedded import control as embedded_control
+    from chaosdb.clusters.postgres_ha import control as embedded_control
     from chaosdb.report import control as report_control
 
     for after in (lambda state: embedded_control.after_experiment_control(

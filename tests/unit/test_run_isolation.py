@@ -74,7 +74,7 @@ def test_control_arguments_and_huge_durations_are_refused_before_anything_starts
 
     experiment = {
         "controls": [
-            {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.embedded.control",
+            {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.clusters.postgres_ha.control",
                                                       "arguments": {"nodes": "three", "tpcc_warehouses": -1,
                                                                     "secure": "${secure}",
                                                                     "address_base": "10.0.0.1"}}},
@@ -117,7 +117,7 @@ def test_a_cluster_name_is_a_name_and_output_folders_do_not_climb(tmp_path):
 def test_a_control_refusal_is_called_a_refusal_and_a_cluster_that_never_started_is_not_stopped(tmp_path, caplog):
     import logging
 
-    from chaosdb.embedded import control as local_control
+    from chaosdb.clusters.postgres_ha import control as local_control
     from chaosdb.experiment import refusals
     from chaosdb.experiment.verdict import verdict_of
 
@@ -135,7 +135,7 @@ def test_a_control_refusal_is_called_a_refusal_and_a_cluster_that_never_started_
 
 def test_a_node_the_cluster_will_not_have_is_refused_before_the_cluster_starts(tmp_path):
     """Issue 32: `target: node9` passed validation and was refused two minutes in, after the load."""
-    from chaosdb.embedded import control as local_control
+    from chaosdb.clusters.postgres_ha import control as local_control
 
     experiment = {"controls": [], "method": [
         {"type": "action", "name": "kill-node9", "provider": {

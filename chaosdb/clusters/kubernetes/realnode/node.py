@@ -22,14 +22,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from chaosdb.clusters.kubernetes.realnode import network, prerequisites
+from chaosdb.clusters.kubernetes.realnode.containerd import ContainerdPaths, config_toml, wait_serving
+from chaosdb.clusters.kubernetes.realnode.kubelet import KUBELET_PATH, KubeletPaths, command_line, write_config
+from chaosdb.clusters.kubernetes.realnode.network import NetworkPlan
 from chaosdb.core.binaries import find_binary
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.processes import cmdline, pid_alive, pids_under, signal_pids, wait_gone
 from chaosdb.core.servers import spawn_server
-from chaosdb.kubernetes_cluster.realnode import network, prerequisites
-from chaosdb.kubernetes_cluster.realnode.containerd import ContainerdPaths, config_toml, wait_serving
-from chaosdb.kubernetes_cluster.realnode.kubelet import KUBELET_PATH, KubeletPaths, command_line, write_config
-from chaosdb.kubernetes_cluster.realnode.network import NetworkPlan
 
 __all__ = ["RealNode", "plan_node", "start", "stop", "status", "node_processes", "mounts_under", "cgroup_dirs",
            "make_cgroup_root"]
@@ -94,7 +94,7 @@ def start(node: RealNode, api_address: str, kubeconfig: str, ca_file: str, bin_d
     net = node.net
     network.create(net)
     if not pids_under(node.forwarder_dir):
-        spawn_server([sys.executable, "-m", "chaosdb.kubernetes_cluster.realnode.forwarder",
+        spawn_server([sys.executable, "-m", "chaosdb.clusters.kubernetes.realnode.forwarder",
                       f"{network.API_SERVICE_IP}:443", f"{api_address}:{_API_PORT}"], node.forwarder_dir,
                      node.forwarder_dir / "forwarder.log")
     paths = node.containerd

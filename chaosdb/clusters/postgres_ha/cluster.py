@@ -36,22 +36,22 @@ import time
 from pathlib import Path
 from typing import Any
 
+from chaosdb.clusters.postgres_ha.chaosd import stop_chaosd
 from chaosdb.core.console import PROGRESS
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.http import HttpError
-from chaosdb.embedded.chaosd import stop_chaosd
 from chaosdb.embedded.config import (
-    _new_secrets,
-    _prepare_dirs,
-    _run_as_of,
-    _write_configs,
-    _write_pgpass,
-    _write_private,
+    new_secrets,
+    prepare_dirs,
+    run_as_of,
+    write_configs,
+    write_pgpass,
+    write_private,
 )
 from chaosdb.embedded.health import etcd_client, patroni_client, status, tail, wait_etcd, wait_healthy
 from chaosdb.embedded.layout import DEFAULT_TIMINGS, parse_ipv4, plan_layout
-from chaosdb.embedded.nodeproc import _check_ports, start_node, stop_node
+from chaosdb.embedded.nodeproc import check_ports, start_node, stop_node
 from chaosdb.embedded.processes import node_processes, pid_alive, signal_pids, wait_gone
 from chaosdb.embedded.runtime import find_binaries, node_users, prepare_runtime, resolve_run_as
 from chaosdb.embedded.state import (
@@ -117,7 +117,7 @@ def up(
                                "when a cluster is created: 'chaosdb cluster down --purge' it first, or use another "
                                "--name")
         secrets = load_secrets(directory)
-        ras = _run_as_of(layout)
+        ras = run_as_of(layout)
     else:
         if directory.exists() and any(directory.iterdir()):
             raise ChaosDBError(f"{directory} exists, is not empty and holds no chaosdb cluster: choose another --dir")
@@ -135,21 +135,21 @@ def up(
                       (n.host, n.etcd_client_port, f"etcd client of {n.name}"),
                       (n.host, n.etcd_peer_port, f"etcd peer of {n.name}")]
         try:
-            _check_ports(items)
+            check_ports(items)
             layout.binaries = prepare_runtime(bins, ras, directory / "runtime").as_dict()
         except ChaosDBError:
             shutil.rmtree(directory, ignore_errors=True)
             raise
-        secrets = _new_secrets()
-        _write_private(directory / SECRETS_FILE, json.dumps(secrets, indent=2) + "\n")
-        _write_pgpass(layout, secrets)
+        secrets = new_secrets()
+        write_private(directory / SECRETS_FILE, json.dumps(secrets, indent=2) + "\n")
+        write_pgpass(layout, secrets)
         layout.created_by = dict(created_by or {"by": "command"})
         layout.save()
         if layout.secure:
             ensure_cluster_ca(layout)
         created = True
-    _prepare_dirs(layout, ras)
-    _write_configs(layout, secrets)
+    prepare_dirs(layout, ras)
+    write_configs(layout, secrets)
     started = {}
     PROGRESS.info("starting etcd on %s", ", ".join(n.name for n in layout.nodes))
     for node in layout.nodes:
@@ -205,7 +205,7 @@ def down(layout: ClusterLayout, purge: bool = False, timeout: float = 30.0) -> d
     whoever made them (their iptables rules name its addresses: left behind they would cut the next cluster on
     them); the result lists them (``reverted_faults``).
     """
-    _run_as_of(layout)
+    run_as_of(layout)
     reverted = _revert_faults_of(layout)
     leader = None
     try:

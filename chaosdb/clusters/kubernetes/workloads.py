@@ -89,7 +89,7 @@ def _postgres(replicas: int) -> list[dict[str, Any]]:
 
 
 WORKLOADS = {"cockroachdb": _cockroachdb, "tikv": _tikv, "postgres": _postgres}
-#: workloads that run for real on a real node (:mod:`chaosdb.kubernetes_cluster.patroni_pods`) instead of as fake pods
+#: workloads that run for real on a real node (:mod:`chaosdb.clusters.kubernetes.patroni_pods`) instead of as fake pods
 REAL_WORKLOADS = ("postgres",)
 
 

@@ -1,5 +1,5 @@
 """``chaosdb cluster up|status|down --kind pd``: PD members and pd-simulator stores on this machine
-(:mod:`chaosdb.tikv.simulated_cluster`)."""
+(:mod:`chaosdb.clusters.pd.simulated_cluster`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from chaosdb.tikv import simulated_cluster
+from chaosdb.clusters.pd import simulated_cluster
 
 __all__ = ["KIND", "HELP", "TITLE", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "up", "show_up",
            "show_status", "CLUSTER"]

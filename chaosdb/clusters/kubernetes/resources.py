@@ -1,6 +1,6 @@
 """What a local Kubernetes cluster holds before anyone runs an experiment: the CRDs, Chaos Mesh's namespace and
 admission webhook configurations, and the fake nodes kwok runs pods on. Plain objects (dicts); applying them
-is :mod:`chaosdb.kubernetes_cluster.apply`'s job.
+is :mod:`chaosdb.clusters.kubernetes.apply`'s job.
 
 CRDs: the upstream Chaos Mesh and Litmus CRDs this package bundles (``chaosdb/manifests/crds``, unchanged) for
 every kind our activities create, with their admission webhooks (PhysicalMachineChaos needs its mutating webhook:

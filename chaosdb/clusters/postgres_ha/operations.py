@@ -19,11 +19,11 @@ from typing import Any, Dict
 
 from chaoslib.types import Configuration
 
+from chaosdb.clusters.postgres_ha import cluster as _cluster
 from chaosdb.core.arguments import check_arguments, number, one_of_or_names
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import action_result
 from chaosdb.core.results import target as target_entry
-from chaosdb.embedded import cluster as _cluster
 from chaosdb.embedded import scale
 from chaosdb.embedded.nodes import is_node_name, open_cluster
 from chaosdb.embedded.state import resolve_cluster_dir

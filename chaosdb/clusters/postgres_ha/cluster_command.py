@@ -1,5 +1,5 @@
 """``chaosdb cluster up|status|down`` for the embedded HA PostgreSQL cluster (``--kind postgres-ha``, the default):
-etcd + Patroni + PostgreSQL nodes on loopback addresses (:mod:`chaosdb.embedded.cluster`)."""
+etcd + Patroni + PostgreSQL nodes on loopback addresses (:mod:`chaosdb.clusters.postgres_ha.cluster`)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from chaosdb.clusters.postgres_ha import cluster, launcher
+from chaosdb.clusters.postgres_ha.endpoints import (  # where a configuration points (core.embedded)
+    cluster_dir,
+    endpoints,
+)
+from chaosdb.clusters.postgres_ha.launcher import Chaosd
 from chaosdb.core.console import fmt
 from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.embedded import cluster
-from chaosdb.embedded.chaosd import chaosd_address, start_chaosd
-from chaosdb.embedded.endpoints import cluster_dir, endpoints  # where a configuration points (core.embedded)
 from chaosdb.embedded.state import STATE_FILE, load_layout
 
 __all__ = ["KIND", "HELP", "TITLE", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "up", "status", "down",
@@ -98,27 +101,23 @@ def up(args: argparse.Namespace, directory: Path, name: str) -> dict[str, Any]:
         raise ChaosDBError("--physical-machines needs --chaosd: a PhysicalMachine names the chaosd of its machine")
     if getattr(args, "chaosd_tls_from", None) and not getattr(args, "chaosd", None):
         raise ChaosDBError("--chaosd-tls-from needs --chaosd: it gives the chaosd it starts its certificates")
-    result = cluster.up(
-        directory, name, nodes=args.nodes, run_as=args.run_as, postgres_bin=args.postgres_bin,
+    chaosd = None
+    if getattr(args, "chaosd", None):
+        tls = None
+        if getattr(args, "chaosd_tls_from", None):
+            from chaosdb.clusters.kubernetes.cluster import chaosd_tls_files  # noqa: PLC0415 - needs the k8s extra
+
+            tls = chaosd_tls_files(Path(args.chaosd_tls_from))
+        machines = ({"k8s_kubeconfig": args.kubeconfig or "", "k8s_namespace": args.k8s_namespace}
+                    if getattr(args, "physical_machines", False) else None)
+        chaosd = Chaosd(args.chaosd, tls=tls, machines=machines)
+    result, _ = launcher.start(
+        directory, name, chaosd=chaosd, nodes=args.nodes, run_as=args.run_as, postgres_bin=args.postgres_bin,
         etcd_bin=args.etcd_bin, timeout=args.timeout, kind="postgres-ha", address_base=args.address_base or DEFAULT_ADDRESS,
         single_address=args.single_address, pg_port=args.pg_port, api_port=args.api_port,
         etcd_port=args.etcd_port, etcd_peer_port=args.etcd_peer_port, replication=args.replication,
         secure=bool(getattr(args, "secure", False)),
     )
-    if getattr(args, "chaosd", None):
-        layout = load_layout(directory)
-        tls = None
-        if getattr(args, "chaosd_tls_from", None):
-            from chaosdb.kubernetes_cluster.cluster import chaosd_tls_files  # noqa: PLC0415 - needs the k8s extra
-
-            tls = chaosd_tls_files(Path(args.chaosd_tls_from))
-        result["chaosd"] = start_chaosd(str(directory), args.chaosd, chaosd_address(layout), tls=tls)["url"]
-        if getattr(args, "physical_machines", False):
-            from chaosdb.chaosmesh.physical import register_machines  # noqa: PLC0415 - needs the k8s extra
-
-            k8s = {"k8s_kubeconfig": args.kubeconfig or "", "k8s_namespace": args.k8s_namespace}
-            result["physical_machines"] = register_machines(str(directory), layout.name,
-                                                            [n.name for n in layout.nodes], result["chaosd"], k8s)
     return result
 
 

@@ -1,5 +1,5 @@
 """``chaosdb cluster up|status|down --kind cockroach``: a local CockroachDB cluster from a user-supplied
-``cockroach`` binary (:mod:`chaosdb.cockroach.localcluster`)."""
+``cockroach`` binary (:mod:`chaosdb.clusters.cockroach.localcluster`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from chaosdb.cockroach import localcluster
+from chaosdb.clusters.cockroach import localcluster
 from chaosdb.core.console import fmt
 
 __all__ = ["KIND", "HELP", "TITLE", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "up", "show_up",

@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
+from chaosdb.clusters.kubernetes.realnode.kubelet import REAL_NODE_LABEL
 from chaosdb.images.recipes import PATRONI_DATA_DIR, POSTGRES_UID
-from chaosdb.kubernetes_cluster.realnode.kubelet import REAL_NODE_LABEL
 
 __all__ = ["NAMESPACE", "NAME", "STORAGE_CLASS", "DATA_MOUNT", "new_passwords", "patroni_objects", "volume_dirs",
            "APP_USER", "APP_DATABASE"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from chaosdb.clusters.kubernetes.realnode.containerd import ContainerdPaths
 from chaosdb.images.build import BuiltImage, build_images
 from chaosdb.images.containerd import import_image
-from chaosdb.kubernetes_cluster.realnode.containerd import ContainerdPaths
 
 __all__ = ["images_for_nodes", "import_images"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaosdb.kubernetes_cluster.realnode.kubelet import REAL_NODE_LABEL
+from chaosdb.clusters.kubernetes.realnode.kubelet import REAL_NODE_LABEL
 
 __all__ = ["NAMESPACE", "GRPC_PORT", "HTTP_PORT", "SOCKET_IN_POD", "chaos_daemon_objects"]
 

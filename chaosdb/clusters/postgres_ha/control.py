@@ -2,7 +2,7 @@
 
 Declare it first among the controls::
 
-    {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.embedded.control",
+    {"name": "embedded-cluster", "provider": {"type": "python", "module": "chaosdb.clusters.postgres_ha.control",
       "arguments": {"nodes": 3, "tpcc_warehouses": 2, "tpcc_scale_down": 10, "down_after": true}}}
 
 * before the experiment: ``cluster up`` (the cluster named by configuration
@@ -25,34 +25,29 @@ from __future__ import annotations
 import logging
 import os
 import time
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from chaoslib import substitute
 
+from chaosdb.clusters.postgres_ha import cluster, launcher
+from chaosdb.clusters.postgres_ha.launcher import Chaosd, Data
 from chaosdb.core.arguments import boolean, checked_signature, number, with_argument_checks
-from chaosdb.core.engines import engine_action
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import control_validator
 from chaosdb.core.tls import as_bool
-from chaosdb.embedded import cluster
-from chaosdb.embedded.chaosd import chaosd_address, start_chaosd
 from chaosdb.embedded.layout import parse_ipv4
 from chaosdb.embedded.nodes import is_node_name
-from chaosdb.embedded.ownership import Ownership, decide, is_running, this_run
+from chaosdb.embedded.ownership import Ownership
 from chaosdb.embedded.state import STATE_FILE, load_layout, resolve_cluster_dir
 from chaosdb.experiment import refusals
 from chaosdb.experiment.checks import activities_of, refuse_bad_arguments
 from chaosdb.experiment.context import closes_run_context, run_context
 from chaosdb.experiment.refusals import refused, stops_the_run
-from chaosdb.workloads import kv, ycsb
-from chaosdb.workloads.tpcc import loader
-from chaosdb.workloads.tpcc.rand import Scale
 
-__all__ = ["validate_control", "before_experiment_control", "after_experiment_control", "provision", "input_problems"]
+__all__ = ["validate_control", "before_experiment_control", "after_experiment_control", "input_problems"]
 
 #: ``chaos validate`` refuses this control when its extra is not installed
-validate_control = control_validator("chaosdb.embedded.control", ("local",))
+validate_control = control_validator("chaosdb.clusters.postgres_ha.control", ("local",))
 
 logger = logging.getLogger("chaostoolkit")
 
@@ -73,13 +68,16 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
     if unknown:
         raise refused(f"chaosdb embedded cluster: {'; '.join(unknown)}", nothing_started=True)
     directory = resolve_cluster_dir("", "", configuration)
+    cfg = configuration or {}
     try:
-        provision(directory, configuration, secrets, nodes=int(nodes), tpcc_warehouses=int(tpcc_warehouses),
-                  tpcc_scale_down=int(tpcc_scale_down), ycsb_records=int(ycsb_records),
-                  etcd_ycsb_records=int(etcd_ycsb_records), timeout_s=float(timeout_s),
-                  address_base=str(address_base), secure=secure, chaosd=chaosd,
-                  down_after=as_bool(down_after, default=True), purge=as_bool(purge, default=False),
-                  decided=_set_ownership)
+        launcher.start(directory, by="run", down_after=as_bool(down_after, default=True),
+                       purge=as_bool(purge, default=False), decided=_set_ownership, revert_orphans=True,
+                       configuration=configuration, chaosd=_chaosd(str(chaosd or cfg.get("chaosd_binary") or ""),
+                                                                   cfg, secrets),
+                       data=Data(tpcc_warehouses=int(tpcc_warehouses), tpcc_scale_down=int(tpcc_scale_down),
+                                 ycsb_records=int(ycsb_records), etcd_ycsb_records=int(etcd_ycsb_records)),
+                       nodes=int(nodes), timeout=float(timeout_s), address_base=str(address_base),
+                       secure=as_bool(cfg.get("secure") if secure is None else secure, default=False))
     except (ChaosDBError, OSError, ValueError) as exc:
         raise refused(f"chaosdb embedded cluster: {exc}") from None
 
@@ -88,47 +86,6 @@ def _set_ownership(owned: Ownership | None, ctx: Any = None) -> None:
     """What this run may do to its cluster afterwards, decided when the cluster started (None: no cluster started),
     kept in the run context."""
     (ctx or run_context()).cluster = owned
-
-
-def provision(directory: Path, configuration: dict[str, Any] | None, secrets: dict[str, Any] | None, *,
-              nodes: int = 3, tpcc_warehouses: int = 0, tpcc_scale_down: int = 10, ycsb_records: int = 0,
-              etcd_ycsb_records: int = 0, timeout_s: float = 180.0, address_base: str = "127.0.0.11",
-              secure: bool | str | None = None, chaosd: str = "", down_after: bool = True, purge: bool = False,
-              by: str = "run", decided: Callable[[Ownership], None] | None = None) -> tuple[dict[str, Any], Ownership]:
-    """Start (create on first use, recording *by*: ``run`` or ``gameday``) the cluster in *directory*, revert the
-    faults a killed run left on it, load the data, start chaosd when asked; the cluster's result and what the caller
-    may do to it afterwards (said in the log, and handed to *decided* as soon as it is known, before the data is
-    loaded: a failure after that still lets the caller stop what it started)."""
-    was_running = is_running(directory)
-    _revert_orphan_faults(directory, configuration)
-    wanted = (configuration or {}).get("secure") if secure is None else secure
-    result = cluster.up(directory, directory.name, nodes=nodes, timeout=timeout_s, address_base=address_base,
-                        secure=as_bool(wanted, default=False), created_by=this_run(by))
-    owned = decide(result["cluster"], bool(result["created"]), result.get("created_by") or {}, was_running,
-                   down_after, purge)
-    if decided is not None:
-        decided(owned)
-    logger.info("chaosdb: cluster %s %s in %.1fs, leader %s", result["cluster"],
-                "created" if result["created"] else "up", result["seconds"], result["leader"])
-    (logger.info if owned.may_take_down or not (down_after or purge) else logger.warning)("chaosdb: %s",
-                                                                                            owned.sentence)
-    layout = load_layout(directory)
-    chaosd_binary = str(chaosd or (configuration or {}).get("chaosd_binary") or "")
-    if chaosd_binary and not (configuration or {}).get("chaosd_url"):
-        started = start_chaosd(str(directory), chaosd_binary, chaosd_address(layout))
-        logger.info("chaosdb: chaosd beside cluster %s at %s", result["cluster"], started["url"])
-        _register_machines(directory, layout, started["url"], configuration, secrets)
-    dsn = layout.dsn()
-    if tpcc_warehouses > 0:
-        loaded = loader.load(dsn, Scale.reduced(tpcc_warehouses, tpcc_scale_down))
-        logger.info("chaosdb: TPC-C data: %d warehouse(s), %d part(s) loaded in %.1fs", loaded["warehouses"],
-                    len(loaded["loaded"]), loaded["seconds"])
-    if ycsb_records > 0:
-        ycsb.load(dsn, ycsb_records)
-    if etcd_ycsb_records > 0:
-        loaded = kv.load_etcd(",".join(layout.etcd_urls), etcd_ycsb_records, tls=layout.client_tls("etcd"))
-        logger.info("chaosdb: YCSB records in etcd: %d (%d inserted)", loaded["records"], loaded["inserted"])
-    return result, owned
 
 
 def input_problems(experiment: Any, arguments: dict[str, Any], configuration: dict[str, Any] | None,
@@ -147,18 +104,14 @@ def input_problems(experiment: Any, arguments: dict[str, Any], configuration: di
     return [f"refused before the cluster starts: {problem}"] if problem else []
 
 
-def _register_machines(directory: Any, layout: Any, chaosd_url: str, configuration: dict[str, Any] | None,
-                       secrets: dict[str, Any] | None) -> None:
-    """Attacks through Chaos Mesh (``chaosd_via: chaos-mesh``) without a given PhysicalMachine: one registered per
-    node, so each object selects its target node's machine as on a real deployment."""
-    cfg = configuration or {}
-    if cfg.get("chaosd_via") != "chaos-mesh" or cfg.get("chaosd_physical_machine"):
-        return
-    from chaosdb.chaosmesh.physical import register_machines  # noqa: PLC0415 - needs the k8s extra
-
-    machines = register_machines(str(directory), layout.name, [n.name for n in layout.nodes], chaosd_url, cfg,
-                                 secrets)
-    logger.info("chaosdb: PhysicalMachines for chaosd: %s", ", ".join(f"{k} {v}" for k, v in machines.items()))
+def _chaosd(binary: str, cfg: dict[str, Any], secrets: dict[str, Any] | None) -> Chaosd | None:
+    """chaosd beside the cluster when the control or the configuration names a binary and no ``chaosd_url`` names
+    one of the user's; for attacks through Chaos Mesh (``chaosd_via: chaos-mesh``) without a given PhysicalMachine,
+    one registered per node, so each object selects its target node's machine as on a real deployment."""
+    if not binary or cfg.get("chaosd_url"):
+        return None
+    register = cfg.get("chaosd_via") == "chaos-mesh" and not cfg.get("chaosd_physical_machine")
+    return Chaosd(binary, machines=cfg if register else None, secrets=secrets)
 
 
 def _unknown_nodes(experiment: Any, configuration: dict[str, Any] | None, secrets: dict[str, Any] | None,
@@ -187,25 +140,6 @@ def _unknown_nodes(experiment: Any, configuration: dict[str, Any] | None, secret
     if not found:
         return ""
     return f"{'; '.join(found)}, which the cluster does not have (its nodes: {', '.join(names)})"
-
-
-def _revert_orphan_faults(directory: Any, configuration: dict[str, Any] | None) -> None:
-    """Faults an earlier run of this cluster left behind when it was killed: reverted now, and said (other clusters'
-    faults are not touched)."""
-    if not (directory / STATE_FILE).exists():
-        return
-    try:
-        done = engine_action("host", "revert_faults")(cluster_dir=str(directory), configuration=configuration)
-    except ChaosDBError as exc:
-        logger.warning("chaosdb: faults an earlier run left on cluster %s could not be reverted (%s): run "
-                       "'chaosdb faults cleanup --dir %s'", directory.name, exc, directory)
-        return
-    left = [r for r in done.get("reverted") or [] if r.get("reverted_by") != "timer"]
-    if left:
-        logger.warning("chaosdb: reverted %d fault(s) an earlier run of cluster %s left active when it ended "
-                       "without its rollback: %s", len(left), directory.name,
-                       ", ".join(f"{r['kind']} {r['id']} on {', '.join(map(str, r.get('targets') or []))}"
-                                 for r in left))
 
 
 @closes_run_context

@@ -1,4 +1,4 @@
-"""A TCP forwarder, run as its own process: ``python -m chaosdb.kubernetes_cluster.realnode.forwarder LISTEN TARGET``.
+"""A TCP forwarder, run as its own process: ``python -m chaosdb.clusters.kubernetes.realnode.forwarder LISTEN TARGET``.
 
 There is no kube-proxy on the local cluster, so two things would not reach what they need:
 

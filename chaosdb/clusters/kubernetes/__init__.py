@@ -1,8 +1,8 @@
 """A local Kubernetes control plane with Chaos Mesh, made of real servers, kwok's fake pods and optionally a real
 node that runs real containers (``chaosdb cluster up --kind kubernetes [--real-nodes 1]``):
-:mod:`~chaosdb.kubernetes_cluster.cluster` runs it, :mod:`~chaosdb.kubernetes_cluster.pki` makes its
-certificates, :mod:`~chaosdb.kubernetes_cluster.resources` and :mod:`~chaosdb.kubernetes_cluster.workloads` are what it holds,
-:mod:`~chaosdb.kubernetes_cluster.apply` creates them.
+:mod:`~chaosdb.clusters.kubernetes.cluster` runs it, :mod:`~chaosdb.clusters.kubernetes.pki` makes its
+certificates, :mod:`~chaosdb.clusters.kubernetes.resources` and :mod:`~chaosdb.clusters.kubernetes.workloads` are what it holds,
+:mod:`~chaosdb.clusters.kubernetes.apply` creates them.
 
 What is in it:
 

@@ -1,5 +1,5 @@
 """``chaosdb cluster up|status|down --kind kubernetes``: a local control plane with kwok nodes and the Chaos Mesh
-controller (:mod:`chaosdb.kubernetes_cluster.cluster`)."""
+controller (:mod:`chaosdb.clusters.kubernetes.cluster`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from chaosdb.kubernetes_cluster import cluster as kube_cluster
+from chaosdb.clusters.kubernetes import cluster as kube_cluster
 
 __all__ = ["KIND", "HELP", "TITLE", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "up", "show_up",
            "show_status", "CLUSTER"]

@@ -4,7 +4,7 @@ kubernetes``).
 Real servers, no containers: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (fake nodes
 that run fake pods: Ready, with an IP, nothing inside) and the Chaos Mesh controller-manager with its admission
 webhooks. Installed: the bundled Chaos Mesh and Litmus CRDs, the webhook configurations, fake nodes and,
-unless ``workloads=[]``, database-shaped StatefulSets (:mod:`chaosdb.kubernetes_cluster.workloads`). What it cannot do:
+unless ``workloads=[]``, database-shaped StatefulSets (:mod:`chaosdb.clusters.kubernetes.workloads`). What it cannot do:
 anything that needs a container runtime or chaos-daemon (network, stress, IO, time chaos are admitted and
 selected but never injected; ``exec`` has no container to enter).
 
@@ -35,6 +35,11 @@ from typing import Any
 
 import yaml
 
+from chaosdb.clusters.kubernetes import apply, chaos_daemon, patroni_pods, resources, workloads
+from chaosdb.clusters.kubernetes.node_images import images_for_nodes, import_images
+from chaosdb.clusters.kubernetes.pki import Pki, make_chaosd_pki, make_kubelet_client, make_pki
+from chaosdb.clusters.kubernetes.realnode import node as realnode
+from chaosdb.clusters.kubernetes.realnode import prerequisites
 from chaosdb.core.binaries import find_binary
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.home import path_tag
@@ -42,11 +47,6 @@ from chaosdb.core.processes import pids_under, signal_pids, wait_gone
 from chaosdb.core.servers import spawn_server, wait_ready
 from chaosdb.images.recipes import recipe
 from chaosdb.k8s import api
-from chaosdb.kubernetes_cluster import apply, chaos_daemon, patroni_pods, resources, workloads
-from chaosdb.kubernetes_cluster.node_images import images_for_nodes, import_images
-from chaosdb.kubernetes_cluster.pki import Pki, make_chaosd_pki, make_kubelet_client, make_pki
-from chaosdb.kubernetes_cluster.realnode import node as realnode
-from chaosdb.kubernetes_cluster.realnode import prerequisites
 
 __all__ = ["PORTS", "SERVERS", "STATE_FILE", "chaosd_tls_files", "command_lines", "configuration_of", "down", "etcd_binary", "plan",
            "status", "up"]
@@ -63,7 +63,7 @@ def plan(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1",
          workload_names: list[str] | None = None, replicas: int = 3, chaos_mesh: bool = True,
          chaosd_tls: bool = False, real_nodes: int = 0) -> dict[str, Any]:
     """The control plane's layout: its address, ports, fake nodes, real nodes (containerd + kubelet here:
-    :mod:`chaosdb.kubernetes_cluster.realnode`), database-shaped workloads and whether Chaos Mesh runs (and over
+    :mod:`chaosdb.clusters.kubernetes.realnode`), database-shaped workloads and whether Chaos Mesh runs (and over
     mutual TLS to chaosd)."""
     octets = address.split(".")
     if len(octets) != 4 or octets[0] != "127" or not all(o.isdigit() and int(o) < 256 for o in octets):
@@ -467,7 +467,7 @@ def _start_service_forwarders(directory: Path, layout: dict[str, Any]) -> None:
     for port, spec in SERVICE_FORWARDS.items():
         folder = directory / "service-forwarders" / str(port)
         if not pids_under(folder):
-            spawn_server([sys.executable, "-m", "chaosdb.kubernetes_cluster.realnode.forwarder",
+            spawn_server([sys.executable, "-m", "chaosdb.clusters.kubernetes.realnode.forwarder",
                           f"{layout['address']}:{port}", f"endpoints:{spec}", "--kubeconfig", layout["kubeconfig"]],
                          folder, folder / "forwarder.log")
 
