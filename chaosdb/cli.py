@@ -88,7 +88,7 @@ def _load_dsn(args: argparse.Namespace) -> str:
 def _cluster_keys(cluster: str, folder: str) -> dict[str, Any]:
     """The configuration keys of the embedded cluster (the default kind) named by --cluster/--cluster-dir, from its
     launcher (``run_keys`` of its kind's module: the CLI names no kind)."""
-    return dict(kind_module(DEFAULT_KIND).run_keys(None, cluster, folder)[0])
+    return dict(kind_module(DEFAULT_KIND).run_keys(None, cluster, folder))
 
 
 def cmd_load_tpcc(args: argparse.Namespace) -> int:

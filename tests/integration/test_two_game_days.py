@@ -43,7 +43,7 @@ def _new_orders_in(directory: Path, warehouses: int, scale_down: int) -> int:
 
     from chaosdb.clusters.postgres_ha.endpoints import run_keys
 
-    dsn = run_keys({"chaosdb_cluster_dir": str(directory)})[0]["load_dsn"]
+    dsn = run_keys({"chaosdb_cluster_dir": str(directory)})["load_dsn"]
     loaded = Scale.reduced(warehouses, scale_down).orders_per_district
     with psycopg.connect(dsn) as conn:
         return int(conn.execute("SELECT count(*) FROM orders WHERE o_id > %s", (loaded,)).fetchone()[0])

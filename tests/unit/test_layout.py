@@ -116,3 +116,32 @@ def test_the_launcher_fills_the_keys_once_and_the_packages_read_only_them(tmp_pa
         postgres_dsn({"postgres_dsn": "postgresql://u:pw@h/db"}, None)
     with pytest.raises(ChaosDBError, match="configuration 'patroni_urls' is not set"):
         patroni_client({}, None)
+
+
+def test_an_experiment_naming_a_cluster_without_its_control_is_refused_in_one_sentence():
+    from chaosdb.experiment.checks import cluster_control_problems
+
+    probe = {"type": "probe", "name": "p", "provider": {"type": "python", "module": "chaosdb.postgres.probes",
+                                                         "func": "cluster_is_healthy"}}
+    bare = {"method": [probe]}
+    [problem] = cluster_control_problems(bare, {"chaosdb_cluster": "c"})
+    assert "no control 'chaosdb.clusters.postgres_ha.control'" in problem
+    control = {"name": "embedded-cluster", "provider": {"type": "python",
+                                                        "module": "chaosdb.clusters.postgres_ha.control"}}
+    assert cluster_control_problems({**bare, "controls": [control]}, {"chaosdb_cluster": "c"}) == []
+    assert cluster_control_problems(bare, {"chaosdb_cluster": "c", "patroni_urls": "http://h:8008"}) == []
+    assert cluster_control_problems(bare, {}) == []
+
+
+def test_the_load_commands_take_the_named_clusters_keys_from_its_launcher(tmp_path, monkeypatch):
+    import argparse
+
+    from chaosdb import cli
+
+    monkeypatch.delenv("CHAOSDB_LOAD_DSN", raising=False)
+    layout = plan_layout("c", tmp_path, nodes=3, run_as=ME)
+    layout.save()
+    args = argparse.Namespace(dsn="", cluster="", cluster_dir=str(tmp_path))
+    assert cli._load_dsn(args) == layout.dsn()
+    with pytest.raises(ChaosDBError):
+        cli._load_dsn(argparse.Namespace(dsn="", cluster="", cluster_dir=str(tmp_path / "none")))

@@ -19,23 +19,27 @@ from typing import Any
 
 from chaosdb.embedded.state import ClusterLayout, load_layout, load_secrets, resolve_cluster_dir
 
-__all__ = ["SECRETS_SCOPE", "run_keys", "fill_run_keys"]
+__all__ = ["SECRETS_SCOPE", "run_keys", "secret_keys", "fill_run_keys"]
 
 #: the secret scope the embedded cluster's credentials go into
 SECRETS_SCOPE = "embedded_cluster"
 
 
-def run_keys(configuration: dict[str, Any] | None, cluster: str = "",
-             folder: str = "") -> tuple[dict[str, Any], dict[str, str]]:
-    """(configuration keys, secret keys) of the embedded cluster the arguments (name or folder), else the
-    configuration, else ``CHAOSDB_CLUSTER_DIR`` name; :class:`ChaosDBError` when it is not there."""
+def run_keys(configuration: dict[str, Any] | None, cluster: str = "", folder: str = "") -> dict[str, Any]:
+    """The configuration keys of the embedded cluster the arguments (name or folder), else the configuration, else
+    ``CHAOSDB_CLUSTER_DIR`` name; :class:`ChaosDBError` when it is not there."""
     layout = load_layout(resolve_cluster_dir(cluster, folder, configuration))
     keys: dict[str, Any] = {"chaosdb_cluster_dir": layout.dir, "patroni_urls": layout.patroni_urls,
                             "etcd_urls": layout.etcd_urls, "load_dsn": layout.dsn(),
                             "postgres_dsn": layout.dsn(user="postgres", database="postgres")}
     keys.update(_tls_keys(layout))
-    secrets = {"patroni_username": "patroni", "patroni_password": load_secrets(layout.path)["patroni_password"]}
-    return keys, secrets
+    return keys
+
+
+def secret_keys(configuration: dict[str, Any] | None) -> dict[str, str]:
+    """The secret keys of the embedded cluster the configuration names: Patroni's credentials."""
+    layout = load_layout(resolve_cluster_dir("", "", configuration))
+    return {"patroni_username": "patroni", "patroni_password": load_secrets(layout.path)["patroni_password"]}
 
 
 def _tls_keys(layout: ClusterLayout) -> dict[str, str]:
@@ -54,19 +58,19 @@ def fill_run_keys(configuration: dict[str, Any] | None, secrets: dict[str, Any] 
     ``patroni_urls`` (or ``etcd_urls``) keeps the whole service, TLS files included. The keys it set, by name."""
     if configuration is None:
         return []
-    keys, secret_keys = run_keys(configuration)
+    keys, secret = run_keys(configuration), secret_keys(configuration)
     filled = []
     for service in ("patroni", "etcd"):
         if configuration.get(f"{service}_urls"):  # the user's own endpoints: none of the cluster's for them
             keys = {k: v for k, v in keys.items() if not k.startswith(f"{service}_")}
-            secret_keys = {k: v for k, v in secret_keys.items() if not k.startswith(f"{service}_")}
+            secret = {k: v for k, v in secret.items() if not k.startswith(f"{service}_")}
     for key, value in keys.items():
         if not configuration.get(key):
             configuration[key] = value
             filled.append(key)
-    if secrets is not None and secret_keys:
+    if secrets is not None and secret:
         given = [secrets, *[v for v in secrets.values() if isinstance(v, dict)]]
         if not any(s.get("patroni_password") or s.get("patroni_username") for s in given):
-            secrets.setdefault(SECRETS_SCOPE, {}).update(secret_keys)
-            filled += list(secret_keys)
+            secrets.setdefault(SECRETS_SCOPE, {}).update(secret)
+            filled += list(secret)
     return filled
