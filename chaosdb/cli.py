@@ -26,6 +26,7 @@ from chaosdb.core.extras import missing_extra_of, needs_line, require_extras
 from chaosdb.core.faultrecords.sweep import cleanup, residue
 from chaosdb.core.home import cluster_dir_for, resolve_cluster_dir
 from chaosdb.core.settings import env_value
+from chaosdb.embedded.state import load_layout
 from chaosdb.faults.probes import active_faults
 from chaosdb.gameday.cli import add_parser as add_gameday_parser
 from chaosdb.images.command import add_parser as add_images_parser
@@ -81,14 +82,7 @@ def _load_dsn(args: argparse.Namespace) -> str:
         return args.dsn
     if env_value("CHAOSDB_LOAD_DSN"):
         return env_value("CHAOSDB_LOAD_DSN")
-    # the launcher's keys of the cluster, read once (the DSN has no password: libpq reads the cluster's pgpass file)
-    return str(_cluster_keys(args.cluster, args.cluster_dir)["load_dsn"])
-
-
-def _cluster_keys(cluster: str, folder: str) -> dict[str, Any]:
-    """The configuration keys of the embedded cluster (the default kind) named by --cluster/--cluster-dir, from its
-    launcher (``run_keys`` of its kind's module: the CLI names no kind)."""
-    return dict(kind_module(DEFAULT_KIND).run_keys(None, cluster, folder))
+    return load_layout(resolve_cluster_dir(args.cluster, args.cluster_dir)).dsn()  # no password: its pgpass file
 
 
 def cmd_load_tpcc(args: argparse.Namespace) -> int:
@@ -110,7 +104,7 @@ def cmd_load_ycsb(args: argparse.Namespace) -> int:
     if args.backend == "sql":
         require_extras("'chaosdb load ycsb-load --backend sql'", ("postgres",))
     if args.backend == "etcd":
-        cluster = {} if args.dsn else _cluster_keys(args.cluster or "chaosdb", args.cluster_dir)
+        cluster = {"chaosdb_cluster": args.cluster or "chaosdb", "chaosdb_cluster_dir": args.cluster_dir}
         endpoints = args.dsn or etcd_endpoints(cluster)
         result = kv.load_etcd(endpoints, args.records, tls=None if args.dsn else etcd_tls(cluster))
     else:

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["Setting", "SETTINGS", "ENVIRONMENT_ONLY", "SYSTEM_VARIABLES", "setting_of_env",
            "markdown_table", "env_entry", "env_entries", "secret_environment_values", "env_value",
-           "system_value", "referenced_value", "process_environment", "split_urls", "missing_key"]
+           "system_value", "referenced_value", "process_environment"]
 
 
 @dataclass(frozen=True)
@@ -123,28 +123,6 @@ SYSTEM_VARIABLES: dict[str, str] = {
 #: the variables of :data:`ENVIRONMENT_ONLY` that hold secrets
 SECRET_ENVIRONMENT = ("CHAOSDB_LOAD_DSN", "CHAOSDB_PATRONI_PASSWORD", "CHAOSDB_ETCD_PASSWORD",
                       "CHAOSDB_COCKROACH_PASSWORD", "CHAOSDB_POSTGRES_PASSWORD")
-
-
-def split_urls(value: Any) -> list[str]:
-    """URLs from a list or a comma-separated string (``patroni_urls``, ``etcd_urls``)."""
-    if not value:
-        return []
-    if isinstance(value, str):
-        return [u.strip() for u in value.split(",") if u.strip()]
-    return [str(u).strip() for u in value if str(u).strip()]
-
-
-def missing_key(key: str, what: str, configuration: Mapping[str, Any] | None, secret: bool = False) -> str:
-    """The sentence of a key a database package needs and nobody set: which key, and who sets it for the embedded
-    cluster (the run's cluster control, or ``chaosdb ... --cluster``)."""
-    where = "the secret" if secret else "configuration"
-    named = any((configuration or {}).get(k) for k in ("chaosdb_cluster", "chaosdb_cluster_dir"))
-    return (f"no {what}: {where} '{key}' is not set" + (
-        " although the configuration names an embedded cluster: declare the control "
-        "'chaosdb.clusters.postgres_ha.control' (first among the controls), which sets it once the cluster is up"
-        if named else
-        " (for the embedded cluster, the control 'chaosdb.clusters.postgres_ha.control' or a command's --cluster "
-        "sets it)"))
 
 
 def secret_environment_values() -> list[str]:

@@ -1,5 +1,5 @@
 """etcd's answer to "which member has this role": its Raft leader, or a healthy follower, asked of the members'
-status over the client URLs (``etcd_urls``). The member name is the pod name
+status over the client URLs (``etcd_urls``, else the embedded cluster's etcd). The member name is the pod name
 (an etcd StatefulSet names its members after its pods) unless ``etcd_pods`` maps members to pods. It also
 watches etcd for a run's event log (:func:`chaosdb.etcd.view.etcd_view`)."""
 
@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
 from chaosdb.core.dbevents import View
+from chaosdb.core.embedded import names_embedded_cluster
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.podnames import pod_map
 from chaosdb.core.processes import other_processes
@@ -26,7 +27,7 @@ class EtcdAdapter(DatabaseAdapter):
 
     name = "etcd"
     roles = ("leader", "follower")
-    target_keys: ClassVar[dict[str, Any] | None] = {}  # the members are the configuration's (etcd_urls)
+    target_keys: ClassVar[dict[str, Any] | None] = {}  # the members are the configuration's (etcd_urls, an embedded cluster)
     watch_order = 1  # Patroni's DCS: a run of the embedded cluster watches Patroni first, then its etcd
 
     def resolve(self, role: str, target: dict[str, Any], configuration: dict[str, Any],
@@ -71,9 +72,8 @@ class EtcdAdapter(DatabaseAdapter):
         return sorted(found)
 
     def sources(self, configuration: dict[str, Any]) -> tuple[str, ...]:
-        """etcd when ``etcd_urls`` is configured (for the embedded cluster, whose Patroni keeps its state in etcd, its
-        control sets it)."""
-        if configuration.get("etcd_urls"):
+        """etcd when ``etcd_urls`` or an embedded cluster (whose Patroni keeps its state in etcd) is configured."""
+        if configuration.get("etcd_urls") or names_embedded_cluster(configuration, environment=False):
             return ("etcd",)
         return ()
 

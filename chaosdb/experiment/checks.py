@@ -54,8 +54,7 @@ def experiment_problems(experiment: dict[str, Any], configuration: dict[str, Any
     for part in (lambda: size_problems(experiment), lambda: configuration_problems(configuration),
                  lambda: unresolved_problems(experiment, configuration, secrets),
                  lambda: output_problems(experiment, configuration, secrets),
-                 lambda: control_problems(experiment, configuration, secrets),
-                 lambda: cluster_control_problems(experiment, configuration)):
+                 lambda: control_problems(experiment, configuration, secrets)):
         try:
             problems += [p for p in part() if p not in problems]
         except ChaosDBError as exc:  # a part that cannot look further says why (a bad name it had to follow)
@@ -195,33 +194,6 @@ def output_problems(experiment: dict[str, Any], configuration: dict[str, Any] | 
         if busy:
             problems.append(f"control '{control.get('name', '?')}': {busy}")
     return problems
-
-
-#: the control that turns a named embedded cluster into the keys the activities read (found by its name: a string)
-CLUSTER_CONTROL = "chaosdb.clusters.postgres_ha.control"
-#: the packages whose activities and controls read those keys (patroni_urls, etcd_urls, the DSNs)
-_READS_CLUSTER_KEYS = ("chaosdb.postgres.", "chaosdb.etcd.", "chaosdb.load.")
-
-
-def cluster_control_problems(experiment: Any, configuration: dict[str, Any] | None) -> list[str]:
-    """One sentence when the configuration names an embedded cluster, activities or controls read its endpoints,
-    nobody set them (``patroni_urls``) and the experiment lacks the control that sets them once the cluster is
-    up."""
-    cfg = configuration or {}
-    if not isinstance(experiment, dict) or not (cfg.get("chaosdb_cluster") or cfg.get("chaosdb_cluster_dir")) \
-            or cfg.get("patroni_urls"):
-        return []
-    providers = [(c or {}).get("provider") or {} for c in experiment.get("controls") or [] if isinstance(c, dict)]
-    modules = {str(p.get("module", "")) for p in providers if isinstance(p, dict)}
-    if CLUSTER_CONTROL in modules:
-        return []
-    modules |= {str(((a or {}).get("provider") or {}).get("module", "")) for a in _activities(experiment)
-                if isinstance(a, dict)}
-    if not any(m.startswith(_READS_CLUSTER_KEYS) for m in modules):
-        return []
-    return [f"configuration names an embedded cluster but the experiment has no control '{CLUSTER_CONTROL}': "
-            "declare it (first among the controls); it starts the cluster and sets the keys the activities read "
-            "(patroni_urls, etcd_urls, load_dsn, postgres_dsn)"]
 
 
 def configuration_problems(configuration: dict[str, Any] | None) -> list[str]:

@@ -58,7 +58,6 @@ class _Run:
         self.secrets: list[str] = []  # the run's secret values, masked in its log and its journal
         self.log_mask: LogMask | None = None
         self.has_secrets = False
-        self.loaded: Any = None  # Chaos Toolkit's secrets of the run, which a control may add to (a cluster's)
 
 
 _run = _Run()
@@ -83,7 +82,6 @@ def configure_control(experiment: dict[str, Any] | None = None, event_registry: 
         event_registry.register(_JournalHandle())
     _run.secrets = secret_values(experiment, secrets)
     _run.has_secrets = bool(_run.secrets) or bool(isinstance(experiment, dict) and experiment.get("secrets"))
-    _run.loaded = secrets
     if _run.secrets:
         _run.log_mask = LogMask(_run.secrets)
         for handler in _log_handlers():
@@ -93,21 +91,6 @@ def configure_control(experiment: dict[str, Any] | None = None, event_registry: 
         logger.warning("chaosdb: the experiment holds secrets inline (%s): they are masked in the journal and the "
                        "log, but belong in the environment, e.g. {\"type\": \"env\", \"key\": \"CHAOSDB_LOAD_DSN\"}",
                        ", ".join(inline))
-
-
-def _mask_added_secrets() -> None:
-    """Secrets a control put into the run's secrets after the run began (the embedded cluster's control puts
-    Patroni's credentials there once the cluster is up): masked in the log and the journal too."""
-    added = [v for v in secret_values(None, _run.loaded) if v not in _run.secrets] if _run.loaded else []
-    if not added:
-        return
-    _run.secrets += added
-    if _run.log_mask is None:
-        _run.log_mask = LogMask(_run.secrets)
-        for handler in _log_handlers():
-            handler.addFilter(_run.log_mask)
-    else:
-        _run.log_mask.values += [v for v in added if len(v) >= 4]
 
 
 def _log_handlers() -> list[logging.Handler]:
@@ -135,8 +118,7 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
 
 
 def before_method_control(context: dict[str, Any], **kwargs: Any) -> None:
-    """The method starts: a failed action from now on stops it (and the secrets the controls added are masked)."""
-    _mask_added_secrets()
+    """The method starts: a failed action from now on stops it."""
     _run.in_method = True
 
 
@@ -221,7 +203,6 @@ def cleanup_control() -> None:
     has ended (if an after-experiment hook did not end it, it ends now)."""
     end_run()
     try:
-        _mask_added_secrets()
         if _run.journal is not None and _run.secrets:
             mask_journal(_run.journal, _run.secrets)
         if _run.has_secrets:

@@ -1,16 +1,16 @@
-"""Where the load goes: the DSN (argument, secret ``load_dsn``, ``CHAOSDB_LOAD_DSN``, configuration ``load_dsn``
-without a password, as the embedded cluster's control sets it), completed with the PostgreSQL TLS keys and
-password; for the etcd KV load, the client URLs (``etcd_urls``) and their TLS. The DSN is handed to Locust in its
-environment, never on its command line, and never written to the journal."""
+"""Where the load goes: the DSN (argument, secret ``load_dsn``, ``CHAOSDB_LOAD_DSN``, the embedded cluster the
+configuration names), completed with the PostgreSQL TLS keys and password; for the etcd KV load, the client URLs and
+their TLS. The DSN is handed to Locust in its environment, never on its command line, and never written to the
+journal."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.libpq import with_libpq_tls
-from chaosdb.core.redact import redact_dsn
-from chaosdb.core.settings import env_value, missing_key
+from chaosdb.core.settings import env_value
 from chaosdb.core.tls import ClientTls, client_tls
 
 __all__ = ["resolve_dsn", "etcd_endpoints", "etcd_tls"]
@@ -19,7 +19,7 @@ __all__ = ["resolve_dsn", "etcd_endpoints", "etcd_tls"]
 def resolve_dsn(dsn: str, configuration: dict[str, Any] | None, secrets: dict[str, Any] | None,
                 workload: str = "tpcc") -> str:
     """The load's DSN (the etcd URLs for ``ycsb-etcd``): *dsn*, else the secret ``load_dsn``, else
-    CHAOSDB_LOAD_DSN, else configuration ``load_dsn`` (no password); refused when there is none."""
+    CHAOSDB_LOAD_DSN, else the embedded cluster the configuration names; refused when there is none."""
     found = _given_dsn(dsn, configuration, secrets, workload)
     # the PostgreSQL TLS keys and password (chaosdb.core.libpq) fill what the DSN does not say
     return found if workload == "ycsb-etcd" else with_libpq_tls(found, configuration, secrets)
@@ -29,7 +29,7 @@ def _given_dsn(dsn: str, configuration: dict[str, Any] | None, secrets: dict[str
                workload: str = "tpcc") -> str:
     if dsn:
         return dsn
-    if workload == "ycsb-etcd":  # the etcd client URLs: configuration etcd_urls
+    if workload == "ycsb-etcd":  # the etcd client URLs: configuration etcd_urls, else the embedded cluster's
         return etcd_endpoints(configuration)
     for scope in (secrets or {}).values():
         if isinstance(scope, dict) and scope.get("load_dsn"):
@@ -38,25 +38,29 @@ def _given_dsn(dsn: str, configuration: dict[str, Any] | None, secrets: dict[str
         return str(secrets["load_dsn"])
     if env_value("CHAOSDB_LOAD_DSN"):
         return env_value("CHAOSDB_LOAD_DSN")
-    given = str((configuration or {}).get("load_dsn") or "")
-    if given and redact_dsn(given) != given:
-        raise ChaosDBError("'load_dsn' belongs in secrets, not configuration: it carries a password")
-    if given:
-        return given
-    raise ChaosDBError(missing_key("load_dsn", "DSN for the load (pass 'dsn', a secret 'load_dsn' or "
-                                   "CHAOSDB_LOAD_DSN)", configuration))
+    if names_embedded_cluster(configuration, environment=False):
+        return str(embedded_endpoints(configuration)["dsn"])
+    raise ChaosDBError("no DSN for the load: pass 'dsn', a secret 'load_dsn', CHAOSDB_LOAD_DSN, "
+                       "or configuration 'chaosdb_cluster'")
 
 
 def etcd_endpoints(configuration: dict[str, Any] | None) -> str:
-    """etcd client URLs for the KV load: configuration ``etcd_urls`` (list or comma-separated)."""
-    urls = (configuration or {}).get("etcd_urls")
+    """etcd client URLs for the KV load: configuration ``etcd_urls`` (list or comma-separated), else
+    the embedded cluster's members."""
+    configuration = configuration or {}
+    urls = configuration.get("etcd_urls")
     if urls:
         return urls if isinstance(urls, str) else ",".join(map(str, urls))
-    raise ChaosDBError(missing_key("etcd_urls", "etcd endpoints for the KV load (pass 'dsn', "
-                                   "http://host:2379,...)", configuration))
+    if names_embedded_cluster(configuration, environment=False):
+        return ",".join(embedded_endpoints(configuration)["etcd_urls"])
+    raise ChaosDBError("no etcd endpoints for the KV load: pass 'dsn' (http://host:2379,...), configuration "
+                       "'etcd_urls', or 'chaosdb_cluster'")
 
 
 def etcd_tls(configuration: dict[str, Any] | None) -> ClientTls | None:
-    """TLS of the KV load's etcd client: the etcd keys of the configuration."""
+    """TLS of the KV load's etcd client: the etcd keys of the configuration, over the embedded cluster's own CA and
+    client certificate."""
     tls = client_tls("etcd", configuration)
+    if names_embedded_cluster(configuration, environment=False) and not (configuration or {}).get("etcd_urls"):
+        return tls.over(embedded_endpoints(configuration).get("etcd_tls"))
     return tls if tls.given else None

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
 from chaosdb.core.dbevents import View
+from chaosdb.core.embedded import names_embedded_cluster
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.podnames import pod_map
 from chaosdb.postgres.endpoints import patroni_client
@@ -24,7 +25,7 @@ class PatroniAdapter(DatabaseAdapter):
 
     name = "patroni"
     roles = ("primary", "replica")
-    target_keys: ClassVar[dict[str, Any] | None] = {}  # the cluster is the configuration's (patroni_urls)
+    target_keys: ClassVar[dict[str, Any] | None] = {}  # the cluster is the configuration's (patroni_urls, an embedded cluster)
 
     def resolve(self, role: str, target: dict[str, Any], configuration: dict[str, Any],
                 secrets: dict[str, Any] | None) -> ResolvedNode:
@@ -43,8 +44,8 @@ class PatroniAdapter(DatabaseAdapter):
         return ResolvedNode(name=m.name, pod=pod, detail={"member": m.name, "patroni_role": m.role})
 
     def sources(self, configuration: dict[str, Any]) -> tuple[str, ...]:
-        """Patroni when ``patroni_urls`` is configured (its etcd is the etcd adapter's)."""
-        if configuration.get("patroni_urls"):
+        """Patroni when ``patroni_urls`` or an embedded cluster is configured (its etcd is the etcd adapter's)."""
+        if configuration.get("patroni_urls") or names_embedded_cluster(configuration, environment=False):
             return ("patroni",)
         return ()
 

@@ -11,21 +11,19 @@ in the activity's provider ``secrets``):
 * ``patroni_username`` / ``patroni_password``: Patroni ``restapi.authentication``
 * ``postgres_dsn``: a libpq DSN to the primary (multi-host with
   ``target_session_attrs=read-write`` recommended); its password never
-  appears in returned values, logs or errors. A DSN without a password (one that
-  names a ``passfile``) may be configuration instead.
+  appears in returned values, logs or errors
 
-For the embedded cluster, the control :mod:`chaosdb.clusters.postgres_ha.control` sets them when the run starts
-(Patroni's credentials in the secret scope ``embedded_cluster``).
+Without those, the embedded cluster named by ``chaosdb_cluster`` /
+``chaosdb_cluster_dir`` (or ``CHAOSDB_CLUSTER_DIR``) is used.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster, split_urls
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.libpq import with_libpq_tls
-from chaosdb.core.redact import redact_dsn
-from chaosdb.core.settings import missing_key, split_urls
 from chaosdb.core.tls import client_tls, credentials
 from chaosdb.etcd.endpoints import etcd_client
 from chaosdb.postgres.patroni import PatroniClient
@@ -34,32 +32,38 @@ __all__ = ["patroni_client", "etcd_client", "postgres_dsn", "split_urls", "secre
 
 
 def patroni_client(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None) -> PatroniClient:
-    """A client of ``patroni_urls`` with the TLS keys ``patroni_ca_file``, ``patroni_cert_file``,
-    ``patroni_key_file``, ``patroni_tls_verify`` and the secrets ``patroni_username`` / ``patroni_password``."""
-    configuration = configuration or {}
+    """A client with the TLS keys ``patroni_ca_file``, ``patroni_cert_file``, ``patroni_key_file``,
+    ``patroni_tls_verify`` and the secrets ``patroni_username`` / ``patroni_password``; an embedded cluster's own
+    CA, client certificate and password fill what they do not set."""
+    configuration, secrets = configuration or {}, secrets or {}
     urls = split_urls(configuration.get("patroni_urls"))
-    if not urls:
-        raise ChaosDBError(missing_key("patroni_urls", "Patroni cluster", configuration))
     tls = client_tls("patroni", configuration)
-    return PatroniClient(tls.check_urls(urls, "patroni_urls"), auth=credentials("patroni", secrets), tls=tls)
+    auth = credentials("patroni", secrets)
+    if urls:
+        return PatroniClient(tls.check_urls(urls, "patroni_urls"), auth=auth, tls=tls)
+    if not names_embedded_cluster(configuration):
+        raise ChaosDBError("no Patroni cluster configured: set configuration 'patroni_urls' "
+                           "(or 'chaosdb_cluster' for the embedded cluster)")
+    embedded = embedded_endpoints(configuration)
+    return PatroniClient(embedded["patroni_urls"], auth=auth or embedded["patroni_auth"], timeout=2.0,
+                         tls=tls.over(embedded.get("patroni_tls")))
 
 
 def postgres_dsn(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None) -> str:
-    """The secret ``postgres_dsn`` (else a configuration ``postgres_dsn`` without a password, as the embedded
-    cluster's control sets it), with the TLS keys and the secret ``postgres_password`` it does not set itself
-    (:mod:`chaosdb.core.libpq`)."""
+    """The secret ``postgres_dsn`` (else the embedded cluster's), with the TLS keys and the secret
+    ``postgres_password`` it does not set itself (:mod:`chaosdb.core.libpq`)."""
     return with_libpq_tls(_dsn(configuration, secrets), configuration, secrets)
 
 
 def _dsn(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None) -> str:
     if secrets and secrets.get("postgres_dsn"):
         return str(secrets["postgres_dsn"])
-    given = str((configuration or {}).get("postgres_dsn") or "")
-    if given and redact_dsn(given) != given:
+    if configuration and configuration.get("postgres_dsn"):
         raise ChaosDBError("'postgres_dsn' belongs in secrets, not configuration: it carries a password")
-    if given:
-        return given
-    raise ChaosDBError(missing_key("postgres_dsn", "PostgreSQL DSN", configuration, secret=True))
+    if not names_embedded_cluster(configuration):
+        raise ChaosDBError("no PostgreSQL DSN: set the secret 'postgres_dsn' "
+                           "(or configuration 'chaosdb_cluster' for the embedded cluster)")
+    return str(embedded_endpoints(configuration)["admin_dsn"])
 
 
 def secret_values(secrets: dict[str, Any] | None) -> list[str]:

@@ -41,9 +41,9 @@ def _kept_cluster_copy(folder: Path) -> Path:
 def _new_orders_in(directory: Path, warehouses: int, scale_down: int) -> int:
     import psycopg
 
-    from chaosdb.clusters.postgres_ha.endpoints import run_keys
+    from chaosdb.core.embedded import embedded_endpoints
 
-    dsn = run_keys({"chaosdb_cluster_dir": str(directory)})["load_dsn"]
+    dsn = embedded_endpoints({"chaosdb_cluster_dir": str(directory)})["dsn"]
     loaded = Scale.reduced(warehouses, scale_down).orders_per_district
     with psycopg.connect(dsn) as conn:
         return int(conn.execute("SELECT count(*) FROM orders WHERE o_id > %s", (loaded,)).fetchone()[0])

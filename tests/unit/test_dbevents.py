@@ -85,10 +85,7 @@ def test_a_run_watches_the_database_first_then_the_store_it_keeps_its_state_in()
     etcd's (etcd elects its own leader, at another moment)."""
     from chaosdb.core.adapters import watched_sources
 
-    # the embedded cluster's control fills patroni_urls and etcd_urls; the cluster's name alone is no endpoint
-    assert watched_sources({"chaosdb_cluster_dir": "/nowhere"}) == []
-    found = [(a.name, s) for a, s in watched_sources({"chaosdb_cluster_dir": "/nowhere", "patroni_urls": "x",
-                                                      "etcd_urls": "http://127.0.0.1:1"})]
+    found = [(a.name, s) for a, s in watched_sources({"chaosdb_cluster_dir": "/nowhere"})]
     assert found == [("patroni", "patroni"), ("etcd", "etcd")]
     both = [(a.name, s) for a, s in watched_sources({"etcd_urls": "http://127.0.0.1:1", "patroni_urls": "x",
                                                      "pd_url": "http://127.0.0.1:2"})]

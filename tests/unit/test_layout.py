@@ -69,79 +69,31 @@ def test_node_users_are_the_clusters_own_and_fit_a_user_name():
     assert all(len(n) <= 32 for n in long) and long[0] != long[1]  # shortened, still told apart
 
 
-def test_the_launcher_fills_the_keys_once_and_the_packages_read_only_them(tmp_path, monkeypatch):
-    """A named embedded cluster becomes plain keys at the start of a run (clusters.postgres_ha.endpoints, called by
-    its control): non-secret ones in the configuration, Patroni's credentials in the secrets (masked in the journal
-    and the log); the clients of Patroni, etcd and the load read only those keys, and say which one is missing."""
+def test_patroni_etcd_and_the_load_find_the_embedded_cluster_through_core(tmp_path, monkeypatch):
+    """chaosdb.core.embedded answers for chaosdb.embedded: the clients of Patroni, etcd and the load fall back to the
+    cluster a configuration names without importing the embedded cluster's package."""
     import json
 
-    from chaosdb.clusters.postgres_ha.endpoints import SECRETS_SCOPE, fill_run_keys
-    from chaosdb.core.settings import split_urls
+    from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster, split_urls
     from chaosdb.embedded.state import SECRETS_FILE
     from chaosdb.etcd.endpoints import etcd_client
-    from chaosdb.experiment.secrets import mask_journal, secret_values
     from chaosdb.load.control import etcd_endpoints
-    from chaosdb.load.dsn import resolve_dsn
     from chaosdb.postgres.endpoints import patroni_client, postgres_dsn
 
     monkeypatch.delenv("CHAOSDB_CLUSTER_DIR", raising=False)
-    monkeypatch.delenv("CHAOSDB_LOAD_DSN", raising=False)
     layout = plan_layout("c", tmp_path, nodes=3, run_as=ME)
     layout.save()
-    (tmp_path / SECRETS_FILE).write_text(json.dumps({"patroni_password": "p4ss-word", "app_password": "a"}))
-    mine = tmp_path / "my-ca.crt"
-    mine.write_text("x")
-    cfg, secrets = {"chaosdb_cluster_dir": str(tmp_path), "patroni_ca_file": str(mine)}, {}
-    with pytest.raises(ChaosDBError, match="configuration 'patroni_urls' is not set.*chaosdb.clusters.postgres_ha"
-                                           ".control"):
-        patroni_client(cfg, None)  # no control: no fallback, the missing key and who sets it
-    filled = fill_run_keys(cfg, secrets)
-    assert {"patroni_urls", "etcd_urls", "load_dsn", "postgres_dsn", "patroni_password"} <= set(filled)
-    assert "patroni_ca_file" not in filled and cfg["patroni_ca_file"] == str(mine)  # the user's key is kept
-    assert "p4ss-word" not in json.dumps(cfg)  # nothing secret in the configuration (the journal's)
-    assert secrets == {SECRETS_SCOPE: {"patroni_username": "patroni", "patroni_password": "p4ss-word"}}
-    client = patroni_client({**cfg, "patroni_ca_file": ""}, secrets)
-    assert client.urls == layout.patroni_urls and client.auth == ("patroni", "p4ss-word")
-    assert patroni_client({**cfg, "patroni_ca_file": ""}, None).auth is None  # an activity without the secret scope: read-only
+    (tmp_path / SECRETS_FILE).write_text(json.dumps({"patroni_password": "p4ss", "app_password": "a"}))
+    cfg = {"chaosdb_cluster_dir": str(tmp_path)}
+    assert names_embedded_cluster(cfg) and not names_embedded_cluster({})
+    found = embedded_endpoints(cfg)
+    assert found["patroni_urls"] == layout.patroni_urls and found["etcd_urls"] == layout.etcd_urls
+    assert found["patroni_auth"] == ("patroni", "p4ss") and "p4ss" not in found["dsn"]
+    client = patroni_client(cfg, None)
+    assert client.urls == layout.patroni_urls and client.auth == ("patroni", "p4ss")
     assert etcd_client(cfg).urls == layout.etcd_urls
     assert etcd_endpoints(cfg) == ",".join(layout.etcd_urls)
     assert postgres_dsn(cfg, None) == layout.dsn(user="postgres", database="postgres")
-    assert resolve_dsn("", cfg, None) == layout.dsn()
-    journal = {"run": {"secrets": secrets, "said": "patroni:p4ss-word"}}
-    mask_journal(journal, secret_values({}, secrets))
-    assert "p4ss-word" not in json.dumps(journal)
-    assert fill_run_keys(cfg, secrets) == []  # once: nothing replaced
     assert split_urls("http://a:1, http://b:2,") == ["http://a:1", "http://b:2"]
-    with pytest.raises(ChaosDBError, match="belongs in secrets"):
-        postgres_dsn({"postgres_dsn": "postgresql://u:pw@h/db"}, None)
-    with pytest.raises(ChaosDBError, match="configuration 'patroni_urls' is not set"):
+    with pytest.raises(ChaosDBError, match="set configuration 'patroni_urls'"):
         patroni_client({}, None)
-
-
-def test_an_experiment_naming_a_cluster_without_its_control_is_refused_in_one_sentence():
-    from chaosdb.experiment.checks import cluster_control_problems
-
-    probe = {"type": "probe", "name": "p", "provider": {"type": "python", "module": "chaosdb.postgres.probes",
-                                                         "func": "cluster_is_healthy"}}
-    bare = {"method": [probe]}
-    [problem] = cluster_control_problems(bare, {"chaosdb_cluster": "c"})
-    assert "no control 'chaosdb.clusters.postgres_ha.control'" in problem
-    control = {"name": "embedded-cluster", "provider": {"type": "python",
-                                                        "module": "chaosdb.clusters.postgres_ha.control"}}
-    assert cluster_control_problems({**bare, "controls": [control]}, {"chaosdb_cluster": "c"}) == []
-    assert cluster_control_problems(bare, {"chaosdb_cluster": "c", "patroni_urls": "http://h:8008"}) == []
-    assert cluster_control_problems(bare, {}) == []
-
-
-def test_the_load_commands_take_the_named_clusters_keys_from_its_launcher(tmp_path, monkeypatch):
-    import argparse
-
-    from chaosdb import cli
-
-    monkeypatch.delenv("CHAOSDB_LOAD_DSN", raising=False)
-    layout = plan_layout("c", tmp_path, nodes=3, run_as=ME)
-    layout.save()
-    args = argparse.Namespace(dsn="", cluster="", cluster_dir=str(tmp_path))
-    assert cli._load_dsn(args) == layout.dsn()
-    with pytest.raises(ChaosDBError):
-        cli._load_dsn(argparse.Namespace(dsn="", cluster="", cluster_dir=str(tmp_path / "none")))

@@ -11,8 +11,7 @@ Declare it first among the controls::
   (``ycsb_records`` > 0) and/or into the cluster's etcd (``etcd_ycsb_records`` > 0) when missing; with ``chaosd``
   (a chaosd binary; else configuration ``chaosd_binary``, ``CHAOSDB_CHAOSD_BINARY``) it starts chaosd beside the
   cluster as ``chaosdb cluster up --chaosd`` does, unless ``chaosd_url`` names one of the user's. A failure
-  interrupts the run before anything else. Once the cluster is up, it puts the cluster's endpoints into the run's
-  configuration and secrets, where the user set none (:func:`chaosdb.clusters.postgres_ha.endpoints.fill_run_keys`).
+  interrupts the run before anything else.
 * after the experiment (also when it failed or was interrupted): stops the load first
   (idempotent), then, with ``down_after``, stops every process of the cluster
   (``purge`` also deletes its data) -- only a cluster made for runs (created by this run, or left by an earlier run
@@ -31,7 +30,6 @@ from typing import Any
 from chaoslib import substitute
 
 from chaosdb.clusters.postgres_ha import cluster, launcher
-from chaosdb.clusters.postgres_ha.endpoints import fill_run_keys
 from chaosdb.clusters.postgres_ha.launcher import Chaosd, Data
 from chaosdb.core.arguments import boolean, checked_signature, number, with_argument_checks
 from chaosdb.core.errors import ChaosDBError
@@ -80,13 +78,8 @@ def before_experiment_control(context: dict[str, Any], configuration: dict[str, 
                                  ycsb_records=int(ycsb_records), etcd_ycsb_records=int(etcd_ycsb_records)),
                        nodes=int(nodes), timeout=float(timeout_s), address_base=str(address_base),
                        secure=as_bool(cfg.get("secure") if secure is None else secure, default=False))
-        # the cluster as plain keys, once: every later control and activity reads only its configuration/secrets
-        filled = fill_run_keys(configuration, secrets)
     except (ChaosDBError, OSError, ValueError) as exc:
         raise refused(f"chaosdb embedded cluster: {exc}") from None
-    if filled:
-        logger.info("chaosdb: the run's configuration and secrets now name cluster %s (%s)", directory.name,
-                    ", ".join(filled))
 
 
 def _set_ownership(owned: Ownership | None, ctx: Any = None) -> None:
