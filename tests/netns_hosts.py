@@ -157,7 +157,7 @@ def database_host(hosts: Hosts, root: Path, warehouses: int) -> Iterator[dict[st
     cluster_dir = root / "cluster"
     haproxy = None
     try:
-        _in(hosts, DB, f"from pathlib import Path; from chaosdb.embedded import cluster; "
+        _in(hosts, DB, f"from pathlib import Path; from chaosdb.clusters.postgres_ha import cluster; "
                        f"cluster.up(Path({str(cluster_dir)!r}), 'hostsdb', address_base='127.0.0.21', timeout=180)")
         layout = load_layout(cluster_dir)
         _in(hosts, DB, f"from chaosdb.embedded.state import load_layout; from chaosdb.workloads.tpcc import loader; "
@@ -185,7 +185,7 @@ def database_host(hosts: Hosts, root: Path, warehouses: int) -> Iterator[dict[st
             haproxy.terminate()
             haproxy.wait(10)
         if (cluster_dir / "cluster.json").exists():
-            _in(hosts, DB, f"from chaosdb.embedded import cluster; from chaosdb.embedded.state import load_layout; "
+            _in(hosts, DB, f"from chaosdb.clusters.postgres_ha import cluster; from chaosdb.embedded.state import load_layout; "
                            f"cluster.down(load_layout({str(cluster_dir)!r}), purge=True)")
 
 
