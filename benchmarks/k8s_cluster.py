@@ -45,22 +45,22 @@ from chaosdb.k8s import api  # noqa: E402
 ADDRESS = "127.0.55.1"
 
 
-def apiserver_alone(bin_dir: str | None, root: Path) -> float:
-    """etcd + kube-apiserver with the same flags as ``up``, until /readyz answers 200."""
-    d = root / "alone"
-    d.mkdir()
-    pki = make_pki(d / "pki", [ADDRESS])
+def apiserver_alone(bin_dir: str | None, root: Path, address: str = ADDRESS) -> float:
+    """etcd + kube-apiserver with the same flags as ``up`` on *address*, until /readyz answers 200 (then stopped,
+    its folder under *root* removed); the seconds it took."""
+    d = Path(tempfile.mkdtemp(prefix="alone-", dir=root))
+    pki = make_pki(d / "pki", [address])
     (d / "tokens.csv").write_text("benchtoken,bench,bench,system:masters\n")
-    layout = cluster.plan(d, "alone", ADDRESS, workload_names=[])
-    bins = {"etcd": cluster.etcd_binary(bin_dir), "kube-apiserver": find_binary("kube-apiserver", bin_dir)}
-    lines = cluster.command_lines(layout, {**bins, "kwok": "", "kube-scheduler": "", "kube-controller-manager": ""},
-                                   pki)
+    layout = cluster.plan(d, "alone", address, workload_names=[])
+    bins = {"etcd": cluster.etcd_binary(bin_dir), "kube-apiserver": find_binary("kube-apiserver", bin_dir),
+            "kwok": "", "kube-scheduler": "", "kube-controller-manager": ""}
+    lines = cluster.command_lines(layout, bins, pki)
     t0 = time.monotonic()
     procs = [subprocess.Popen(lines[s][0], cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for s in ("etcd", "kube-apiserver")]
     ctx = ssl.create_default_context(cafile=str(pki.ca_crt))
     try:
-        while True:
+        while time.monotonic() - t0 < 120:
             try:
                 req = urllib.request.Request(f"{layout['server']}/readyz",
                                              headers={"Authorization": "Bearer benchtoken"})
@@ -70,10 +70,16 @@ def apiserver_alone(bin_dir: str | None, root: Path) -> float:
             except OSError:
                 pass
             time.sleep(0.05)
+        raise RuntimeError("etcd + kube-apiserver alone did not become ready within 120 s")
     finally:
         for p in reversed(procs):
             p.terminate()
-            p.wait(30)
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def _rss_mb(directory: Path) -> float:

@@ -84,12 +84,12 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.k8s_cluster import apiserver_alone  # noqa: E402
 from chaosdb.chaosmesh import actions as cm  # noqa: E402
 from chaosdb.chaosmesh.objects import list_objects, summarise  # noqa: E402
 from chaosdb.clusters.kubernetes import cluster  # noqa: E402
-from chaosdb.clusters.kubernetes.pki import Pki, make_pki  # noqa: E402
+from chaosdb.clusters.kubernetes.pki import Pki  # noqa: E402
 from chaosdb.clusters.kubernetes.realnode import node as realnode  # noqa: E402
-from chaosdb.core.binaries import find_binary  # noqa: E402
 from chaosdb.core.errors import ChaosDBError  # noqa: E402
 from chaosdb.core.netem import netem_available  # noqa: E402
 from chaosdb.core.processes import argv_of, pids_under, start_time  # noqa: E402
@@ -326,42 +326,6 @@ def rss_mb(pids: list[int]) -> float:
 
 
 # --- node and pods -----------------------------------------------------------------------------------------------
-
-def apiserver_alone(bin_dir: str | None, root: Path) -> float:
-    """etcd + kube-apiserver with the same flags as ``up``, until /readyz answers 200 (then stopped)."""
-    d = Path(tempfile.mkdtemp(prefix="alone-", dir=root))
-    pki = make_pki(d / "pki", [ADDRESS])
-    (d / "tokens.csv").write_text("benchtoken,bench,bench,system:masters\n")
-    layout = cluster.plan(d, "alone", ADDRESS, workload_names=[])
-    bins = {"etcd": cluster.etcd_binary(bin_dir), "kube-apiserver": find_binary("kube-apiserver", bin_dir),
-            "kwok": "", "kube-scheduler": "", "kube-controller-manager": ""}
-    lines = cluster.command_lines(layout, bins, pki)
-    t0 = time.monotonic()
-    procs = [subprocess.Popen(lines[s][0], cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-             for s in ("etcd", "kube-apiserver")]
-    ctx = ssl.create_default_context(cafile=str(pki.ca_crt))
-    try:
-        while time.monotonic() - t0 < 120:
-            try:
-                req = urllib.request.Request(f"{layout['server']}/readyz",
-                                             headers={"Authorization": "Bearer benchtoken"})
-                with urllib.request.urlopen(req, timeout=2, context=ctx) as resp:
-                    if resp.status == 200:
-                        return time.monotonic() - t0
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError("etcd + kube-apiserver alone did not become ready within 120 s")
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        shutil.rmtree(d, ignore_errors=True)
-
 
 def _watch_up(directory: Path, stop: threading.Event, seen: dict[str, float]) -> None:
     """While ``up`` runs: kubelet's start, the Node Ready, the StatefulSet first seen and Ready (boot-time clock)."""
@@ -826,7 +790,7 @@ def main(argv: list[str] | None = None) -> int:
                                        "netem": netem_available(), "load1_before": load1()},
                               "target_s": TARGET_S}
     try:
-        alones = [apiserver_alone(args.bin_dir, root) for _ in range(args.repeat)]
+        alones = [apiserver_alone(args.bin_dir, root, ADDRESS) for _ in range(args.repeat)]
         up = measure_up(directory, args.bin_dir)
         b = Bench(directory)
         mem = memory(b)
