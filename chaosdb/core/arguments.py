@@ -395,9 +395,19 @@ def missing_control_modules(controls: Any) -> list[str]:
         provider = control.get("provider") if isinstance(control, dict) else None
         module = provider.get("module") if isinstance(provider, dict) else None
         if isinstance(module, str) and module.startswith("chaosdb.") and not _module_exists(module):
-            problems.append(f"control '{control.get('name', '?')}': there is no module {module} in this pack: Chaos "
-                            "Toolkit would skip the control silently")
+            problems.append(f"control '{control.get('name', '?')}': there is no module {module} in this pack"
+                            f"{_control_module_hint(module)}: Chaos Toolkit would skip the control silently")
     return problems
+
+
+def _control_module_hint(module: str) -> str:
+    """" (did you mean 'chaosdb.x.control'?)" for a misspelt control module of this pack, or ""."""
+    import difflib  # noqa: PLC0415 - only for a misspelt name
+
+    from chaosdb.core.plugins import modules_named  # noqa: PLC0415 - only for a misspelt name
+
+    close = difflib.get_close_matches(module, list(modules_named("control")), n=1, cutoff=0.8)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def with_argument_checks(validate: Callable[[dict[str, Any]], None], module: str) -> Callable[[dict[str, Any]], None]:

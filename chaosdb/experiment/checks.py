@@ -19,6 +19,7 @@ from chaoslib import substitute
 from chaosdb.core.arguments import (
     control_argument_problems,
     duplicate_control_problems,
+    missing_control_modules,
     problems_in_call,
     with_argument_checks,
 )
@@ -96,7 +97,7 @@ def control_problems(experiment: dict[str, Any], configuration: dict[str, Any] |
     loads, two clusters) and each argument of this pack's controls that cannot work: unknown names, wrong shapes and
     the rules of the module's ``CONTROL_ARGUMENTS`` (values substituted)."""
     controls = experiment.get("controls") or []
-    problems = duplicate_control_problems(controls)
+    problems = duplicate_control_problems(controls) + missing_control_modules(controls)
     for control in controls if isinstance(controls, list) else []:
         provider = control.get("provider") if isinstance(control, dict) else None
         if not isinstance(provider, dict):
@@ -107,11 +108,8 @@ def control_problems(experiment: dict[str, Any], configuration: dict[str, Any] |
         label = f"control '{control.get('name', '?')}'"
         try:
             found = importlib.import_module(module)
-        except ImportError as exc:
-            if not getattr(exc, "name", "") or str(exc.name).startswith("chaosdb"):  # not an extra's module
-                problems.append(f"{label}: there is no module {module} in this pack"
-                                f"{_control_module_hint(module)}: Chaos Toolkit would skip the control silently")
-            continue  # a missing extra: the control's own validation says so
+        except ImportError:
+            continue  # no such module (said above) or a missing extra (the control's own validation says so)
         raw = provider.get("arguments")
         if raw is not None and not isinstance(raw, dict):
             problems.append(f"{label}: its arguments must be an object of name: value, not {type(raw).__name__}")
@@ -122,16 +120,6 @@ def control_problems(experiment: dict[str, Any], configuration: dict[str, Any] |
             own = found.input_problems(experiment, arguments, configuration, secrets)
         problems += [f"{label}: {p}" for p in own]
     return problems
-
-
-def _control_module_hint(module: str) -> str:
-    """" (did you mean 'chaosdb.x.control'?)" for a misspelt control module of this pack, or ""."""
-    import difflib  # noqa: PLC0415 - only for a misspelt name
-
-    from chaosdb.core.plugins import modules_named  # noqa: PLC0415 - only for a misspelt name
-
-    close = difflib.get_close_matches(module, list(modules_named("control")), n=1, cutoff=0.8)
-    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def unresolved_problems(experiment: dict[str, Any], configuration: dict[str, Any] | None,

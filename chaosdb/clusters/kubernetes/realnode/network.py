@@ -62,11 +62,7 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 
 def _used_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
     """Every IPv4 network an address or a route of this machine covers."""
-    found: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
-    for line in _ip("-4", "-o", "addr", "show").stdout.splitlines():
-        parts = line.split()
-        if "inet" in parts:
-            found.append(ipaddress.ip_interface(parts[parts.index("inet") + 1]).network)
+    found: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = [address.network for _, address in _addresses()]
     for line in _ip("-4", "route", "show").stdout.splitlines():
         dest = line.split()[0]
         if dest != "default":
@@ -77,13 +73,19 @@ def _used_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
     return found
 
 
-def interface_of(address: str) -> str:
-    """The name of the interface that holds *address* (``""``: none)."""
+def _addresses() -> list[tuple[str, ipaddress.IPv4Interface | ipaddress.IPv6Interface]]:
+    """(interface name, address with its prefix) for every IPv4 address of this machine."""
+    found = []
     for line in _ip("-4", "-o", "addr", "show").stdout.splitlines():
         parts = line.split()
-        if "inet" in parts and parts[parts.index("inet") + 1].split("/")[0] == address:
-            return parts[1].split("@")[0]
-    return ""
+        if "inet" in parts:
+            found.append((parts[1].split("@")[0], ipaddress.ip_interface(parts[parts.index("inet") + 1])))
+    return found
+
+
+def interface_of(address: str) -> str:
+    """The name of the interface that holds *address* (``""``: none)."""
+    return next((name for name, held in _addresses() if str(held.ip) == address), "")
 
 
 def bridge_exists(name: str) -> bool:
