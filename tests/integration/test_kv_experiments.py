@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from chaosdb.load import integrity
+from chaosdb.report.data import load_samples
+from chaosdb.report.journal import parse_ts
 from tools import make_kv_experiments as gen
 
 pytestmark = pytest.mark.integration
@@ -42,7 +44,29 @@ def _run(name: str, cluster_dir: str, tmp_path: Path) -> dict:
     log = (tmp_path / f"{name}.log").read_text() if (tmp_path / f"{name}.log").exists() else ""
     assert journal["status"] == "completed", (run.stdout + run.stderr)[-2000:] + "\n--- log ---\n" + log[-3000:]
     metrics = json.loads((tmp_path / name / "metrics.json").read_text())
-    return {"journal": journal, "metrics": metrics}
+    return {"journal": journal, "metrics": metrics, "samples": tmp_path / name / "samples"}
+
+
+def _started(run: dict, prefix: str) -> float:
+    """When the run's first activity whose name starts with *prefix* started (epoch seconds)."""
+    entry = next(x for x in run["journal"]["run"] if x["activity"]["name"].startswith(prefix))
+    started = parse_ts(entry["start"])
+    assert started is not None, entry
+    return started
+
+
+def _longest_stall_before_restart(run: dict) -> dict:
+    """The longest span without a completed operation from the kill to the killed member's restart, and where it
+    began (seconds after the kill). The restart is left out: the member coming back replays its log and catches up
+    from the leader on the same disk and cores, and a busy machine can stall every member for a moment then,
+    whichever role was killed; the kill itself is what tells a leader from a follower."""
+    kill, restart = _started(run, "kill-the-etcd-"), _started(run, "restart-the-killed-member")
+    done = load_samples(run["samples"]).completions(kill, restart)
+    edges = [kill, *done.tolist(), restart]
+    gaps = [(b - a, a - kill) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    gap, at = max(gaps)
+    return {"stall_s": round(gap, 3), "at_s": round(at, 3), "window_s": round(restart - kill, 3),
+            "unavailability_s": run["metrics"]["recovery"]["unavailability_s"]}
 
 
 def _nothing_acknowledged_lost(name: str, run: dict, cluster_dir: str, tmp_path: Path) -> None:
@@ -70,9 +94,11 @@ def test_kill_leader_versus_follower(pg_cluster, tmp_path, healthy):
     _nothing_acknowledged_lost("kill-follower", follower, pg_cluster.dir, tmp_path)
     # killing the leader forces an election: for a while no operation completes; killing a follower does
     # not (the single slowest operation is noise at ~1,000 operations/s: the game-day example of 3 runs
-    # each shows 1.0-1.6 s without a completed operation for the leader, 0.0-0.2 s for a follower)
-    lu, fu = (r["metrics"]["recovery"]["unavailability_s"] for r in (leader, follower))
-    assert lu > fu and lu > 0.5, (leader["metrics"]["recovery"], follower["metrics"]["recovery"])
+    # each shows 1.0-1.6 s without a completed operation for the leader, 0.0-0.2 s for a follower). Measured
+    # from the kill to the restart: a CI run beside the other worker's load once saw 1.5 s without a completion
+    # over a follower's whole run (restart included) and 1.0 s for the leader's.
+    lu, fu = (_longest_stall_before_restart(r) for r in (leader, follower))
+    assert lu["stall_s"] > fu["stall_s"] and lu["stall_s"] > 0.5, (lu, fu)
 
 
 def test_cpu_quota_on_leader_versus_follower(pg_cluster, tmp_path, healthy):
