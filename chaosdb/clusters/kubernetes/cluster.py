@@ -48,7 +48,7 @@ from chaosdb.core.servers import spawn_server, wait_ready
 from chaosdb.images.recipes import recipe
 from chaosdb.k8s import api
 
-__all__ = ["PORTS", "SERVERS", "STATE_FILE", "chaosd_tls_files", "command_lines", "configuration_of", "down", "etcd_binary", "plan",
+__all__ = ["PORTS", "SERVERS", "STATE_FILE", "chaosd_tls_files", "command_lines", "configuration_of", "down", "etcd_binary", "plan", "service_addresses",
            "status", "up"]
 
 STATE_FILE = "kubernetes.json"
@@ -461,15 +461,25 @@ def _patroni(directory: Path, layout: dict[str, Any], image: str) -> list[dict[s
 SERVICE_FORWARDS = {5432: "postgres/postgres:5432", 8008: "postgres/postgres-members:8008"}
 
 
+def service_addresses(layout: dict[str, Any]) -> dict[str, str]:
+    """Where the Services of :data:`SERVICE_FORWARDS` are reached without kube-proxy: ``host`` (this machine, the
+    cluster's own address) and ``pods`` (the first real node's bridge address, which every pod reaches: what a
+    Service's name or ClusterIP is on a cluster with kube-proxy and DNS)."""
+    nodes = _real_nodes(layout)
+    return {"host": str(layout["address"]), **({"pods": nodes[0].net.node_ip} if nodes else {})}
+
+
 def _start_service_forwarders(directory: Path, layout: dict[str, Any]) -> None:
-    """One forwarder per entry of :data:`SERVICE_FORWARDS` (no kube-proxy here): the Patroni cluster's primary at
-    ``<address>:5432``, a member's REST API at ``<address>:8008``, each following the Service's Endpoints."""
-    for port, spec in SERVICE_FORWARDS.items():
-        folder = directory / "service-forwarders" / str(port)
-        if not pids_under(folder):
-            spawn_server([sys.executable, "-m", "chaosdb.clusters.kubernetes.realnode.forwarder",
-                          f"{layout['address']}:{port}", f"endpoints:{spec}", "--kubeconfig", layout["kubeconfig"]],
-                         folder, folder / "forwarder.log")
+    """Two forwarders per entry of :data:`SERVICE_FORWARDS` (no kube-proxy here), one at each of
+    :func:`service_addresses`: the Patroni cluster's primary at ``:5432``, a member's REST API at ``:8008``, each
+    following the Service's Endpoints."""
+    for where, address in service_addresses(layout).items():
+        for port, spec in SERVICE_FORWARDS.items():
+            folder = directory / "service-forwarders" / (str(port) if where == "host" else f"{port}-{where}")
+            if not pids_under(folder):
+                spawn_server([sys.executable, "-m", "chaosdb.clusters.kubernetes.realnode.forwarder",
+                              f"{address}:{port}", f"endpoints:{spec}", "--kubeconfig", layout["kubeconfig"]],
+                             folder, folder / "forwarder.log")
 
 
 def _app_database(directory: Path, layout: dict[str, Any]) -> tuple[bool, str]:
@@ -548,6 +558,9 @@ def _summary(layout: dict[str, Any]) -> dict[str, Any]:
             "kubeconfig": layout["kubeconfig"], "nodes": layout["nodes"], "workloads": layout["workloads"],
             "real_nodes": [{"name": n.name, "node_ip": n.net.node_ip, "subnet": n.net.subnet, "bridge": n.net.bridge}
                            for n in _real_nodes(layout)],
+            **({"services": {where: {str(port): f"{address}:{port}" for port in SERVICE_FORWARDS}
+                             for where, address in service_addresses(layout).items()}}
+               if layout.get("real_nodes") and "postgres" in layout["workloads"] else {}),
             "chaos_mesh": layout["chaos_mesh"], "chaosd_tls": bool(layout.get("chaosd_tls")),
             "configuration": configuration_of(layout), "environment": environment_of(layout)}
 
