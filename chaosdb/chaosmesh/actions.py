@@ -19,11 +19,11 @@ from chaosdb.chaosmesh.objects import (
     MANAGED_BY,
     PAUSE_ANNOTATION,
     VERSION,
+    aim_at,
     build_object,
     list_objects,
     plural_of,
     summarise,
-    target_selector,
 )
 from chaosdb.chaosmesh.physical import refuse_netem_here
 from chaosdb.core.arguments import check_arguments, choice, is_unresolved
@@ -103,13 +103,10 @@ def create_chaos(kind: str = "", spec: Dict[str, Any] = None, template: str = ""
     namespace = api.namespace_of(configuration, namespace)
     resolved = None
     if target:
-        if kind in ("Schedule", "Workflow"):
-            raise ChaosDBError(f"target applies to chaos kinds, not to a {kind}")
+        if kind == "Schedule":
+            aim_at(kind, spec, "", [])  # refused before anything is resolved
         resolved = resolve_target(target, configuration, secrets)
-        spec = dict(spec)
-        spec["selector"] = target_selector(resolved["namespace"], resolved["pods"])
-        spec["mode"] = "all"
-        spec.pop("value", None)
+        spec = aim_at(kind, spec, resolved["namespace"], resolved["pods"])
     obj = build_object(kind, name, namespace, spec, labels)
     refuse_netem_here(obj)
     refuse_what_this_kernel_cannot(obj, api.api_client(configuration, secrets).configuration.host,

@@ -17,7 +17,7 @@ from chaosdb.manifests.schema import kind_of
 from chaosdb.manifests.validate import require_valid
 
 __all__ = ["list_objects", "GROUP", "VERSION", "KINDS", "PAUSE_ANNOTATION", "MANAGED_BY", "plural_of", "build_object",
-           "summarise", "target_selector"]
+           "summarise", "target_selector", "aim_at"]
 
 GROUP, VERSION = "chaos-mesh.org", "v1alpha1"
 KINDS = tuple(CHAOS_KINDS) + ("Schedule", "Workflow")
@@ -51,6 +51,41 @@ def list_objects(custom: Any, kind: str, namespace: str, label_selector: str = "
 def target_selector(namespace: str, pods: list[str]) -> dict[str, Any]:
     """A selector for exactly these pods (``pods`` is a map namespace -> names, not a list)."""
     return {"namespaces": [namespace], "pods": {namespace: list(pods)}}
+
+
+def aim_at(kind: str, spec: dict[str, Any], namespace: str, pods: list[str]) -> dict[str, Any]:
+    """*spec* with its fault aimed at exactly *pods* of *namespace* (mode ``all``, no ``value``): the spec's own
+    selector for a chaos kind; for a Workflow, the selector of every pod-level chaos template in it (its Task,
+    StatusCheck and flow templates unchanged). A Schedule is refused: aim its chaos when the schedule fires, not
+    once when it is created."""
+    if kind == "Schedule":
+        raise ChaosDBError("target applies to chaos kinds and Workflows, not to a Schedule (the role it resolved "
+                           "now may have moved by the time the schedule fires)")
+    if kind != "Workflow":
+        return _aimed(spec, namespace, pods)
+    templates, aimed = [], 0
+    for template in spec.get("templates") or []:
+        field = _chaos_field(str(template.get("templateType") or ""))
+        if field and field in template and field != "physicalmachineChaos":
+            template = {**template, field: _aimed(template[field], namespace, pods)}
+            aimed += 1
+        templates.append(template)
+    if not aimed:
+        raise ChaosDBError("target: the Workflow has no chaos template on pods to aim at")
+    return {**spec, "templates": templates}
+
+
+def _chaos_field(template_type: str) -> str:
+    """The field of a Workflow template that holds a chaos of *template_type* (``PodChaos`` -> ``podChaos``)."""
+    if not template_type.endswith("Chaos"):
+        return ""
+    return template_type[0].lower() + template_type[1:]
+
+
+def _aimed(spec: dict[str, Any], namespace: str, pods: list[str]) -> dict[str, Any]:
+    aimed = {**spec, "selector": target_selector(namespace, pods), "mode": "all"}
+    aimed.pop("value", None)
+    return aimed
 
 
 def build_object(kind: str, name: str, namespace: str, spec: dict[str, Any],

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from chaosdb.chaosmesh import actions as cm
 from chaosdb.chaosmesh import probes as cmp
@@ -369,3 +370,23 @@ def test_an_interrupted_run_leaves_no_chaos_object_behind(kube, tmp_path):
     assert "deleted PodChaos crdb/chaosdb-pod-failure that the experiment left behind" in \
         (tmp_path / "chaos.log").read_text()
     assert kube.pods[("crdb", "cockroachdb-0")].failed_until <= time.time()
+
+
+def test_a_target_aims_every_pod_chaos_of_a_workflow_and_leaves_its_other_templates():
+    from chaosdb.chaosmesh.objects import aim_at
+    from chaosdb.manifests.templates import render
+
+    workflow = yaml.safe_load(render("kubernetes/gameday-workflow", {"IMAGE": "chaosdb.local/chaosdb:1"}).text)
+    aimed = aim_at("Workflow", workflow["spec"], "postgres", ["postgres-1"])
+    templates = {t["name"]: t for t in aimed["templates"]}
+    assert templates["fault"]["podChaos"]["selector"] == {"namespaces": ["postgres"],
+                                                          "pods": {"postgres": ["postgres-1"]}}
+    assert templates["fault"]["podChaos"]["mode"] == "all"
+    assert templates["steady-state"] == {t["name"]: t for t in workflow["spec"]["templates"]}["steady-state"]
+    assert workflow["spec"]["templates"][3]["podChaos"]["selector"] == {"pods": {"postgres": ["postgres-0"]}}
+    with pytest.raises(ChaosDBError, match="no chaos template on pods"):
+        aim_at("Workflow", {"entry": "x", "templates": [{"name": "x", "templateType": "Suspend"}]}, "ns", ["p"])
+    with pytest.raises(ChaosDBError, match="not to a Schedule"):
+        aim_at("Schedule", {}, "ns", ["p"])
+    assert aim_at("PodChaos", {"action": "pod-kill", "mode": "fixed", "value": "1"}, "ns", ["p"]) == {
+        "action": "pod-kill", "mode": "all", "selector": {"namespaces": ["ns"], "pods": {"ns": ["p"]}}}

@@ -100,12 +100,16 @@ def test_upstream_litmus_files_are_accepted_except_the_pruned_description():
 
 # ---- our templates -------------------------------------------------------------------------------
 
+#: the templates written by hand (the game day's own objects, not faults of one database)
+HAND_WRITTEN = {"kubernetes/gameday-cronjob.yaml", "kubernetes/gameday-workflow.yaml", "kubernetes/checks-server.yaml"}
+
+
 def test_committed_templates_are_what_the_generator_writes():
     generated = make_manifests.render_all()
     root = templates_dir()
     for rel, text in generated.items():
         assert (root / rel).read_text() == text, f"{rel} differs: run python -m tools.make_manifests"
-    on_disk = {str(p.relative_to(root)) for p in root.rglob("*.yaml")} - {"kubernetes/gameday-cronjob.yaml"}
+    on_disk = {str(p.relative_to(root)) for p in root.rglob("*.yaml")} - HAND_WRITTEN
     assert on_disk == set(generated)
 
 
@@ -337,3 +341,37 @@ def test_template_format_errors_are_caught(tmp_path):
     (tmp_path / "unused.yaml").write_text(head + body.replace("  # ${GRACE}", ""))
     with pytest.raises(ChaosDBError, match="no line uses: \\['GRACE'\\]"):
         render("unused", {}, tmp_path)
+
+
+def test_the_gameday_workflow_checks_then_injects_under_a_status_check_then_checks_recovery():
+    docs = [d for d in yaml.safe_load_all(render("kubernetes/gameday-workflow", {
+        "IMAGE": "chaosdb.local/chaosdb:1", "TARGET_POD": "postgres-1", "ACTION": "pod-failure", "BUDGET_S": "5",
+        "SERVE_URL": "http://10.245.0.9:8099/checks/primary", "RECOVERY_S": "90"}).text) if d]
+    (workflow,) = docs
+    templates = {t["name"]: t for t in workflow["spec"]["templates"]}
+    assert templates["game-day"]["children"] == ["steady-state", "recovered"]
+    steady = templates["steady-state"]
+    assert steady["task"]["container"]["command"] == ["chaosdb", "check", "/checks/checks.yaml"]
+    assert steady["conditionalBranches"] == [{"target": "fault-under-watch", "expression": "exitCode == 0"}]
+    assert templates["fault-under-watch"]["children"] == ["fault", "database-within-budget"]
+    assert templates["fault"]["podChaos"]["action"] == "pod-failure"
+    assert templates["fault"]["podChaos"]["selector"] == {"pods": {"postgres": ["postgres-1"]}}
+    watch = templates["database-within-budget"]
+    assert watch["abortWithStatusCheck"] is True and watch["statusCheck"]["failureThreshold"] == 5
+    assert watch["statusCheck"]["http"]["url"] == "http://10.245.0.9:8099/checks/primary"
+    recovered = templates["recovered"]["task"]["container"]
+    assert recovered["command"] + recovered["args"] == ["chaosdb", "check", "/checks/checks.yaml", "--within", "90"]
+    assert validate_object(workflow).ok
+
+
+def test_the_checks_server_serves_on_its_service_port():
+    docs = [d for d in yaml.safe_load_all(render("kubernetes/checks-server", {"IMAGE": "chaosdb.local/chaosdb:1"}).text)
+            if d]
+    deployment, service = docs
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"][:3] == ["chaosdb", "serve", "/checks/checks.yaml"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"
+    assert service["spec"]["ports"][0]["port"] == container["ports"][0]["containerPort"] == 8099
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    with pytest.raises(ChaosDBError, match="IMAGE"):
+        render("kubernetes/checks-server")
