@@ -1,17 +1,25 @@
-"""``chaosdb check`` (chaosdb.checks): checks read from a checks file or an experiment, refused in one sentence when
-they could never run, judged with Chaos Toolkit's own tolerance semantics, secrets masked, one JSON line and an exit
-status for a cmdProbe."""
+"""``chaosdb check`` and ``chaosdb serve`` (chaosdb.checks): checks read from a checks file or an experiment, refused
+in one sentence when they could never run, judged with Chaos Toolkit's own tolerance semantics, secrets masked, one
+JSON line and an exit status for a cmdProbe, 200/503/404 with for_s hysteresis for a StatusCheck or an httpProbe."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
+import requests
 import yaml
 
 from chaosdb import cli
 from chaosdb.checks.evaluate import describe_tolerance, evaluate, evaluate_all, json_safe
+from chaosdb.checks.server import NOT_EVALUATED, CheckServer, StateStore, create_app, run_server
 from chaosdb.checks.spec import Check, CheckInputError, CheckSet, load_checks
 from chaosdb.core import extras
 from chaosdb.core.redact import MASK
@@ -384,6 +392,154 @@ def test_check_with_var_overrides_the_configuration(tmp_path, capsys):
                         configuration={"a": "x"})
     assert _check(capsys, path)[0] == 1
     assert _check(capsys, path, "--var", "a=b")[0] == 0
+
+
+# --- chaosdb serve: the app, the hysteresis, the real server -------------------------------------------------------
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _result(name: str, ok: bool, reason: str | None = None) -> dict:
+    return {"check": name, "ok": ok, "value": ok, "reason": None if ok else (reason or "it is down"),
+            "latency_ms": 1.0, "at": "2026-11-27T04:00:00.000+00:00"}
+
+
+@pytest.fixture
+def served():
+    checks = CheckSet("test", (Check("primary", _probe("constant"), for_s=10), Check("lag", _probe("constant"))),
+                      groups={"everything": ("primary", "lag")})
+    clock = FakeClock()
+    states = StateStore(checks, clock)
+    return create_app(checks, states).test_client(), states, clock
+
+
+def test_a_check_not_evaluated_yet_answers_503_and_an_unknown_one_404(served):
+    client, _, _ = served
+    answer = client.get("/checks/primary")
+    assert answer.status_code == 503 and answer.json["reason"] == NOT_EVALUATED
+    unknown = client.get("/checks/primry")
+    assert unknown.status_code == 404 and unknown.json["checks"] == ["primary", "lag", "everything"]
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/checks").status_code == 503
+
+
+def test_a_failing_check_answers_503_only_after_failing_for_its_for_s(served):
+    client, states, clock = served
+    assert states.record(_result("primary", True)) == "passing"
+    assert states.record(_result("primary", True)) is None
+    assert client.get("/checks/primary").status_code == 200
+    assert states.record(_result("primary", False, "no leader")) == "failing"
+    clock.now += 4
+    states.record(_result("primary", False, "no leader"))
+    answer = client.get("/checks/primary")
+    assert answer.status_code == 200 and answer.json["failing_for_s"] == 4.0
+    assert answer.json["consecutive_failures"] == 2 and answer.json["for_s"] == 10
+    assert answer.json["reason"] == "failing for 4.0 s, under its for_s of 10 s: no leader"
+    assert answer.json["failing_since"] == "2026-11-27T04:00:00.000+00:00" and answer.json["ok"] is False
+    clock.now += 6  # ten seconds without a pass
+    answer = client.get("/checks/primary")
+    assert answer.status_code == 503 and answer.json["reason"] == "failing for 10.0 s (for_s 10 s): no leader"
+    assert states.record(_result("primary", True)) == "passing"
+    answer = client.get("/checks/primary")
+    assert answer.status_code == 200 and answer.json["failing_since"] is None and answer.json["reason"] is None
+    # a new failure starts the count again
+    states.record(_result("primary", False))
+    clock.now += 9
+    assert client.get("/checks/primary").status_code == 200
+
+
+def test_for_s_zero_answers_503_at_the_first_failure_and_the_whole_answers_with_its_worst(served):
+    client, states, clock = served
+    states.record(_result("primary", True))
+    states.record(_result("lag", True))
+    assert client.get("/checks").status_code == 200 and client.get("/checks/everything").status_code == 200
+    states.record(_result("lag", False))
+    assert client.get("/checks/lag").status_code == 503
+    everything = client.get("/checks")
+    assert everything.status_code == 503 and [c["status"] for c in everything.json["checks"]] == [200, 503]
+    group = client.get("/checks/everything")
+    assert group.status_code == 503 and group.json["reason"] == "lag answer 503"
+
+
+def _wait_for(predicate, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def test_the_real_server_answers_on_a_free_port_and_stops(tmp_path):
+    checks = load_checks(_checks_file(tmp_path, [{"name": "good", "probe": _probe("constant", True)},
+                                                 {"name": "bad", "probe": _probe("boom", True)}]))
+    servers: list[CheckServer] = []
+    thread = threading.Thread(target=run_server, args=(checks, "127.0.0.1", 0, 0.2), kwargs={"ready": servers.append})
+    thread.start()
+    try:
+        server = _wait_for(lambda: servers and servers[0])
+        assert server.port > 0
+        good = _wait_for(lambda: (r := requests.get(f"{server.url}/checks/good", timeout=5)).status_code == 200 and r)
+        assert good.json()["ok"] is True and good.json()["check"] == "good"
+        bad = requests.get(f"{server.url}/checks/bad", timeout=5)
+        assert bad.status_code == 503 and "RuntimeError: the database is on fire" in bad.json()["reason"]
+        assert requests.get(f"{server.url}/checks/none", timeout=5).status_code == 404
+        assert requests.get(f"{server.url}/healthz", timeout=5).status_code == 200
+    finally:
+        if servers:
+            servers[0].stop()
+        thread.join(timeout=15)
+    assert not thread.is_alive() and not servers[0].poller.is_alive()
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"{servers[0].url}/healthz", timeout=2)
+
+
+def test_sigterm_stops_chaosdb_serve(tmp_path):
+    path = _checks_file(tmp_path, [{"name": "good", "probe": _probe("constant", True)}])
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "chaosdb.cli", "serve", path, "--port", "0",
+                                "--interval", "0.2"], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        while not any("passes" in line for line in lines):
+            line = process.stderr.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+        url = next(line for line in lines if "serving" in line).split(" on ", 1)[1].split("/checks")[0]
+        assert requests.get(f"{url}/checks/good", timeout=5).status_code == 200
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0
+        assert "stopped" in process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_serve_without_its_extra_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
+    real = extras._installed
+    monkeypatch.setattr(extras, "_installed", lambda m: m != "waitress" and real(m))
+    path = _checks_file(tmp_path, [{"name": "good", "probe": _probe("constant", True)}])
+    assert cli.main(["serve", path]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pip install 'chaostoolkit-db[serve]'" in err, err
+
+
+def test_a_port_in_use_is_one_sentence(tmp_path):
+    checks = load_checks(_checks_file(tmp_path, [{"name": "good", "probe": _probe("constant", True)}]))
+    first = CheckServer(checks, port=0)
+    try:
+        with pytest.raises(Exception, match=f"cannot listen on 127.0.0.1:{first.port}"):
+            CheckServer(checks, port=first.port)
+    finally:
+        first.server.close()
 
 
 # --- the probes the shipped checks name --------------------------------------------------------------------------
