@@ -554,3 +554,14 @@ def test_the_shipped_tikv_checks_against_the_pd_stand_in():
         assert by_name["pd-healthy"]["ok"] is True
         assert by_name["no-leaderless-region"]["ok"] is False and by_name["no-leaderless-region"]["value"] == 1
 
+
+def test_the_manifests_in_the_docs_validate():
+    from chaosdb.manifests.validate import validate_text
+
+    text = (ROOT / "docs" / "checks.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```yaml\n")[1:]]
+    manifests = [b for b in blocks if b.startswith("apiVersion:")]
+    assert len(manifests) == 2
+    reports = [r for m in manifests for r in validate_text(m, "docs/checks.md")]
+    assert [r.as_dict()["kind"] for r in reports] == ["Deployment", "Service", "Workflow"]
+    assert all(r.ok for r in reports), [r.lines() for r in reports]
