@@ -7,6 +7,7 @@ convention, :func:`activity_modules`) with their docstrings and typed arguments.
 What is in it:
 
 * ``cli``: The ``chaosdb`` command
+* ``checks/``: database-aware checks as a command (``chaosdb check``) and as HTTP endpoints (``chaosdb serve``)
 * ``chaosd/``: faults carried out by chaosd, Chaos Mesh's agent for physical and virtual machines
 * ``chaosmesh/``: Chaos Mesh objects aimed at database roles
 * ``clusters/``: the launchers: local labs, one sub-package per cluster kind (the embedded PostgreSQL HA cluster,

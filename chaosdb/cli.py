@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb import __version__
+from chaosdb.checks.command import add_parser as add_checks_parser
 from chaosdb.core.clusterkinds import (
     DEFAULT_KIND,
     add_kind_arguments,
@@ -427,6 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_manifests_parser(sub)
     add_gameday_parser(sub)
     add_images_parser(sub)
+    add_checks_parser(sub)
     _say_the_extras(parser)
     return parser
 

@@ -2,7 +2,8 @@
 
 A base install (``pip install chaostoolkit-db``) has Chaos Toolkit only; the rest comes with extras
 (``pyproject.toml``): ``postgres`` (psycopg), ``local`` (the embedded cluster), ``load`` (Locust), ``report``
-(numpy, matplotlib), ``k8s`` (the Kubernetes client, the offline validators, PyYAML). What is missing is found
+(numpy, matplotlib), ``k8s`` (the Kubernetes client, the offline validators, PyYAML), ``serve`` (Flask and waitress,
+for ``chaosdb serve``). What is missing is found
 as early as possible:
 
 * ``chaos validate`` (and the validation ``chaos run`` does first): every activity module declares its extras
@@ -36,6 +37,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "load": ("locust", "gevent", "psycopg"),
     "report": ("numpy", "matplotlib", "jinja2"),
     "k8s": ("kubernetes", "openapi_schema_validator", "kubernetes_validate", "yaml"),
+    "serve": ("flask", "waitress"),
 }
 
 

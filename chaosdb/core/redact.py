@@ -3,16 +3,17 @@
 Two mechanisms:
 * :func:`redact_dsn` removes the password from a libpq DSN (URL or key=value form);
 * :func:`redact` replaces every occurrence of known secret values in strings and
-  nested JSON-like structures with ``***``.
+  nested JSON-like structures with ``***``; :func:`secret_strings` lists those values
+  for a Chaos Toolkit secrets mapping (each DSN's password too).
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any, Iterable
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
-__all__ = ["redact_dsn", "redact", "MASK"]
+__all__ = ["redact_dsn", "redact", "secret_strings", "MASK"]
 
 MASK = "***"
 
@@ -55,3 +56,41 @@ def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
         return v
 
     return walk(value)
+
+
+def _dsn_passwords(text: str) -> list[str]:
+    """The passwords inside *text* when it is a libpq DSN (URL or key=value form), else none."""
+    if "://" in text:
+        try:
+            parts = urlsplit(text)
+            found = [parts.password, unquote(parts.password)] if parts.password else []  # as written and decoded
+        except ValueError:
+            return []
+        return found + parse_qs(parts.query).get("password", [])
+    found = []
+    for m in _KV_PASSWORD.finditer(text):
+        value = m.group(2)
+        if value.startswith("'"):  # quoted: the password as libpq reads it, its escapes undone
+            value = re.sub(r"\\(.)", r"\1", value[1:-1])
+        found.append(value)
+    return found
+
+
+def secret_strings(secrets: Any) -> list[str]:
+    """Every string of a Chaos Toolkit secrets mapping (its scopes, at any depth), and the password inside each one
+    that is a DSN: what :func:`redact` must mask in anything shown."""
+    found: list[str] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, str):
+            found.append(v)
+            found.extend(_dsn_passwords(v))
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+
+    walk(secrets)
+    return list(dict.fromkeys(found))

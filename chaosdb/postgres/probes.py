@@ -17,6 +17,7 @@ from chaosdb.postgres.sql import query_primary
 
 __all__ = [
     "current_primary",
+    "has_primary",
     "cluster_members",
     "replication_lag",
     "max_replication_lag_bytes",
@@ -31,6 +32,12 @@ def current_primary(configuration: Configuration = None, secrets: Secrets = None
     if leader is None:
         raise ChaosDBError("the Patroni cluster has no leader right now")
     return leader.name
+
+
+def has_primary(configuration: Configuration = None, secrets: Secrets = None) -> bool:
+    """True when Patroni reports a leader (a primary) right now, False while it has none (a failover under way);
+    fails when Patroni cannot be asked."""
+    return patroni_client(configuration, secrets).leader() is not None
 
 
 def cluster_members(configuration: Configuration = None,

@@ -5,7 +5,9 @@ are links to these folders).
 * ``experiments/``: the ready ``chaos run`` files (PostgreSQL at the top; ``cockroachdb/``, ``etcd/``, ``tikv/``,
   ``kubernetes/``; game-day suites in ``gamedays/``), written by the generators in the repository's ``tools/``;
 * ``templates/``: the Chaos Mesh, Litmus and Kubernetes manifest templates (:mod:`chaosdb.manifests.templates`);
-* ``locustfiles/``: ``tpcc.py`` and ``ycsb.py`` for ``locust -f`` (the user classes live in :mod:`chaosdb.load`).
+* ``locustfiles/``: ``tpcc.py`` and ``ycsb.py`` for ``locust -f`` (the user classes live in :mod:`chaosdb.load`);
+* ``checks/``: example checks files for ``chaosdb check`` and ``chaosdb serve`` (``patroni.yaml``, ``tikv.yaml``;
+  :mod:`chaosdb.checks`), named ``shipped:patroni`` on their command lines.
 
 :func:`copy_shipped` puts a copy of the experiments (with the locustfiles and any chosen templates) into a
 folder the user owns: ``chaosdb experiments copy DIR``.
@@ -23,7 +25,7 @@ from typing import Any, Iterable
 
 from chaosdb.core.errors import ChaosDBError
 
-__all__ = ["shipped_dir", "experiments_dir", "templates_dir", "locustfiles_dir", "list_experiments",
+__all__ = ["shipped_dir", "experiments_dir", "templates_dir", "locustfiles_dir", "checks_dir", "list_experiments",
            "template_file", "copy_shipped"]
 
 #: files of the shipped folders that are copied (the rest, e.g. __pycache__, is not)
@@ -52,6 +54,11 @@ def templates_dir() -> Path:
 def locustfiles_dir() -> Path:
     """The shipped locustfiles (``tpcc.py``, ``ycsb.py``)."""
     return shipped_dir() / "locustfiles"
+
+
+def checks_dir() -> Path:
+    """The shipped checks files of ``chaosdb check`` and ``chaosdb serve``."""
+    return shipped_dir() / "checks"
 
 
 def _files(root: Path) -> list[Path]:

@@ -27,6 +27,7 @@ __all__ = [
     "region_by_id",
     "region_for_key",
     "region_problems",
+    "regions_without_leader",
     "resolve_store",
     "store",
     "stores",
@@ -78,6 +79,15 @@ def members(cfg: dict[str, Any]) -> dict[str, Any]:
 def health(cfg: dict[str, Any]) -> list[dict[str, Any]]:
     """Each PD member's health."""
     return normalise_health(pd_client(cfg).get("/health"))
+
+
+def regions_without_leader(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every region PD knows (``GET /regions``) whose leader it does not report (no ``leader``, or one without a
+    ``store_id``: an election under way, or no quorum of its peers left), normalised."""
+    body = pd_client(cfg).get("/regions")
+    if not isinstance(body, dict) or not isinstance(body.get("regions"), list):
+        raise ChaosDBError(f"PD's /regions answered something that is not a list of regions: {str(body)[:120]}")
+    return [r for r in (normalise_region(x) for x in body["regions"]) if r["leader_store_id"] is None]
 
 
 def region_problems(cfg: dict[str, Any]) -> dict[str, int] | None:

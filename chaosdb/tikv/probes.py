@@ -1,5 +1,6 @@
 """TiKV / PD probes: stores, the region and leader store of a key, leader distribution, PD members and
-health, and ``cluster_is_healthy`` (a steady-state probe and a gate before injecting).
+health (``pd_is_healthy``), regions without a leader, and ``cluster_is_healthy`` (a steady-state probe and a gate
+before injecting).
 
 Configuration: ``pd_url`` or ``pd_urls``. Keys: ``key`` as text (``key_format: hex`` for bytes),
 ``mode`` ``raw`` (RawKV, go-ycsb's default) or ``txn`` (TxnKV / TiDB), ``api_version`` 1 or 2
@@ -11,12 +12,12 @@ from typing import Any, Dict, List
 from chaoslib.types import Configuration, Secrets
 
 from chaosdb.core.arguments import check_arguments, choice, number
-from chaosdb.core.health import healthy_within
+from chaosdb.core.health import healthy_or_say_why, healthy_within
 from chaosdb.tikv import cluster
 from chaosdb.tikv.keys import MODES
 
 __all__ = ["stores", "region_for_key", "leader_store_of_key", "leader_distribution", "pd_members", "pd_health",
-           "cluster_health", "cluster_is_healthy"]
+           "pd_is_healthy", "regions_without_leader", "cluster_health", "cluster_is_healthy"]
 
 
 def stores(include_tombstone: bool = False, configuration: Configuration = None,
@@ -60,6 +61,21 @@ def pd_members(configuration: Configuration = None, secrets: Secrets = None) -> 
 def pd_health(configuration: Configuration = None, secrets: Secrets = None) -> List[Dict[str, Any]]:
     """Each PD member and whether it is reachable (``/pd/api/v1/health``)."""
     return cluster.health(configuration or {})
+
+
+def pd_is_healthy(configuration: Configuration = None, secrets: Secrets = None) -> bool:
+    """True when PD answers and reports every one of its members healthy (``/pd/api/v1/health``); fails when no PD
+    endpoint answers."""
+    members = cluster.health(configuration or {})
+    problems = [f"PD member {m['name']} is not healthy" for m in members if not m["healthy"]]
+    problems += [] if members else ["PD reports no member"]
+    return healthy_or_say_why({"healthy": not problems, "problems": problems}, "PD")
+
+
+def regions_without_leader(configuration: Configuration = None, secrets: Secrets = None) -> int:
+    """How many regions PD reports without a leader (``GET /pd/api/v1/regions``; use with tolerance 0): such a
+    region serves no reads or writes until its peers elect one."""
+    return len(cluster.regions_without_leader(configuration or {}))
 
 
 def cluster_health(configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:

@@ -87,3 +87,15 @@ def test_a_stopped_replica_is_a_problem_whatever_its_lag(monkeypatch):
     members = [_member("p0", "leader", "running", None), _member("p1", "replica", "stopped", 0)]
     client = _client(monkeypatch, members, {"http://p0:8008": LEADER_STATUS, "http://p1:8008": REPLICA_STATUS})
     assert client.health_problems()[1] == ["p1 is replica/stopped with lag 0 bytes (at most 1048576)"]
+
+
+def test_has_primary_is_whether_patroni_names_a_leader(monkeypatch):
+    from chaosdb.postgres import probes
+
+    members = parse_members(load("cluster_sync_3_members.json"))
+    client = PatroniClient(["http://p0:8008"])
+    monkeypatch.setattr(client, "members", lambda: members)
+    monkeypatch.setattr(probes, "patroni_client", lambda configuration, secrets: client)
+    assert probes.has_primary() is True
+    monkeypatch.setattr(client, "members", lambda: [m for m in members if not m.is_leader])  # a failover under way
+    assert probes.has_primary() is False

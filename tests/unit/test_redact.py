@@ -1,4 +1,4 @@
-from chaosdb.core.redact import MASK, redact, redact_dsn
+from chaosdb.core.redact import MASK, redact, redact_dsn, secret_strings
 
 
 def test_redact_url_dsn_password_and_query_password():
@@ -19,3 +19,11 @@ def test_redact_nested_values():
     assert redact(value, ["token-123456"]) == {"a": [f"{MASK} here", {"b": "no secret"}], "c": 5}
     # tiny secrets would mangle ordinary text and are ignored
     assert redact("abc", ["ab"]) == "abc"
+
+
+def test_secret_strings_are_every_string_of_the_secrets_and_the_password_inside_a_dsn():
+    found = secret_strings({"a": {"dsn": "postgresql://u:p%40ss-word@h/db?password=q-pass", "n": 5,
+                                  "kv": "host=h password='x y\\'z' user=app"}, "b": ["token-1"]})
+    assert {"postgresql://u:p%40ss-word@h/db?password=q-pass", "p%40ss-word", "p@ss-word", "q-pass", "x y'z",
+            "token-1"} <= set(found)
+    assert secret_strings({"a": {"plain": "no-dsn-here"}}) == ["no-dsn-here"]

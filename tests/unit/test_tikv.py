@@ -137,6 +137,13 @@ def test_health_reports_a_stopped_store(pd):
     assert probes.region_for_key("usertable:user9", configuration=pd.cfg)["down_store_ids"] == [2]
 
 
+def test_pd_is_healthy_and_counts_the_regions_without_a_leader(pd):
+    assert probes.pd_is_healthy(configuration=pd.cfg) is True
+    assert probes.regions_without_leader(configuration=pd.cfg) == 0
+    pd.state.regions[1]["leader"] = None  # PD knows no leader of region 3 (an election, or no quorum left)
+    assert probes.regions_without_leader(configuration=pd.cfg) == 1
+
+
 def test_transfer_leader_to_a_follower_and_errors(pd):
     res = actions.transfer_region_leader(key="usertable:user9", to_store="follower", configuration=pd.cfg)
     assert (res["from_store"], res["to_store"], res["moved"], res["pd"]) == (2, 1, True, "The operator is created.")
