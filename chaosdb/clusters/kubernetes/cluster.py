@@ -556,7 +556,8 @@ def _default_service_account(cfg: dict[str, Any]) -> tuple[bool, str]:
 def _summary(layout: dict[str, Any]) -> dict[str, Any]:
     return {"cluster": layout["cluster"], "kind": "kubernetes", "dir": layout["dir"], "server": layout["server"],
             "kubeconfig": layout["kubeconfig"], "nodes": layout["nodes"], "workloads": layout["workloads"],
-            "real_nodes": [{"name": n.name, "node_ip": n.net.node_ip, "subnet": n.net.subnet, "bridge": n.net.bridge}
+            "real_nodes": [{"name": n.name, "node_ip": n.net.node_ip, "subnet": n.net.subnet, "bridge": n.net.bridge,
+                            "containerd_socket": str(n.containerd.socket)}
                            for n in _real_nodes(layout)],
             **({"services": {where: {str(port): f"{address}:{port}" for port in SERVICE_FORWARDS}
                              for where, address in service_addresses(layout).items()}}
