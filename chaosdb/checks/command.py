@@ -3,7 +3,8 @@
 ``check`` evaluates the checks once and prints exactly one JSON line on standard output, ``{"ok": ..., "checks":
 [...], "latency_ms": ...}``; its exit status is 0 when every check passes, 1 when one fails, 2 when the input is
 wrong (the sentence on standard error, and ``{"ok": false, "error": ...}`` on standard output): what a Litmus
-``cmdProbe`` or a Chaos Mesh Workflow ``Task`` container reads. ``serve`` answers the same checks over HTTP
+``cmdProbe`` or a Chaos Mesh Workflow ``Task`` container reads. With ``--within S`` it evaluates again until every
+check passes or S seconds have passed (a recovery check). ``serve`` answers the same checks over HTTP
 (:mod:`chaosdb.checks.server`, the ``serve`` extra).
 """
 
@@ -13,6 +14,7 @@ import argparse
 import json
 import logging
 import sys
+import time
 from typing import Any
 
 from chaosdb.checks.evaluate import evaluate_all
@@ -55,6 +57,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         checks = load_checks(args.file, args.var, args.var_file)
         result = evaluate_all(checks, args.names)
+        rounds, deadline = 1, time.monotonic() + args.within
+        while not result["ok"] and time.monotonic() + args.every <= deadline:
+            time.sleep(args.every)
+            result, rounds = evaluate_all(checks, args.names), rounds + 1
+        if args.within:
+            result["rounds"] = rounds
     except ChaosDBError as exc:
         message = " ".join(str(exc).split())
         _print_line({"ok": False, "error": message, "checks": []})
@@ -105,6 +113,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("names", nargs="*", metavar="NAME",
                    help="the checks to evaluate (an experiment's hypothesis title names all of its probes; "
                         "default: every check)")
+    p.add_argument("--within", type=_for_s, default=0.0, metavar="S",
+                   help="evaluate again every --every seconds until every check passes or S seconds have passed "
+                        "(a recovery check: exit 0 as soon as the database is back, 1 if it is not within S); the "
+                        "line is the last round's, with \"rounds\" (default: 0, one round)")
+    p.add_argument("--every", type=_interval, default=1.0, metavar="S",
+                   help="seconds between two rounds with --within (default: 1)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("serve", help="serve the checks over HTTP: /checks/NAME answers 200 or 503 (after failing "

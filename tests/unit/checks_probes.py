@@ -34,3 +34,13 @@ def configured(key: str, configuration: dict[str, Any] = None) -> Any:
 def is_even(value: Any) -> bool:
     """A tolerance probe: whether the probe's value is even."""
     return value % 2 == 0
+
+
+def passes_from_call(counter: str, call: int) -> bool:
+    """True from the *call*-th call on (the calls counted in the file *counter*): a database coming back."""
+    from pathlib import Path
+
+    path = Path(counter)
+    count = int(path.read_text()) + 1 if path.exists() else 1
+    path.write_text(str(count))
+    return count >= call

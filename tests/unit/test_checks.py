@@ -387,6 +387,21 @@ def test_check_exits_0_when_every_check_passes_1_when_one_fails_2_on_bad_input(t
     assert status == 2 and "cannot read" in result["error"] and len(err.splitlines()) == 1
 
 
+def test_check_within_evaluates_again_until_every_check_passes_or_the_time_is_up(tmp_path, capsys):
+    counter = tmp_path / "calls"
+    path = _checks_file(tmp_path, [{"name": "back", "probe": _probe("passes_from_call", True, {
+        "counter": str(counter), "call": 3})}])
+    status, result, _ = _check(capsys, path, "--within", "30", "--every", "0.05")
+    assert status == 0 and result["ok"] is True and result["rounds"] == 3 and counter.read_text() == "3"
+    counter.unlink()
+    status, result, _ = _check(capsys, path)
+    assert status == 1 and "rounds" not in result and counter.read_text() == "1"
+    never = _checks_file(tmp_path, [{"name": "back", "probe": _probe("passes_from_call", True, {
+        "counter": str(counter), "call": 10**6})}])
+    status, result, _ = _check(capsys, never, "--within", "0.2", "--every", "0.05")
+    assert status == 1 and result["ok"] is False and result["rounds"] >= 1
+
+
 def test_check_with_var_overrides_the_configuration(tmp_path, capsys):
     path = _checks_file(tmp_path, [{"name": "c", "probe": _probe("configured", "b", {"key": "a"})}],
                         configuration={"a": "x"})
