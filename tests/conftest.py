@@ -36,9 +36,13 @@ OWN_CLUSTERS_GROUP = "own-embedded-clusters"
 OWN_CLUSTER_MODULES = {"test_quickstart", "test_cluster_errors", "test_gameday_suite", "test_from_wheel",
                        "test_secure_clusters", "test_load_across_hosts"}
 
+#: ... and the modules that start a real node (one per machine: it owns 10.96.0.1 and the host's kubelet folders)
+REAL_NODE_GROUP = "real-node"
+REAL_NODE_MODULES = {"test_k8s_real_node", "test_k8s_platforms"}
+
 
 def work_group(nodeid: str) -> str:
-    """The unit of work a test belongs to: one of the two groups above, else its module (a module's fixtures
+    """The unit of work a test belongs to: one of the groups above, else its module (a module's fixtures
     start servers on fixed addresses, so a module never runs on two workers at once)."""
     path = nodeid.split("::", 1)[0]
     module = Path(path).stem
@@ -46,6 +50,8 @@ def work_group(nodeid: str) -> str:
         return HOST_FAULTS_GROUP
     if module in OWN_CLUSTER_MODULES:
         return OWN_CLUSTERS_GROUP
+    if module in REAL_NODE_MODULES:
+        return REAL_NODE_GROUP
     return path
 
 
