@@ -303,3 +303,15 @@ def test_the_shipped_dockerfile_installs_the_wheel_within_the_pins_as_the_recipe
     [env] = [line for line in stage if line.startswith("ENV ")]
     assert env.split()[1:] == list(image.config.env)
 
+
+def test_the_repositorys_dockerfile_makes_the_same_image_from_the_checkout():
+    shipped = _stage(shipped_dir() / "images" / "chaosdb" / "Dockerfile")
+    mine = _stage(ROOT / "Dockerfile")
+    assert [line for line in mine if not line.startswith("COPY ")] == [
+        line for line in shipped if not line.startswith("COPY ")]
+    assert [line for line in mine if line.startswith("COPY ")] == [
+        "COPY chaosdb/shipped/images/chaosdb/constraints.txt /tmp/chaosdb-wheel/",
+        "COPY --from=wheel /dist/ /tmp/chaosdb-wheel/"]
+    head = (ROOT / "Dockerfile").read_text()
+    assert "FROM python:3.11-slim AS wheel" in head and "pip wheel --no-cache-dir --no-deps -w /dist ." in head
+    assert {"build", "*.egg-info"} <= set((ROOT / ".dockerignore").read_text().split()), "no stale build copies"
