@@ -1,8 +1,8 @@
 """The pack's own wheel, for the ``chaosdb`` image, and the pins its dependencies are installed within.
 
 The wheel is the one the user gives (``chaosdb images build chaosdb --wheel PATH``); without one, it is built from
-the source checkout this ``chaosdb`` runs from: a copy of the files a build reads (``pyproject.toml``, ``README.md``,
-the ``chaosdb`` package without byte code) in a scratch folder, ``pip wheel --no-deps`` with
+the source checkout this ``chaosdb`` runs from: a copy of the files a build reads (``pyproject.toml`` and the readme
+and license files it names, the ``chaosdb`` package without byte code) in a scratch folder, ``pip wheel --no-deps`` with
 ``SOURCE_DATE_EPOCH`` set, so no ``build/`` or ``*.egg-info`` is left in the checkout or taken from it, and the
 same sources give the same wheel, byte for byte. Built wheels are kept in the image cache's ``wheels/``, named by
 the hash of those sources: an unchanged checkout is not built again. A ``chaosdb`` installed from a wheel has no
@@ -45,8 +45,10 @@ __all__ = ["DISTRIBUTION", "CONSTRAINTS", "source_checkout", "wheel_identity", "
 DISTRIBUTION = "chaostoolkit-db"
 #: the pins of the chaosdb image's Python packages, relative to the shipped folder
 CONSTRAINTS = "images/chaosdb/constraints.txt"
-#: the top-level files of a checkout a wheel build may read (those that exist are copied), beside the package
-_BUILD_FILES = ("pyproject.toml", "README.md", "setup.py", "setup.cfg", "MANIFEST.in", "LICENSE", "LICENSE.txt")
+#: the top-level files of a checkout a wheel build may read (those that exist are copied), beside the package and
+#: the files ``pyproject.toml`` names; the patterns are setuptools' default license files
+_BUILD_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "MANIFEST.in")
+_LICENSE_PATTERNS = ("LICEN[CS]E*", "COPYING*", "NOTICE*", "AUTHORS*")
 #: what is never copied from the package folder
 _NOT_COPIED = shutil.ignore_patterns("__pycache__", "*.py[co]", "*.egg-info", ".*")
 
@@ -106,9 +108,20 @@ def constraints() -> tuple[str, ...]:
     return tuple(line for line in lines if line)
 
 
+def _named_files(checkout: Path) -> list[str]:
+    """The files ``pyproject.toml`` of *checkout* names: its readme, its license file."""
+    project = tomllib.loads((checkout / "pyproject.toml").read_text()).get("project") or {}
+    readme, license_ = project.get("readme"), project.get("license")  # readme: a file name or a table; license: a table
+    named = [readme.get("file") if isinstance(readme, dict) else readme,
+             license_.get("file") if isinstance(license_, dict) else None]
+    return [name for name in named if isinstance(name, str)]
+
+
 def _source_files(checkout: Path) -> list[Path]:
     """The files of *checkout* a wheel build reads, relative to it, sorted."""
-    files = [Path(name) for name in _BUILD_FILES if (checkout / name).is_file()]
+    top = {*_BUILD_FILES, *_named_files(checkout)} | {p.name for pattern in _LICENSE_PATTERNS
+                                                       for p in checkout.glob(pattern)}
+    files = [Path(name) for name in top if (checkout / name).is_file()]
     package = checkout / "chaosdb"
     for folder, dirs, names in os.walk(package):
         ignored = _NOT_COPIED(folder, dirs + names)

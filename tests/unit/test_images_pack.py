@@ -220,8 +220,11 @@ def _checkout(folder: Path) -> Path:
     """A source checkout of the pack as a build sees it, with what a build must not take: byte code, an old
     build/ folder, egg-info."""
     (folder / "chaosdb" / "shipped" / "__pycache__").mkdir(parents=True)
-    (folder / "pyproject.toml").write_text('[project]\nname = "chaostoolkit-db"\nversion = "0.1.0"\n')
+    (folder / "pyproject.toml").write_text('[project]\nname = "chaostoolkit-db"\nversion = "0.1.0"\n'
+                                          'readme = "README.md"\nlicense = {text = "Apache-2.0"}\n')
     (folder / "README.md").write_text("readme\n")
+    (folder / "LICENSE").write_text("license\n")
+    (folder / "NOTES.md").write_text("no part of the build\n")
     (folder / "chaosdb" / "__init__.py").write_text("__version__ = '0.1.0'\n")
     (folder / "chaosdb" / "shipped" / "data.json").write_text("{}\n")
     (folder / "chaosdb" / "shipped" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\0")
@@ -239,7 +242,7 @@ def test_the_checkouts_wheel_is_built_from_its_sources_only_and_once_per_sources
     assert packwheel.source_checkout() == ROOT, "the tests run from a checkout"
     checkout = _checkout(tmp_path / "checkout")
     assert [p.as_posix() for p in packwheel._source_files(checkout)] == [
-        "README.md", "chaosdb/__init__.py", "chaosdb/shipped/data.json", "pyproject.toml"]
+        "LICENSE", "README.md", "chaosdb/__init__.py", "chaosdb/shipped/data.json", "pyproject.toml"]
     digest = packwheel.source_digest(checkout)
     (checkout / "chaosdb" / "shipped" / "__pycache__" / "y.cpython-311.pyc").write_bytes(b"\1")
     assert packwheel.source_digest(checkout) == digest, "byte code is no source"
