@@ -27,8 +27,8 @@ def build_wheel(folder: Path) -> Path:
     return wheel
 
 
-#: the container image's pinned versions (Dockerfile)
-IMAGE_CONSTRAINTS = ROOT / "constraints-image.txt"
+#: the container image's pinned versions (the chaosdb image, its Dockerfiles)
+IMAGE_CONSTRAINTS = ROOT / "chaosdb" / "shipped" / "images" / "chaosdb" / "constraints.txt"
 
 
 def make_venv(folder: Path, wheel: Path, extras: str = "", constraints: Path | None = None) -> Path:

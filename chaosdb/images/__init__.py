@@ -15,8 +15,10 @@ What is in it:
 * ``cprogram``: the pack's C programs (the pause program) compiled as static binaries
 * ``layers``: one layer of a recipe: its inputs and how it is made
 * ``oci``: OCI blobs, image config and manifest, the image layout and its archive, written deterministically
+* ``packwheel``: the pack's own wheel for the ``chaosdb`` image (given, or built from the checkout once per
+  sources) and the shipped pins of its Python packages
 * ``prereqs``: what a build or an import needs from this machine, refused with the install line
-* ``recipes``: the images (pause, chaos-daemon, patroni) as data
+* ``recipes``: the images (pause, chaos-daemon, patroni, chaosdb) as data
 * ``rootfs``: Debian root file systems from ``mmdebstrap``, with this machine's mirror
 * ``tarlayer``: the members of a layer tar, sorted, with fixed times and numeric owners
 """

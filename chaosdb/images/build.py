@@ -17,6 +17,7 @@ from chaosdb.core.timeutil import now_iso
 from chaosdb.images.cache import ImageCache, cache_key
 from chaosdb.images.layers import layer_inputs, make_layer, oci_architecture
 from chaosdb.images.oci import Layer, compose_image, split_reference, write_archive, write_layout
+from chaosdb.images.packwheel import pack_wheel
 from chaosdb.images.prereqs import require_build
 from chaosdb.images.recipes import Recipe, pack_version, recipe
 
@@ -40,6 +41,7 @@ class BuiltImage:
     archive_bytes: int
     layers: list[dict[str, Any]]
     packages: dict[str, str] = field(default_factory=dict)
+    python_packages: dict[str, str] = field(default_factory=dict)
     built_at: str = ""
     build_seconds: float = 0.0
     cached: bool = False
@@ -56,20 +58,22 @@ def archive_name(reference: str) -> str:
     return f"{repository.rsplit('/', 1)[-1]}-{tag}.tar"
 
 
-def image_inputs(image: Recipe, bin_dir: Path | None = None, version: str | None = None) -> dict[str, Any]:
+def image_inputs(image: Recipe, bin_dir: Path | None = None, version: str | None = None,
+                 wheel: Path | None = None) -> dict[str, Any]:
     """What the image is made from (its key is their hash): the builder, the reference, each layer's inputs and
-    the config."""
+    the config. *wheel* is the pack's wheel, for an image that holds it."""
     return {"builder": BUILDER_VERSION, "reference": image.reference(version), "architecture": oci_architecture(),
-            "layers": [layer_inputs(layer, bin_dir) for layer in image.layers], "config": image.config.as_json()}
+            "layers": [layer_inputs(layer, bin_dir, wheel) for layer in image.layers],
+            "config": image.config.as_json()}
 
 
 def _layer(spec_inputs: dict[str, Any], spec: Any, cache: ImageCache, scratch: Path, bin_dir: Path | None,
-           refresh: bool) -> tuple[Layer, dict[str, Any]]:
+           wheel: Path | None, refresh: bool) -> tuple[Layer, dict[str, Any]]:
     key = cache_key({"builder": BUILDER_VERSION, **spec_inputs})
     with cache.locked(key):
         record = None if refresh else cache.layer_record(key)
         if record is None:
-            record = {**make_layer(spec, cache, scratch, bin_dir), "key": key, "inputs": spec_inputs,
+            record = {**make_layer(spec, cache, scratch, bin_dir, wheel), "key": key, "inputs": spec_inputs,
                       "built_at": now_iso()}
             cache.save_layer_record(key, record)
         else:
@@ -82,6 +86,7 @@ def _from_record(record: dict[str, Any], started: float, cached: bool) -> BuiltI
                       archive=Path(record["archive"]), layout=Path(record["layout"]),
                       manifest_digest=record["manifest_digest"], archive_bytes=int(record["archive_bytes"]),
                       layers=list(record["layers"]), packages=dict(record.get("packages") or {}),
+                      python_packages=dict(record.get("python_packages") or {}),
                       built_at=str(record.get("built_at", "")), build_seconds=float(record.get("build_seconds", 0)),
                       cached=cached, seconds=round(time.monotonic() - started, 2))
 
@@ -102,35 +107,37 @@ def _copy_out(archive: Path, out_dir: Path) -> Path:
 
 
 def build_image(name: str, bin_dir: Path | None = None, out_dir: Path | None = None, cache: ImageCache | None = None,
-                refresh: bool = False) -> BuiltImage:
+                refresh: bool = False, wheel: Path | None = None) -> BuiltImage:
     """Build the recipe *name* (or take it from the cache), its archive also copied into *out_dir* when given.
-    *refresh* makes every layer again (a Debian root file system then gets the mirror's current packages)."""
-    image = recipe(name)
-    require_build([image], bin_dir)
-    return _build(image, bin_dir, out_dir, cache or ImageCache(), refresh)
+    *refresh* makes every layer again (a Debian root file system then gets the mirror's current packages).
+    *wheel* is the pack's wheel for the ``chaosdb`` image (default: built from the source checkout)."""
+    [built] = build_images([name], bin_dir, out_dir, cache, refresh, wheel)
+    return built
 
 
 def build_images(names: Iterable[str], bin_dir: Path | None = None, out_dir: Path | None = None,
-                 cache: ImageCache | None = None, refresh: bool = False) -> list[BuiltImage]:
+                 cache: ImageCache | None = None, refresh: bool = False, wheel: Path | None = None) -> list[BuiltImage]:
     """Build each recipe of *names* in turn; what this machine lacks for any of them is refused before the first
-    starts."""
+    starts. *wheel* is the pack's wheel for the ``chaosdb`` image (default: built from the source checkout, once
+    for all)."""
     images = [recipe(n) for n in dict.fromkeys(names)]
-    require_build(images, bin_dir)
+    require_build(images, bin_dir, wheel)
     cache = cache or ImageCache()
-    return [_build(image, bin_dir, out_dir, cache, refresh) for image in images]
+    with pack_wheel(images, wheel, cache) as the_wheel:
+        return [_build(image, bin_dir, out_dir, cache, refresh, the_wheel) for image in images]
 
 
 def _build(image: Recipe, bin_dir: Path | None, out_dir: Path | None, cache: ImageCache,
-           refresh: bool) -> BuiltImage:
+           refresh: bool, wheel: Path | None = None) -> BuiltImage:
     started = time.monotonic()
-    inputs = image_inputs(image, bin_dir)
+    inputs = image_inputs(image, bin_dir, wheel=wheel)
     key = cache_key(inputs)
     with cache.locked(key):
         record = None if refresh else cache.image_record(key)
         cached = record is not None
         if record is None:
             PROGRESS.info("building %s (key %s)", image.reference(), key[:12])
-            record = _make(image, inputs, key, cache, bin_dir, refresh, started)
+            record = _make(image, inputs, key, cache, bin_dir, wheel, refresh, started)
         else:
             PROGRESS.info("%s is in the cache (key %s)", image.reference(), key[:12])
     built = _from_record(record, started, cached)
@@ -139,15 +146,17 @@ def _build(image: Recipe, bin_dir: Path | None, out_dir: Path | None, cache: Ima
     return built
 
 
-def _make(image: Recipe, inputs: dict[str, Any], key: str, cache: ImageCache, bin_dir: Path | None, refresh: bool,
-          started: float) -> dict[str, Any]:
+def _make(image: Recipe, inputs: dict[str, Any], key: str, cache: ImageCache, bin_dir: Path | None,
+          wheel: Path | None, refresh: bool, started: float) -> dict[str, Any]:
     layers: list[Layer] = []
     packages: dict[str, str] = {}
+    python_packages: dict[str, str] = {}
     with cache.scratch() as scratch:
         for spec, spec_inputs in zip(image.layers, inputs["layers"], strict=True):
-            layer, layer_record = _layer(spec_inputs, spec, cache, Path(scratch), bin_dir, refresh)
+            layer, layer_record = _layer(spec_inputs, spec, cache, Path(scratch), bin_dir, wheel, refresh)
             layers.append(layer)
             packages.update(layer_record.get("packages") or {})
+            python_packages.update(layer_record.get("python_packages") or {})
     composed = compose_image(cache.blobs, inputs["reference"], layers, image.config, inputs["architecture"])
     folder = cache.image_dir(key)
     if folder.exists():
@@ -157,7 +166,8 @@ def _make(image: Recipe, inputs: dict[str, Any], key: str, cache: ImageCache, bi
     record = {"name": image.name, "reference": composed.reference, "key": key, "archive": str(archive),
               "layout": str(layout), "manifest_digest": composed.manifest.digest,
               "config_digest": composed.config.digest, "archive_bytes": archive.stat().st_size,
-              "layers": [layer.as_json() for layer in layers], "packages": packages, "built_at": now_iso(),
+              "layers": [layer.as_json() for layer in layers], "packages": packages,
+              "python_packages": python_packages, "built_at": now_iso(),
               "build_seconds": round(time.monotonic() - started, 2), "pack_version": pack_version(),
               "inputs": inputs}
     cache.save_image_record(key, record)

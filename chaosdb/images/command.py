@@ -1,5 +1,5 @@
-"""``chaosdb images build NAME... [--bin-dir DIR] [--out DIR] [--import-into SOCKET]`` and ``chaosdb images
-list``."""
+"""``chaosdb images build NAME... [--bin-dir DIR] [--wheel PATH] [--out DIR] [--import-into SOCKET]`` and
+``chaosdb images list``."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     if not args.json:
         show_progress()  # a cold build takes minutes: say what it is doing
     built = build_images(args.names, Path(args.bin_dir) if args.bin_dir else None,
-                         Path(args.out) if args.out else None, _cache(args), refresh=args.refresh)
+                         Path(args.out) if args.out else None, _cache(args), refresh=args.refresh,
+                         wheel=Path(args.wheel) if args.wheel else None)
     imported = [import_image(b.archive, args.import_into, args.namespace) for b in built] if args.import_into else []
     if args.json:
         print_json({"images": [b.as_dict() for b in built], "imported": imported})
@@ -83,6 +84,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--bin-dir", default="", metavar="DIR",
                    help="a folder with the binaries an image takes from you: chaos-daemon needs chaos-daemon, cdh, "
                         "nsexec, libnsenter.so, cm-pause (or pause) and memStress, built from Chaos Mesh")
+    p.add_argument("--wheel", default="", metavar="PATH",
+                   help="the pack's wheel for the chaosdb image (chaostoolkit_db-VERSION-py3-none-any.whl, of this "
+                        "version); default: built from the source checkout this chaosdb runs from, which a chaosdb "
+                        "installed from a wheel does not have")
     p.add_argument("--out", default="", metavar="DIR",
                    help="also put each image's OCI archive (NAME-VERSION.tar, for 'ctr images import') here")
     p.add_argument("--import-into", default="", metavar="SOCKET",

@@ -11,7 +11,7 @@ from typing import Any
 
 from chaosdb.core.console import PROGRESS
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.images import cprogram, rootfs
+from chaosdb.images import cprogram, packwheel, rootfs
 from chaosdb.images.cache import ImageCache, file_sha256
 from chaosdb.images.prereqs import bin_dir_file
 from chaosdb.images.recipes import BinDirFiles, DebianRootfs, LayerSpec, StaticProgram
@@ -41,10 +41,27 @@ def _bin_dir_entries(spec: BinDirFiles, bin_dir: Path | None) -> list[FileEntry]
     return entries
 
 
-def layer_inputs(spec: LayerSpec, bin_dir: Path | None = None) -> dict[str, Any]:
-    """What the layer is made from, as JSON-ready data: two layers with equal inputs are the same layer."""
+def _debian_spec(spec: DebianRootfs) -> dict[str, Any]:
+    """A Debian layer's specification as JSON-ready data: its local wheels by name, extras and content (their
+    paths are no input), the Python fields left out when empty (so the keys of layers without Python packages stay
+    what they were)."""
+    data = asdict(spec)
+    data["wheels"] = [{"name": Path(w.path).name, "extras": list(w.extras), "sha256": file_sha256(Path(w.path))}
+                      for w in spec.wheels]
+    for name in ("pip_constraints", "wheels"):
+        if not data[name]:
+            del data[name]
+    if data["pack_extras"] is None:
+        del data["pack_extras"]
+    return data
+
+
+def layer_inputs(spec: LayerSpec, bin_dir: Path | None = None, wheel: Path | None = None) -> dict[str, Any]:
+    """What the layer is made from, as JSON-ready data: two layers with equal inputs are the same layer. *wheel* is
+    the pack's wheel, for a Debian layer that holds it."""
     if isinstance(spec, DebianRootfs):
-        return {"kind": "debian-rootfs", "spec": asdict(spec), "mirrors": rootfs.mirror_lines(spec.suite),
+        spec = packwheel.with_pack(spec, wheel)
+        return {"kind": "debian-rootfs", "spec": _debian_spec(spec), "mirrors": rootfs.mirror_lines(spec.suite),
                 "trimmed": list(rootfs.TRIMMED_PATHS), "hook_dirs": rootfs.hook_dirs(), "epoch": rootfs.SOURCE_DATE_EPOCH,
                 "architecture": oci_architecture()}
     if isinstance(spec, BinDirFiles):
@@ -58,12 +75,14 @@ def layer_inputs(spec: LayerSpec, bin_dir: Path | None = None) -> dict[str, Any]
             "compiler": cprogram.compiler_identity(), "flags": list(cprogram.STATIC_FLAGS)}
 
 
-def make_layer(spec: LayerSpec, cache: ImageCache, scratch: Path, bin_dir: Path | None = None) -> dict[str, Any]:
+def make_layer(spec: LayerSpec, cache: ImageCache, scratch: Path, bin_dir: Path | None = None,
+               wheel: Path | None = None) -> dict[str, Any]:
     """Make the layer into the cache's blob store; its record: ``layer`` (the blob and its diff id), ``seconds``,
     and for a Debian root file system ``packages`` (``{name: version}`` as installed)."""
     started = time.monotonic()
     record: dict[str, Any] = {}
     if isinstance(spec, DebianRootfs):
+        spec = packwheel.with_pack(spec, wheel)
         tar = scratch / "rootfs.tar"
         log = cache.root / "logs" / f"mmdebstrap-{time.strftime('%Y%m%dT%H%M%S')}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -72,6 +91,8 @@ def make_layer(spec: LayerSpec, cache: ImageCache, scratch: Path, bin_dir: Path 
         with cache.locked("debs"):
             rootfs.build_rootfs_tar(spec, tar, log, cache.debs)
         record["packages"] = rootfs.installed_packages(tar)
+        if spec.pip_requirements or spec.wheels:
+            record["python_packages"] = rootfs.installed_python_packages(tar)
         PROGRESS.info("packing the root file system (%d Debian packages) into a layer", len(record["packages"]))
         layer = cache.blobs.put_layer(lambda out: copy_normalized(tar, out, rootfs.keep_in_layer))
         tar.unlink()

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from chaosdb.core.errors import ChaosDBError
-from chaosdb.images import cprogram
+from chaosdb.images import cprogram, packwheel
 from chaosdb.images.recipes import BinDirFile, DebianRootfs, Recipe, StaticProgram
 
 __all__ = ["bin_dir_file", "missing_for_build", "require_build", "require_ctr"]
@@ -54,8 +54,9 @@ def _bin_dir_needs(recipe: Recipe, bin_dir: Path | None) -> list[str]:
     return [f"--bin-dir {bin_dir} lacks {', '.join(absent)} (needed by {recipe.name})"] if absent else []
 
 
-def missing_for_build(recipes: Iterable[Recipe], bin_dir: Path | None = None) -> list[str]:
-    """What this machine lacks to build *recipes* (empty when nothing), each with its install line."""
+def missing_for_build(recipes: Iterable[Recipe], bin_dir: Path | None = None, wheel: Path | None = None) -> list[str]:
+    """What this machine lacks to build *recipes* (empty when nothing), each with its install line; *wheel* is the
+    pack's wheel for an image that holds it (without it, the source checkout must be there to build one)."""
     recipes = list(recipes)
     found: list[str] = []
     layers = [layer for r in recipes for layer in r.layers]
@@ -65,13 +66,16 @@ def missing_for_build(recipes: Iterable[Recipe], bin_dir: Path | None = None) ->
         found += _compiler_needs()
     for recipe in recipes:
         found += _bin_dir_needs(recipe, bin_dir)
+    if any(recipe.needs_pack_wheel() for recipe in recipes):
+        problem = packwheel.wheel_problem(wheel)
+        found += [problem] if problem else []
     return list(dict.fromkeys(found))
 
 
-def require_build(recipes: Iterable[Recipe], bin_dir: Path | None = None) -> None:
+def require_build(recipes: Iterable[Recipe], bin_dir: Path | None = None, wheel: Path | None = None) -> None:
     """Refuse, in one sentence, a build this machine cannot carry out."""
     recipes = list(recipes)
-    missing = missing_for_build(recipes, bin_dir)
+    missing = missing_for_build(recipes, bin_dir, wheel)
     if missing:
         raise ChaosDBError(f"cannot build {', '.join(r.name for r in recipes)}: {'; '.join(missing)}")
 

@@ -5,11 +5,13 @@ files the user brings in ``--bin-dir``, a program compiled here) and the config 
 * ``chaos-daemon``: Chaos Mesh's daemon and its helpers on Debian with the tools it runs (stress-ng, iptables,
   ipset, tc);
 * ``patroni``: PostgreSQL 15 and Patroni from Debian, run as the ``postgres`` user (uid and gid
-  :data:`POSTGRES_UID`), data in :data:`PATRONI_DATA_DIR`.
+  :data:`POSTGRES_UID`), data in :data:`PATRONI_DATA_DIR`;
+* ``chaosdb``: the pack itself, its wheel with the extras :data:`PACK_EXTRAS` in the virtualenv ``/opt/venv`` on
+  Debian's Python, every Python package pinned by the shipped constraints, run as the ``chaosdb`` user (uid and
+  gid :data:`CHAOSDB_UID`). Its wheel is the user's (``--wheel``) or built from the source checkout the builder
+  runs from (:mod:`chaosdb.images.packwheel`).
 
-A later ``chaosdb`` image (the pack's wheel with its extras on a minimal Debian base) is a :class:`DebianRootfs`
-with ``python3`` and ``python3-venv`` whose ``pip_requirements`` pin the wheel's dependencies, plus a layer
-holding the wheel: :data:`PLANNED` says so, and :func:`recipe` refuses it until it is written.
+:data:`PLANNED` names images that have a place but no recipe yet (none now).
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ import chaosdb
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.images.oci import DEFAULT_PATH, ImageConfig
 
-__all__ = ["REGISTRY", "DEBIAN_SUITE", "POSTGRES_UID", "PATRONI_DATA_DIR", "DebianRootfs", "BinDirFile",
-           "BinDirFiles", "StaticProgram", "LayerSpec", "Recipe", "RECIPES", "PLANNED", "recipe", "pack_version"]
+__all__ = ["REGISTRY", "DEBIAN_SUITE", "POSTGRES_UID", "PATRONI_DATA_DIR", "CHAOSDB_UID", "CHAOSDB_HOME_DIR",
+           "VENV_DIR", "PACK_EXTRAS", "LocalWheel", "DebianRootfs", "BinDirFile", "BinDirFiles", "StaticProgram",
+           "LayerSpec", "Recipe", "RECIPES", "PLANNED", "recipe", "pack_version"]
 
 #: the registry part of every reference: a name no registry answers to, so nobody pulls these by mistake
 REGISTRY = "chaosdb.local"
@@ -35,6 +38,15 @@ POSTGRES_UID = 999
 PATRONI_DATA_DIR = "/var/lib/postgresql/data"
 #: PostgreSQL 15's programs in Debian (not on Debian's PATH)
 POSTGRES_BIN_DIR = "/usr/lib/postgresql/15/bin"
+#: uid and gid of the ``chaosdb`` user of the ``chaosdb`` image (the shipped game-day CronJob runs as it)
+CHAOSDB_UID = 10001
+#: the ``chaosdb`` user's home and the image's working folder
+CHAOSDB_HOME_DIR = "/home/chaosdb"
+#: the virtualenv the Python packages of an image go into
+VENV_DIR = "/opt/venv"
+#: the extras of the pack's wheel in the ``chaosdb`` image: what a game day inside Kubernetes runs (PostgreSQL
+#: probes and actions, the TPC-C load, the report, the Kubernetes activities, chaosdb serve)
+PACK_EXTRAS = ("postgres", "load", "report", "k8s", "serve")
 
 
 def pack_version() -> str:
@@ -43,12 +55,29 @@ def pack_version() -> str:
 
 
 @dataclass(frozen=True)
+class LocalWheel:
+    """A wheel file on this machine (*path*) installed into an image's virtualenv with its *extras*. Its content,
+    not its path, is part of the layer's key."""
+
+    path: str
+    extras: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class DebianRootfs:
     """A Debian root file system made by ``mmdebstrap``: *variant* plus *packages* (and what they depend on, no
     recommends), with shell hooks run with the root folder as ``$1`` after the essential packages
-    (*essential_hooks*) and at the end (*customize_hooks*). *pip_requirements* (``name==version`` each) are
-    downloaded as wheels by this machine's pip and installed from them into the virtualenv ``/opt/venv`` (the
-    packages must then include ``python3-venv``)."""
+    (*essential_hooks*) and at the end (*customize_hooks*).
+
+    Python packages go into the virtualenv ``/opt/venv`` (the packages must then include ``python3-venv``):
+    *pip_requirements* and the local *wheels* with what they depend on, each version chosen within
+    *pip_constraints*; this machine's pip downloads their wheels for the root file system's Python and glibc, and
+    the image's own pip installs them from that folder only. Every package downloaded must be pinned, as
+    ``name==version``, by *pip_requirements* or *pip_constraints*.
+
+    *pack_extras* (not ``None``) puts the pack's own wheel in with those extras, within the constraints shipped
+    for the ``chaosdb`` image: :func:`chaosdb.images.packwheel.with_pack` fills in *wheels* and *pip_constraints*
+    when the wheel is known (the builder refuses such a layer until then)."""
 
     packages: tuple[str, ...]
     suite: str = DEBIAN_SUITE
@@ -56,6 +85,9 @@ class DebianRootfs:
     essential_hooks: tuple[str, ...] = ()
     customize_hooks: tuple[str, ...] = ()
     pip_requirements: tuple[str, ...] = ()
+    pip_constraints: tuple[str, ...] = ()
+    wheels: tuple[LocalWheel, ...] = ()
+    pack_extras: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +140,10 @@ class Recipe:
         """The files the recipe needs from ``--bin-dir``."""
         return tuple(f for layer in self.layers if isinstance(layer, BinDirFiles) for f in layer.files)
 
+    def needs_pack_wheel(self) -> bool:
+        """Whether the image holds the pack's own wheel (given with ``--wheel``, or built from the checkout)."""
+        return any(isinstance(layer, DebianRootfs) and layer.pack_extras is not None for layer in self.layers)
+
 
 def _labels(name: str, summary: str) -> dict[str, str]:
     return {"org.opencontainers.image.title": name, "org.opencontainers.image.description": summary,
@@ -117,6 +153,8 @@ def _labels(name: str, summary: str) -> dict[str, str]:
 _PAUSE_SUMMARY = "the pod sandbox's pause process (chaostoolkit-db's own static C program)"
 _CHAOS_DAEMON_SUMMARY = "Chaos Mesh's chaos-daemon with nsexec, cdh, cm-pause, memStress, stress-ng, iptables, ipset, tc"
 _PATRONI_SUMMARY = "PostgreSQL 15 and Patroni from Debian, run as postgres"
+_CHAOSDB_SUMMARY = (f"chaostoolkit-db with its {','.join(PACK_EXTRAS)} extras and chaostoolkit in {VENV_DIR} on "
+                    "Debian's Python, run as chaosdb")
 
 _POSTGRES_USER_HOOK = (
     f"grep -q '^postgres:' \"$1/etc/group\" || echo 'postgres:x:{POSTGRES_UID}:' >> \"$1/etc/group\"; "
@@ -131,6 +169,13 @@ _PATRONI_FOLDERS_HOOK = (
     "rm -f \"$1/etc/ssl/private/ssl-cert-snakeoil.key\" \"$1/etc/ssl/certs/ssl-cert-snakeoil.pem\"; "
     "find \"$1/etc/ssl/certs\" -lname ssl-cert-snakeoil.pem -delete; "
     f"install -d -o {POSTGRES_UID} -g {POSTGRES_UID} -m 0700 \"$1{PATRONI_DATA_DIR}\"")
+
+#: the ``chaosdb`` user and group, its home owned by it (a pod run as another uid still has /tmp: CHAOSDB_HOME)
+_CHAOSDB_USER_HOOK = (
+    f"grep -q '^chaosdb:' \"$1/etc/group\" || echo 'chaosdb:x:{CHAOSDB_UID}:' >> \"$1/etc/group\"; "
+    f"grep -q '^chaosdb:' \"$1/etc/passwd\" || echo 'chaosdb:x:{CHAOSDB_UID}:{CHAOSDB_UID}:"
+    f"chaostoolkit-db:{CHAOSDB_HOME_DIR}:/bin/sh' >> \"$1/etc/passwd\"; "
+    f"install -d -o {CHAOSDB_UID} -g {CHAOSDB_UID} -m 0755 \"$1{CHAOSDB_HOME_DIR}\"")
 
 RECIPES: dict[str, Recipe] = {
     "pause": Recipe(
@@ -156,14 +201,20 @@ RECIPES: dict[str, Recipe] = {
                     env=(f"{DEFAULT_PATH}:{POSTGRES_BIN_DIR}", "LANG=C.UTF-8", f"PGDATA={PATRONI_DATA_DIR}"),
                     working_dir="/var/lib/postgresql", user=f"{POSTGRES_UID}:{POSTGRES_UID}",
                     labels=_labels("patroni", _PATRONI_SUMMARY))),
+    "chaosdb": Recipe(
+        "chaosdb", _CHAOSDB_SUMMARY,
+        # libstdc++6: manylinux wheels may link to it and do not bring it (greenlet for locust, matplotlib's parts)
+        (DebianRootfs(("python3", "python3-venv", "ca-certificates", "libstdc++6"),
+                      essential_hooks=(_CHAOSDB_USER_HOOK,), pack_extras=PACK_EXTRAS),),
+        ImageConfig(cmd=("chaos", "--help"),
+                    env=(f"PATH={VENV_DIR}/bin:{DEFAULT_PATH.partition('=')[2]}", "LANG=C.UTF-8",
+                         "PYTHONUNBUFFERED=1", "CHAOSDB_HOME=/tmp/chaosdb"),
+                    working_dir=CHAOSDB_HOME_DIR, user=f"{CHAOSDB_UID}:{CHAOSDB_UID}",
+                    labels=_labels("chaosdb", _CHAOSDB_SUMMARY))),
 }
 
-#: images that have a place here but no recipe yet, with what they will be
-PLANNED = {
-    "chaosdb": "the pack's wheel with its extras (postgres, load, report, k8s) on a minimal Debian base: a "
-               "DebianRootfs with python3 and python3-venv whose pip_requirements pin the wheel's dependencies, "
-               "then a layer with the wheel installed into /opt/venv",
-}
+#: images that have a place here but no recipe yet, with what they will be (none now)
+PLANNED: dict[str, str] = {}
 
 
 def recipe(name: str) -> Recipe:

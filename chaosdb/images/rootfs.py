@@ -20,12 +20,12 @@ from pathlib import Path
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.settings import process_environment
-from chaosdb.images.recipes import DebianRootfs
+from chaosdb.images.recipes import VENV_DIR, DebianRootfs
 from chaosdb.images.tarlayer import image_path
 
 __all__ = ["SOURCE_DATE_EPOCH", "TRIMMED_PATHS", "MERGED_USR_HOOKS", "hook_dirs", "host_debian_sources",
            "mirror_lines", "mmdebstrap_argv",
-           "build_rootfs_tar", "keep_in_layer", "installed_packages"]
+           "build_rootfs_tar", "keep_in_layer", "installed_packages", "installed_python_packages"]
 
 #: the time the builds claim to happen at (2024-01-01T00:00:00Z): maintainer scripts that honour it write no
 #: build time, and Python writes hash-checked byte code that does not depend on file times
@@ -132,21 +132,49 @@ _TARGET_PYTHON = ("import platform, sys; v = '%d%d' % sys.version_info[:2]; m = 
                   "*(f'--platform manylinux_2_{n}_{m}' for n in range(glibc, 4, -1)))")
 
 
-def _pip_hook(requirements: tuple[str, ...]) -> str:
-    """Download the wheels of *requirements* (and of what they need) with this machine's pip, whose configuration
-    (index, proxy, certificates) works here, for the root file system's Python; then install them from that folder
-    only into the virtualenv ``/opt/venv``."""
-    unpinned = [r for r in requirements if not re.fullmatch(r"[A-Za-z0-9._-]+(\[[A-Za-z0-9,._-]+\])?==[^=\s]+", r)]
+#: checks, with this machine's Python, that every wheel pip downloaded is pinned; its arguments: the download folder,
+#: the pins file (``name==version`` lines), then the file names of the local wheels (pinned by their content)
+_ALL_PINNED = ("import os, re, sys; folder, pins_file, *local = sys.argv[1:]; "
+               "norm = lambda name: re.sub(r'[-_.]+', '-', name).lower(); "
+               "pins = dict((norm(n), v.strip().lower()) for n, _, v in "
+               "(line.partition('==') for line in open(pins_file).read().split())); "
+               "loose = sorted(f for f in os.listdir(folder) if f.endswith('.whl') and f not in local "
+               "and pins.get(norm(f.split('-')[0])) != f.split('-')[1].lower()); "
+               "sys.exit('Python packages not pinned as NAME==VERSION (add them to the constraints): ' "
+               "+ ', '.join(loose) if loose else None)")
+_PINNED = re.compile(r"[A-Za-z0-9._-]+(\[[A-Za-z0-9,._-]+\])?==[^=\s]+")
+
+
+def _pip_hook(spec: DebianRootfs) -> str:
+    """Download the wheels of *spec*'s requirements and local wheels (and of what they need, within its
+    constraints) with this machine's pip, whose configuration (index, proxy, certificates) works here, for the root
+    file system's Python; refuse any downloaded wheel that is not pinned; then install them from that folder only
+    into the virtualenv ``/opt/venv``."""
+    pins = spec.pip_requirements + spec.pip_constraints
+    unpinned = [r for r in pins if not _PINNED.fullmatch(r)]
     if unpinned:
         raise ChaosDBError(f"Python packages of an image must be pinned as NAME==VERSION: {', '.join(unpinned)}")
-    wanted = " ".join(shlex.quote(r) for r in requirements)
+    if spec.pack_extras is not None and not spec.wheels:
+        raise ChaosDBError("a root file system with the pack's wheel needs that wheel (chaosdb.images.packwheel."
+                           "with_pack) before it is built")
+    wanted = " ".join(shlex.quote(r) for r in spec.pip_requirements)
+    names = [Path(w.path).name for w in spec.wheels]
+    extras = [f"[{','.join(w.extras)}]" if w.extras else "" for w in spec.wheels]
+    downloaded = " ".join(f'"$1"{shlex.quote(f"/tmp/chaosdb-wheels/{n}{e}")}' for n, e in zip(names, extras, strict=True))
+    installed = " ".join(shlex.quote(f"/tmp/chaosdb-wheels/{n}{e}") for n, e in zip(names, extras, strict=True))
+    copies = "".join(f'cp -- {shlex.quote(w.path)} "$1/tmp/chaosdb-wheels/"; ' for w in spec.wheels)
+    # a constraints file takes no extras: psycopg[binary]==3.2.3 pins psycopg
+    constraints = " ".join(shlex.quote(re.sub(r"\[[^]]*\]", "", p)) for p in pins)
     return (f'target=$(chroot "$1" python3 -c {shlex.quote(_TARGET_PYTHON)}); mkdir -p "$1/tmp/chaosdb-wheels"; '
+            f"{copies}printf '%s\\n' {constraints} > \"$1/tmp/chaosdb-pins.txt\"; "
             f"{shlex.quote(sys.executable)} -m pip download --quiet --disable-pip-version-check --only-binary=:all: "
-            f'$target --dest "$1/tmp/chaosdb-wheels" {wanted}; '
-            'chroot "$1" python3 -m venv /opt/venv; '
-            "chroot \"$1\" /opt/venv/bin/pip --isolated install --quiet --disable-pip-version-check --no-cache-dir --no-index "
-            f"--find-links /tmp/chaosdb-wheels {wanted}; "
-            'rm -rf "$1/tmp/chaosdb-wheels"')
+            f'$target --dest "$1/tmp/chaosdb-wheels" -c "$1/tmp/chaosdb-pins.txt" {wanted} {downloaded}; '
+            f'{shlex.quote(sys.executable)} -c {shlex.quote(_ALL_PINNED)} "$1/tmp/chaosdb-wheels" '
+            f'"$1/tmp/chaosdb-pins.txt" {" ".join(shlex.quote(n) for n in names)}; '
+            f"chroot \"$1\" python3 -m venv {VENV_DIR}; "
+            f"chroot \"$1\" {VENV_DIR}/bin/pip --isolated install --quiet --disable-pip-version-check --no-cache-dir "
+            f"--no-index --find-links /tmp/chaosdb-wheels -c /tmp/chaosdb-pins.txt {wanted} {installed}; "
+            'rm -rf "$1/tmp/chaosdb-wheels" "$1/tmp/chaosdb-pins.txt"')
 
 
 def mmdebstrap_argv(spec: DebianRootfs, output: Path, mirrors: list[str], deb_cache: Path | None = None) -> list[str]:
@@ -164,8 +192,8 @@ def mmdebstrap_argv(spec: DebianRootfs, output: Path, mirrors: list[str], deb_ca
                  f"--setup-hook=sync-in {cache} /var/cache/apt/archives/",
                  f"--customize-hook=sync-out /var/cache/apt/archives {cache}"]
     argv += [f"--essential-hook={_guarded(hook)}" for hook in spec.essential_hooks]
-    if spec.pip_requirements:
-        argv.append(f"--customize-hook={_guarded(_pip_hook(spec.pip_requirements))}")
+    if spec.pip_requirements or spec.wheels or spec.pack_extras is not None:
+        argv.append(f"--customize-hook={_guarded(_pip_hook(spec))}")
     argv += [f"--customize-hook={_guarded(hook)}" for hook in spec.customize_hooks]
     return argv + [spec.suite, str(output), *mirrors]
 
@@ -200,7 +228,9 @@ def build_rootfs_tar(spec: DebianRootfs, output: Path, log: Path, deb_cache: Pat
             _interrupt(proc)
             raise
     if returncode != 0:
-        tail = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-4:]
+        # a failed hook's line repeats the whole hook: its start says which
+        tail = [line if len(line) <= 300 else line[:300] + " ..."
+                for line in log.read_text(errors="replace").splitlines() if line.strip()][-4:]
         raise ChaosDBError(f"mmdebstrap failed (exit {returncode}): {' / '.join(tail)} (messages: {log})")
     return output
 
@@ -223,3 +253,14 @@ def installed_packages(rootfs_tar: Path) -> dict[str, str]:
         if stanza.get("status", "").endswith(" installed") and "package" in stanza:
             found[stanza["package"]] = stanza.get("version", "")
     return dict(sorted(found.items()))
+
+
+_DIST_INFO = re.compile(r"^opt/venv/lib/python3\.[0-9]+/site-packages/([^/]+)-([^/-]+)\.dist-info/METADATA$")
+
+
+def installed_python_packages(rootfs_tar: Path) -> dict[str, str]:
+    """``{distribution: version}`` of what pip installed into the virtualenv ``/opt/venv`` of a root file system
+    tar (the names of its ``.dist-info`` folders)."""
+    with tarfile.open(rootfs_tar, mode="r:") as tar:
+        found = [_DIST_INFO.match(image_path(m.name)) for m in tar.getmembers() if m.isreg()]
+    return dict(sorted((m.group(1), m.group(2)) for m in found if m))

@@ -249,11 +249,12 @@ def test_the_binaries_chaos_daemon_needs_are_named(tmp_path):
     assert prereqs._bin_dir_needs(daemon, folder) == [f"--bin-dir {folder} lacks memStress (needed by chaos-daemon)"]
 
 
-def test_an_unknown_or_planned_image_is_refused_with_the_buildable_ones():
-    with pytest.raises(ChaosDBError, match="no image recipe 'postgres'; known: pause, chaos-daemon, patroni"):
+def test_an_unknown_or_planned_image_is_refused_with_the_buildable_ones(monkeypatch):
+    with pytest.raises(ChaosDBError, match="no image recipe 'postgres'; known: pause, chaos-daemon, patroni, chaosdb"):
         recipes.recipe("postgres")
-    with pytest.raises(ChaosDBError, match="'chaosdb' has no recipe yet .*wheel"):
-        recipes.recipe("chaosdb")
+    monkeypatch.setitem(recipes.PLANNED, "later", "an image to come")
+    with pytest.raises(ChaosDBError, match="'later' has no recipe yet \\(planned: an image to come\\)"):
+        recipes.recipe("later")
     assert recipes.recipe("pause").reference("0.1.0") == "chaosdb.local/pause:0.1.0"
     assert recipes.recipe("patroni").reference().endswith(":" + recipes.pack_version())
 
@@ -349,11 +350,13 @@ def test_the_images_command_lists_the_recipes_and_an_empty_cache(tmp_path, capsy
     args = parser.parse_args(["images", "list", "--cache", str(tmp_path / "c"), "--json"])
     assert args.func(args) == 0
     listed = json.loads(capsys.readouterr().out)
-    assert [r["name"] for r in listed["recipes"]] == ["pause", "chaos-daemon", "patroni"]
-    assert listed["cached"] == [] and "chaosdb" in listed["planned"]
+    assert [r["name"] for r in listed["recipes"]] == ["pause", "chaos-daemon", "patroni", "chaosdb"]
+    assert listed["cached"] == [] and listed["planned"] == {}
     args = parser.parse_args(["images", "build", "pause", "--bin-dir", "/x", "--out", "/y", "--import-into", "/s"])
     assert (args.names, args.bin_dir, args.out, args.import_into, args.namespace) == (["pause"], "/x", "/y", "/s",
                                                                                        "k8s.io")
+    args = parser.parse_args(["images", "build", "chaosdb", "--wheel", "/w/chaostoolkit_db-1-py3-none-any.whl"])
+    assert (args.names, args.wheel) == (["chaosdb"], "/w/chaostoolkit_db-1-py3-none-any.whl")
 
 
 def test_ctrs_image_table_is_read_by_reference_and_digest():
