@@ -52,7 +52,7 @@ def test_the_chaosdb_recipe_is_the_pack_in_a_venv_on_debians_python_run_as_10001
     [layer] = image.layers
     assert isinstance(layer, recipes.DebianRootfs)
     assert {"python3", "python3-venv", "ca-certificates", "libstdc++6"} == set(layer.packages)
-    assert layer.pack_extras == ("postgres", "load", "report", "k8s") == recipes.PACK_EXTRAS
+    assert layer.pack_extras == ("postgres", "load", "report", "k8s", "serve") == recipes.PACK_EXTRAS
     assert not layer.wheels and not layer.pip_requirements, "the wheel and the pins come when the image is built"
     assert image.needs_pack_wheel()
     assert not any(recipes.recipe(n).needs_pack_wheel() for n in ("pause", "chaos-daemon", "patroni"))
