@@ -17,7 +17,7 @@ from chaosdb.manifests.schema import kind_of
 from chaosdb.manifests.validate import require_valid
 
 __all__ = ["list_objects", "GROUP", "VERSION", "KINDS", "PAUSE_ANNOTATION", "MANAGED_BY", "plural_of", "build_object",
-           "summarise", "target_selector", "aim_at"]
+           "summarise", "target_selector", "aim_at", "WORKFLOW_ANNOTATIONS"]
 
 GROUP, VERSION = "chaos-mesh.org", "v1alpha1"
 KINDS = tuple(CHAOS_KINDS) + ("Schedule", "Workflow")
@@ -88,13 +88,22 @@ def _aimed(spec: dict[str, Any], namespace: str, pods: list[str]) -> dict[str, A
     return aimed
 
 
+#: every Workflow is created with an annotation: a StatusCheck aborts its Workflow by adding
+#: ``workflow.chaos-mesh.org/abort`` to the Workflow's annotations, and the controller (its AbortNodeReconciler)
+#: panics on a Workflow that has none ("assignment to entry in nil map", seen on a real node): the StatusCheck then
+#: reports the abort and the Workflow runs on, its fault included
+WORKFLOW_ANNOTATIONS = {"chaosdb/abortable": "a StatusCheck can abort this Workflow only when it has annotations"}
+
+
 def build_object(kind: str, name: str, namespace: str, spec: dict[str, Any],
                  labels: dict[str, str] | None = None) -> dict[str, Any]:
-    """A complete object, validated (CRD schema + webhook rules) before it is returned."""
+    """A complete object, validated (CRD schema + webhook rules) before it is returned; a Workflow carries
+    :data:`WORKFLOW_ANNOTATIONS`."""
     plural_of(kind)
-    obj = {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind,
-           "metadata": {"name": name, "namespace": namespace, "labels": {**MANAGED_BY, **(labels or {})}},
-           "spec": spec}
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": {**MANAGED_BY, **(labels or {})}}
+    if kind == "Workflow":
+        metadata["annotations"] = dict(WORKFLOW_ANNOTATIONS)
+    obj = {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": metadata, "spec": spec}
     require_valid(obj, f"{kind}/{name}")
     return obj
 

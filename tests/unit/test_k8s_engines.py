@@ -390,3 +390,16 @@ def test_a_target_aims_every_pod_chaos_of_a_workflow_and_leaves_its_other_templa
         aim_at("Schedule", {}, "ns", ["p"])
     assert aim_at("PodChaos", {"action": "pod-kill", "mode": "fixed", "value": "1"}, "ns", ["p"]) == {
         "action": "pod-kill", "mode": "all", "selector": {"namespaces": ["ns"], "pods": {"ns": ["p"]}}}
+
+
+def test_a_workflow_is_built_with_an_annotation_so_that_a_status_check_can_abort_it():
+    from chaosdb.chaosmesh.objects import WORKFLOW_ANNOTATIONS, build_object
+    from chaosdb.manifests.templates import render
+
+    workflow = yaml.safe_load(render("kubernetes/gameday-workflow", {"IMAGE": "chaosdb.local/chaosdb:1"}).text)
+    assert workflow["metadata"]["annotations"] == WORKFLOW_ANNOTATIONS
+    built = build_object("Workflow", "w", "chaos-testing", workflow["spec"])
+    assert built["metadata"]["annotations"] == WORKFLOW_ANNOTATIONS
+    pod_chaos = build_object("PodChaos", "p", "chaos-testing", {"action": "pod-kill", "mode": "one",
+                                                                 "selector": {"namespaces": ["db"]}})
+    assert "annotations" not in pod_chaos["metadata"]
