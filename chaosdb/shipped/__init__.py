@@ -84,16 +84,19 @@ def list_experiments() -> list[str]:
 
 def copy_shipped(dest: str | Path, templates: Iterable[str] = (), force: bool = False) -> dict[str, Any]:
     """Copy the shipped experiments into *dest* (its sub-folders kept, so the game-day suites' relative paths
-    work), the locustfiles into ``dest/load/`` and each template named in *templates* into
-    ``dest/templates/<name>.yaml``. Existing files are refused unless *force*, before anything is written.
+    work), the locustfiles into ``dest/load/``, the checks files into ``dest/checks/`` and each template named in
+    *templates* into ``dest/templates/<name>.yaml``. Existing files are refused unless *force*, before anything is
+    written.
 
-    Returns ``{"dir", "experiments", "locustfiles", "templates"}`` with the paths written."""
+    Returns ``{"dir", "experiments", "locustfiles", "checks", "templates"}`` with the paths written."""
     out = Path(dest).expanduser().absolute()
     plan: list[tuple[Path, Path, str]] = []
     for src in _files(experiments_dir()):
         plan.append((src, out / src.relative_to(experiments_dir()), "experiments"))
     for src in _files(locustfiles_dir()):
         plan.append((src, out / "load" / src.name, "locustfiles"))
+    for src in _files(checks_dir()):
+        plan.append((src, out / "checks" / src.name, "checks"))
     for name in templates:
         src = template_file(name)
         plan.append((src, out / "templates" / src.relative_to(templates_dir().resolve()), "templates"))
@@ -104,7 +107,7 @@ def copy_shipped(dest: str | Path, templates: Iterable[str] = (), force: bool = 
         more = f" and {len(clashes) - 3} more" if len(clashes) > 3 else ""
         raise ChaosDBError(f"{', '.join(clashes[:3])}{more} already exist: choose an empty folder or pass --force "
                            "to overwrite them")
-    written: dict[str, Any] = {"dir": str(out), "experiments": [], "locustfiles": [], "templates": []}
+    written: dict[str, Any] = {"dir": str(out), "experiments": [], "locustfiles": [], "checks": [], "templates": []}
     for src, target, kind in plan:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, target)

@@ -22,13 +22,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_copy(args: argparse.Namespace) -> int:
-    """``chaosdb experiments copy DIR``: the shipped experiments, the locustfiles and the chosen templates into a folder
-    of your own."""
+    """``chaosdb experiments copy DIR``: the shipped experiments, the locustfiles, the checks files and the chosen
+    templates into a folder of your own."""
     written = copy_shipped(args.dir, templates=args.template, force=args.force)
     if args.json:
         print(json.dumps(written, indent=2))
         return 0
-    print(f"{written['dir']}: {len(written['experiments'])} experiment file(s), locustfiles in load/"
+    print(f"{written['dir']}: {len(written['experiments'])} experiment file(s), locustfiles in load/, checks files in checks/"
           + (f", {len(written['templates'])} template(s) in templates/" if written["templates"] else ""))
     print(f"run one: cd {written['dir']} && chaos run quickstart.json")
     return 0
@@ -41,8 +41,8 @@ def add_parser(sub: Any) -> None:
     p = esub.add_parser("list", help="every shipped experiment and game-day suite")
     p.add_argument("--json", action="store_true", help="print JSON (with the folder they are in)")
     p.set_defaults(func=cmd_list)
-    p = esub.add_parser("copy", help="copy the shipped experiments (sub-folders kept), the locustfiles (load/) and "
-                                     "any chosen templates (templates/) into DIR")
+    p = esub.add_parser("copy", help="copy the shipped experiments (sub-folders kept), the locustfiles (load/), "
+                                     "the checks files (checks/) and any chosen templates (templates/) into DIR")
     p.add_argument("dir", help="the folder to copy into (created if missing)")
     p.add_argument("--template", action="append", default=[], metavar="NAME",
                    help="also copy this manifest template, e.g. kubernetes/gameday-cronjob (repeatable; "

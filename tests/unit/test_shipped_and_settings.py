@@ -37,6 +37,7 @@ def test_copy_puts_every_experiment_the_locustfiles_and_a_chosen_template_in_the
     assert {p for p in written["experiments"] if p.endswith(".json")} == \
         {str(p.relative_to(shipped.experiments_dir())) for p in _shipped_experiments()}
     assert sorted(written["locustfiles"]) == ["load/tpcc.py", "load/ycsb.py"]
+    assert sorted(written["checks"]) == ["checks/patroni.yaml", "checks/tikv.yaml"]
     assert written["templates"] == ["templates/kubernetes/gameday-cronjob.yaml"]
     assert (out / "quickstart.json").read_bytes() == (shipped.experiments_dir() / "quickstart.json").read_bytes()
     # game-day suites name their experiments relative to themselves: the copy keeps that working
