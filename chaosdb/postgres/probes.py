@@ -35,9 +35,18 @@ def current_primary(configuration: Configuration = None, secrets: Secrets = None
 
 
 def has_primary(configuration: Configuration = None, secrets: Secrets = None) -> bool:
-    """True when Patroni reports a leader (a primary) right now, False while it has none (a failover under way);
-    fails when Patroni cannot be asked."""
-    return patroni_client(configuration, secrets).leader() is not None
+    """True when Patroni names a leader and that leader answers for itself as a running primary; False while there is
+    none (a failover under way) and while the leader Patroni names is gone (``/cluster`` keeps a killed leader's key
+    until its TTL expires); fails when Patroni cannot be asked at all."""
+    client = patroni_client(configuration, secrets)
+    leader = client.leader()
+    if leader is None:
+        return False
+    try:
+        status = client.node_status(leader.api_url)
+    except ChaosDBError:
+        return False
+    return status.get("role") in ("master", "primary") and status.get("state") == "running"
 
 
 def cluster_members(configuration: Configuration = None,

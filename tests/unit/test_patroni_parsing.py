@@ -89,13 +89,29 @@ def test_a_stopped_replica_is_a_problem_whatever_its_lag(monkeypatch):
     assert client.health_problems()[1] == ["p1 is replica/stopped with lag 0 bytes (at most 1048576)"]
 
 
-def test_has_primary_is_whether_patroni_names_a_leader(monkeypatch):
+def test_has_primary_is_whether_patroni_names_a_leader_that_answers_as_a_running_primary(monkeypatch):
+    from chaosdb.core.errors import ChaosDBError
     from chaosdb.postgres import probes
 
     members = parse_members(load("cluster_sync_3_members.json"))
     client = PatroniClient(["http://p0:8008"])
+    answers = {"status": {"state": "running", "role": "master"}}
+
+    def node_status(url: str) -> dict:
+        if answers["status"] is None:
+            raise ChaosDBError(f"{url} refused the connection")
+        return answers["status"]
+
     monkeypatch.setattr(client, "members", lambda: members)
+    monkeypatch.setattr(client, "node_status", node_status)
     monkeypatch.setattr(probes, "patroni_client", lambda configuration, secrets: client)
     assert probes.has_primary() is True
+    answers["status"] = {"state": "running", "role": "primary"}  # Patroni 4 says primary
+    assert probes.has_primary() is True
+    answers["status"] = None  # the leader was killed: /cluster still names it until its key expires
+    assert probes.has_primary() is False
+    answers["status"] = {"state": "starting", "role": "replica"}  # demoted, coming back
+    assert probes.has_primary() is False
+    answers["status"] = {"state": "running", "role": "master"}
     monkeypatch.setattr(client, "members", lambda: [m for m in members if not m.is_leader])  # a failover under way
     assert probes.has_primary() is False

@@ -957,7 +957,7 @@ def test_environment_and_configuration_point_at_patroni_in_pods(tmp_path, no_hos
         assert cluster.configuration_of(plain) == {"k8s_kubeconfig": str(tmp_path / "kubeconfig")}
 
 
-def test_pods_reach_the_services_at_the_node_address_and_this_machine_at_the_clusters(tmp_path):
+def test_pods_reach_the_services_at_the_node_address_and_this_machine_at_the_clusters(tmp_path, no_host_network):
     layout = cluster.plan(tmp_path, address="127.0.77.1", nodes=0, real_nodes=1, workload_names=["postgres"])
     node_ip = layout["real_nodes"][0]["network"]["node_ip"]
     assert cluster.service_addresses(layout) == {"host": "127.0.77.1", "pods": node_ip}
