@@ -6,11 +6,18 @@ docstrings of :mod:`chaosdb.clusters.kubernetes.litmus` and ``tools/make_manifes
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
+import pytest
+
+from chaosdb.clusters.kubernetes import apply, cluster, cluster_command, litmus
+from chaosdb.core.errors import ChaosDBError
 from chaosdb.images import prereqs, recipes
 from chaosdb.images.recipes import BinDirFiles, DebianRootfs
+from chaosdb.k8s import api
 from chaosdb.manifests.templates import render
+from chaosdb.manifests.validate import validate_object
 
 ROOT = Path(__file__).resolve().parents[2]
 LITMUS_IMAGES = ("litmus-operator", "litmus-runner", "litmus-go-runner")
@@ -53,5 +60,105 @@ def test_the_litmus_binaries_are_named_when_bin_dir_lacks_them(tmp_path):
     text = " ".join(missing)
     assert "litmus-chaos-runner" in text and "litmus-experiments" in text
     assert "lacks litmus-chaos-operator" not in text
+
+
+# ---- the operator's objects ----------------------------------------------------------------------
+
+def _objects() -> list[dict]:
+    return litmus.litmus_objects("chaosdb.local/litmus-operator:9", "chaosdb.local/litmus-runner:9")
+
+
+def test_the_operator_gets_upstreams_cluster_role_and_its_binding():
+    objects = {(o["kind"], o["metadata"]["name"]): o for o in _objects()}
+    role = objects[("ClusterRole", "litmus")]
+    rules = {(tuple(r["apiGroups"]), resource): set(r["verbs"]) for r in role["rules"] for resource in r["resources"]}
+    pod_verbs = {"get", "create", "update", "patch", "delete", "list", "watch", "deletecollection"}
+    assert rules[(("",), "pods")] == pod_verbs and rules[(("",), "events")] == pod_verbs
+    assert rules[(("litmuschaos.io",), "chaosengines")] == pod_verbs
+    assert rules[(("litmuschaos.io",), "chaosengines/finalizers")] == {"update"}
+    assert rules[(("batch",), "jobs")] == {"get", "list", "deletecollection"}
+    assert rules[(("apps",), "statefulsets")] == {"get", "list"}
+    assert rules[(("apiextensions.k8s.io",), "customresourcedefinitions")] == {"list", "get"}
+    assert rules[(("coordination.k8s.io",), "leases")] == {"get", "create", "list", "update", "delete"}
+    assert len(role["rules"]) == 10
+    binding = objects[("ClusterRoleBinding", "litmus")]
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "litmus"}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "litmus", "namespace": "litmus"}]
+    assert objects[("ServiceAccount", "litmus")]["metadata"]["namespace"] == "litmus"
+    assert ("Namespace", "litmus") in objects
+    crds = {name for kind, name in objects if kind == "CustomResourceDefinition"}
+    assert crds == {"chaosengines.litmuschaos.io", "chaosexperiments.litmuschaos.io", "chaosresults.litmuschaos.io"}
+
+
+def test_the_operator_deployment_runs_the_local_images_with_the_environment_it_reads():
+    deployment = next(o for o in _objects() if o["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert container["image"] == "chaosdb.local/litmus-operator:9" and container["imagePullPolicy"] == "Never"
+    env = {e["name"]: e for e in container["env"]}
+    assert env["CHAOS_RUNNER_IMAGE"]["value"] == "chaosdb.local/litmus-runner:9"
+    assert env["WATCH_NAMESPACE"]["value"] == ""          # set and empty: every namespace (unset: it exits)
+    assert env["ANALYTICS"]["value"] == "FALSE"
+    assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    assert env["POD_NAMESPACE"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    assert "-leader-elect=false" in container["args"]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": litmus.HEALTH_PORT}
+    assert f"-health-probe-bind-address=:{litmus.HEALTH_PORT}" in container["args"]
+    assert pod["serviceAccountName"] == "litmus" and pod["nodeSelector"] == {"chaosdb.io/node": "real"}
+    assert deployment["spec"]["selector"]["matchLabels"].items() <= deployment["spec"]["template"]["metadata"][
+        "labels"].items()
+
+
+def test_every_operator_object_is_valid_and_the_local_cluster_creates_each_kind(monkeypatch):
+    from kubernetes import client
+
+    monkeypatch.setattr(api, "api_client", lambda configuration=None, secrets=None: client.ApiClient())
+    for obj in _objects():
+        assert validate_object(obj).ok, (obj["kind"], validate_object(obj).errors)
+        assert callable(apply._create(obj["kind"], obj, {}))
+    experiment = next(o for o in render("litmus/pod-delete-setup").objects if o["kind"] == "ChaosExperiment")
+    assert callable(apply._create("ChaosExperiment", experiment, {}))
+
+
+# ---- cluster up --litmus -------------------------------------------------------------------------
+
+def test_litmus_needs_a_real_node_and_is_kept_in_the_layout(tmp_path):
+    with pytest.raises(ChaosDBError, match="give --real-nodes 1"):
+        cluster.plan(tmp_path, nodes=1, litmus_operator=True)
+    layout = cluster.plan(tmp_path, nodes=0, workload_names=["postgres"], real_nodes=1, litmus_operator=True)
+    assert layout["litmus"] is True
+    assert cluster.plan(tmp_path, nodes=1)["litmus"] is False
+    assert set(cluster.litmus_images()) == set(litmus.IMAGES) == set(LITMUS_IMAGES)
+    assert cluster.litmus_images()["litmus-go-runner"] == recipes.recipe("litmus-go-runner").reference()
+
+
+def test_the_litmus_option_reaches_up(monkeypatch, tmp_path):
+    parser = argparse.ArgumentParser()
+    group = parser.add_argument_group("kubernetes")
+    cluster_command.add_arguments(group)
+    for name, default in (("--address-base", None), ("--nodes", 3), ("--bin-dir", None), ("--timeout", 60.0)):
+        parser.add_argument(name, default=default, type=type(default) if default is not None else str)
+    seen = {}
+    monkeypatch.setattr(cluster_command.kube_cluster, "up", lambda *a, **kw: seen.update(kw) or {})
+    cluster_command.up(parser.parse_args(["--real-nodes", "1", "--nodes", "0", "--litmus"]), tmp_path, "k")
+    assert seen["litmus_operator"] is True and seen["real_nodes"] == 1
+    cluster_command.up(parser.parse_args([]), tmp_path, "k")
+    assert seen["litmus_operator"] is False
+    assert "--litmus" in parser.format_help()
+
+
+def test_a_real_node_with_litmus_gets_the_litmus_images(monkeypatch, tmp_path):
+    asked = []
+
+    def images_for_nodes(names, bin_dir):
+        asked.extend(names)
+        raise ChaosDBError("stop here: nothing is built or started")
+
+    monkeypatch.setattr(cluster, "images_for_nodes", images_for_nodes)
+    layout = cluster.plan(tmp_path, nodes=0, workload_names=["postgres"], real_nodes=1, chaos_mesh=False,
+                          litmus_operator=True)
+    with pytest.raises(ChaosDBError, match="stop here"):
+        cluster._start_real_nodes(tmp_path, layout, None, None, 0.0)  # type: ignore[arg-type]
+    assert asked == ["pause", "patroni", *LITMUS_IMAGES]
 
 
