@@ -7,16 +7,20 @@ docstrings of :mod:`chaosdb.clusters.kubernetes.litmus` and ``tools/make_manifes
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from chaosdb.clusters.kubernetes import apply, cluster, cluster_command, litmus
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.images import prereqs, recipes
 from chaosdb.images.recipes import BinDirFiles, DebianRootfs
 from chaosdb.k8s import api
-from chaosdb.manifests.templates import render
+from chaosdb.manifests.templates import load_template, render
 from chaosdb.manifests.validate import validate_object
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,5 +164,77 @@ def test_a_real_node_with_litmus_gets_the_litmus_images(monkeypatch, tmp_path):
     with pytest.raises(ChaosDBError, match="stop here"):
         cluster._start_real_nodes(tmp_path, layout, None, None, 0.0)  # type: ignore[arg-type]
     assert asked == ["pause", "patroni", *LITMUS_IMAGES]
+
+
+# ---- the Patroni engine template -----------------------------------------------------------------
+
+def _postgres_engine(**values) -> dict:
+    return render("litmus/postgres-pod-delete-engine", {"IMAGE": "chaosdb.local/chaosdb:9", **values}).objects[0]
+
+
+def test_the_patroni_engine_probes_with_chaosdb_check_in_a_pod_of_the_packs_image():
+    engine = _postgres_engine(PATRONI_URLS="http://10.245.0.1:8008", RECOVERY_S=45)
+    assert validate_object(engine).ok, validate_object(engine).errors
+    assert engine["spec"]["appinfo"] == {"appns": "postgres", "applabel": "cluster-name=postgres",
+                                         "appkind": "statefulset"}
+    assert engine["spec"]["chaosServiceAccount"] == "pod-delete-sa" and engine["spec"]["jobCleanUpPolicy"] == "delete"
+    [experiment] = engine["spec"]["experiments"]
+    env = {e["name"]: e["value"] for e in experiment["spec"]["components"]["env"]}
+    assert env["TARGET_PODS"] == "" and env["TOTAL_CHAOS_DURATION"] == env["CHAOS_INTERVAL"] == "10"
+    [probe] = experiment["spec"]["probe"]
+    assert probe["type"] == "cmdProbe" and probe["mode"] == "Edge"
+    inputs = probe["cmdProbe/inputs"]
+    assert inputs["command"] == "chaosdb check shipped:patroni --within 45 || true"
+    assert inputs["source"] == {"image": "chaosdb.local/chaosdb:9", "imagePullPolicy": "IfNotPresent",
+                                "env": [{"name": "CHAOSDB_PATRONI_URLS", "value": "http://10.245.0.1:8008"}]}
+    assert inputs["comparator"] == {"type": "string", "criteria": "contains", "value": '{"ok": true'}
+    # litmus-go: a success slower than probeTimeout is a failure; the command may wait RECOVERY_S
+    assert probe["runProperties"]["probeTimeout"] == "300s" and probe["runProperties"]["attempt"] == 1
+    with pytest.raises(ChaosDBError, match="needs IMAGE"):
+        render("litmus/postgres-pod-delete-engine")
+    assert load_template("litmus/postgres-pod-delete-engine").variables["IMAGE"].required
+
+
+def test_the_setup_lets_the_experiment_run_a_source_probe_and_find_a_statefulsets_pods():
+    role = next(o for o in render("litmus/pod-delete-setup", {"NAMESPACE": "postgres"}).objects if o["kind"] == "Role")
+    rules = {(g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"]
+             for r in rule["resources"]}
+    assert {"create", "delete", "get", "list"} <= rules[("", "pods")]       # the probe pod, the deleted pods
+    assert "create" in rules[("", "pods/exec")]                              # the probe's command
+    assert {"get", "list"} <= rules[("apps", "statefulsets")] & rules[("apps", "replicasets")]
+    assert {"create", "get", "update"} <= rules[("litmuschaos.io", "chaosresults")]
+    assert {"create", "delete"} <= rules[("batch", "jobs")]
+
+
+def _litmus_contains(output: str, value: str) -> bool:
+    """litmus-go 3.18.0's string comparator, ``contains``: the trimmed output holds the value; a value with a comma
+    is split into a list for ``oneOf`` and compared as the empty string (so it always holds)."""
+    parts = value.strip().split(",")
+    return (value if len(parts) == 1 else "") in output.strip()
+
+
+def test_the_comparator_tells_a_failed_check_from_a_passing_one(tmp_path):
+    checks = tmp_path / "checks.yaml"
+    checks.write_text(yaml.safe_dump({"checks": [
+        {"name": "passes", "probe": {"type": "probe", "tolerance": True, "provider": {
+            "type": "python", "module": "tests.unit.checks_probes", "func": "constant", "arguments": {"value": True}}}},
+        {"name": "fails", "probe": {"type": "probe", "tolerance": True, "provider": {
+            "type": "python", "module": "tests.unit.checks_probes", "func": "constant",
+            "arguments": {"value": False}}}}]}))
+    value = _postgres_engine()["spec"]["experiments"][0]["spec"]["probe"][0]["cmdProbe/inputs"]["comparator"]["value"]
+    assert "," not in value
+
+    def line(*names: str) -> str:
+        # as the probe runs it: a shell, `|| true` so that a failed check is output to compare, not an exec error
+        command = f"{sys.executable} -m chaosdb.cli check {checks} {' '.join(names)} || true"
+        proc = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    failed, passed = line(), line("passes")
+    assert json.loads(failed)["ok"] is False and json.loads(passed)["ok"] is True
+    assert _litmus_contains(passed, value) and not _litmus_contains(failed, value)
+    # the value docs used to give, '"ok": true', also matches the passing check inside a failed line
+    assert _litmus_contains(failed, '"ok": true')
 
 
