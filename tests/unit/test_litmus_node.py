@@ -20,8 +20,10 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.images import prereqs, recipes
 from chaosdb.images.recipes import BinDirFiles, DebianRootfs
 from chaosdb.k8s import api
+from chaosdb.litmus import actions as litmus_actions
 from chaosdb.manifests.templates import load_template, render
 from chaosdb.manifests.validate import validate_object
+from tests.unit.k8s_api_standin import KubeStandin
 
 ROOT = Path(__file__).resolve().parents[2]
 LITMUS_IMAGES = ("litmus-operator", "litmus-runner", "litmus-go-runner")
@@ -238,3 +240,64 @@ def test_the_comparator_tells_a_failed_check_from_a_passing_one(tmp_path):
     assert _litmus_contains(failed, '"ok": true')
 
 
+# ---- run_chaos_engine(target=...) ----------------------------------------------------------------
+
+@pytest.fixture
+def kube(tmp_path):
+    api.reset_clients()
+    standin = KubeStandin().start()
+    standin.add_statefulset("cockroachdb", "crdb", 3, {"app.kubernetes.io/name": "cockroachdb"}, containers=("db",))
+    standin.cfg = {"k8s_kubeconfig": standin.write_kubeconfig(tmp_path / "kubeconfig"), "k8s_namespace": "crdb"}
+    custom = api.custom_objects(standin.cfg)
+    for obj in render("litmus/pod-delete-setup", {"NAMESPACE": "crdb"}).objects:
+        if obj["kind"] == "ChaosExperiment":
+            custom.create_namespaced_custom_object("litmuschaos.io", "v1alpha1", "crdb", "chaosexperiments", obj)
+    yield standin
+    standin.stop()
+    api.reset_clients()
+
+
+def _posted_engine(kube) -> dict:
+    return next(o for o in kube.posted if o.get("kind") == "ChaosEngine")
+
+
+def test_a_target_becomes_the_target_pods_of_the_engine(kube):
+    result = litmus_actions.run_chaos_engine(
+        template="litmus/cockroachdb-pod-delete-engine", variables={"NAMESPACE": "crdb", "APP_NAMESPACE": "crdb"},
+        target={"pod": "cockroachdb-1"}, timeout_s=60, configuration=kube.cfg)
+    assert result["verdict"] == "Pass"
+    assert result["target"] == {"namespace": "crdb", "pods": ["cockroachdb-1"], "role": "named", "detail": {}}
+    env = _posted_engine(kube)["spec"]["experiments"][0]["spec"]["components"]["env"]
+    assert [e for e in env if e["name"] == "TARGET_PODS"] == [{"name": "TARGET_PODS", "value": "cockroachdb-1"}]
+    untargeted = litmus_actions.run_chaos_engine(template="litmus/cockroachdb-pod-delete-engine", wait=False,
+                                                 variables={"NAMESPACE": "crdb", "NAME": "plain"},
+                                                 configuration=kube.cfg)
+    assert untargeted["target"] is None
+
+
+def test_a_target_in_another_namespace_than_appns_is_refused_before_the_engine_is_made(kube):
+    with pytest.raises(ChaosDBError, match="looks up TARGET_PODS in crdb"):
+        litmus_actions.run_chaos_engine(template="litmus/cockroachdb-pod-delete-engine",
+                                        variables={"NAMESPACE": "crdb", "APP_NAMESPACE": "crdb"},
+                                        target={"pod": "x-0", "namespace": "elsewhere"}, configuration=kube.cfg)
+    assert not [o for o in kube.posted if o.get("kind") == "ChaosEngine"]
+
+
+def test_aim_engine_at_replaces_the_templates_empty_target_pods_in_every_experiment():
+    engine = _postgres_engine()
+    aimed = litmus_actions.aim_engine_at(engine, "postgres", ["postgres-1"])
+    env = aimed["spec"]["experiments"][0]["spec"]["components"]["env"]
+    assert [e["value"] for e in env if e["name"] == "TARGET_PODS"] == ["postgres-1"]
+    assert [e["value"] for e in engine["spec"]["experiments"][0]["spec"]["components"]["env"]
+            if e["name"] == "TARGET_PODS"] == [""], "the engine given is left as it was"
+    assert validate_object(aimed).ok
+    with pytest.raises(ChaosDBError, match="names no pod"):
+        litmus_actions.aim_engine_at(engine, "postgres", [])
+
+
+def test_a_bad_target_is_refused_when_the_experiment_is_validated():
+    from chaosdb.core.arguments import problems_in_call
+
+    problems = problems_in_call(litmus_actions.run_chaos_engine,
+                                {"template": "litmus/postgres-pod-delete-engine", "target": {"role": "nope"}})
+    assert problems and any("nope" in p for p in problems), problems
