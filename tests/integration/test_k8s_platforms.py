@@ -82,7 +82,7 @@ def platform(tmp_path_factory, cluster_root):
     try:
         layout = json.loads((directory / localkube.STATE_FILE).read_text())
         node = realnode.RealNode(**layout["real_nodes"][0])
-        image = node_images.import_pack_image(node)
+        image = node_images.import_pack_image(node.containerd)
         checks_file = directory.parent / "platforms-checks.json"  # gone with the cluster root
         checks_file.write_text(json.dumps(CHECKS))
         yield {**res, "dir": directory, "layout": layout, "node": node, "image": image, "checks_file": checks_file,
