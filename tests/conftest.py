@@ -38,7 +38,7 @@ OWN_CLUSTER_MODULES = {"test_quickstart", "test_cluster_errors", "test_gameday_s
 
 #: ... and the modules that start a real node (one per machine: it owns 10.96.0.1 and the host's kubelet folders)
 REAL_NODE_GROUP = "real-node"
-REAL_NODE_MODULES = {"test_k8s_real_node", "test_k8s_platforms"}
+REAL_NODE_MODULES = {"test_k8s_real_node", "test_k8s_platforms", "test_k8s_litmus"}
 
 
 def work_group(nodeid: str) -> str:

@@ -273,7 +273,8 @@ def mark_defaults(text: str) -> str:
     for row in head.split("# chaosdb-variables:\n", 1)[1].splitlines():
         m = re.match(r"#\s+([A-Z][A-Z0-9_]*)\s+\S+\s+('[^']*'|\S+)", row)
         if m:
-            defaults[m.group(1)] = m.group(2).strip("'")
+            value = m.group(2).strip("'")
+            defaults[m.group(1)] = EXAMPLES[m.group(1)] if value == "-" else value
     return head + sep + inline_defaults(body, defaults)
 
 
@@ -330,7 +331,15 @@ LITMUS_DB = {
                         health_url="http://cockroachdb-public.cockroachdb.svc:8080/health?ready=1"),
     "tikv": dict(app_ns="tidb-cluster", app_label="app.kubernetes.io/component=tikv", container="tikv",
                  health_url="http://basic-pd.tidb-cluster.svc:2379/pd/api/v1/health"),
+    # Patroni pods labelled as Spilo's: applabel takes one label (litmus-go splits it at commas into labels any of
+    # which selects), the cluster's; the probe is `chaosdb check` in a pod of the pack's image (cmdProbe, source)
+    "postgres": dict(app_ns="postgres", app_label="cluster-name=postgres", container="postgres",
+                     patroni_urls="http://postgres-members.postgres.svc:8008", faults=("pod-delete",),
+                     defaults={"TOTAL_CHAOS_DURATION": "10"}),
 }
+
+#: the example value a required variable of a generated template holds, so that the file validates as it is
+EXAMPLES = {"IMAGE": "registry.example.com/chaosdb:0.1.0"}
 
 # fault -> (summary, experiment env defaults [(name, value)], engine variables [(VAR, type, default, doc, ENV)])
 LITMUS_FAULTS = {
@@ -393,9 +402,13 @@ def _header(summary: str, name: str, rows: list[tuple[str, str, str, str]], extr
     width = max(len(r[0]) for r in rows)
     twidth = max(len(r[1]) for r in rows)
     dwidth = max(len(r[2]) for r in rows)
-    out = [f"# {summary}"] + ([f"# {extra}"] if extra else []) + [
-        "#", _RENDER_1.format(name=name), _RENDER_2,
-        "# chaosdb-variables:"]
+    required = [r[0] for r in rows if r[2] == "-"]
+    render = [_RENDER_1.format(name=name)] if not required else [
+        f"# Render: chaosdb manifests render {name} " + " ".join(f"--set {v}=..." for v in required)
+        + " | kubectl apply -f -",
+        f"# ({', '.join(required)} {'is' if len(required) == 1 else 'are'} required: the file holds an example value "
+        "so that it validates as it is)."]
+    out = [f"# {summary}"] + ([f"# {extra}"] if extra else []) + ["#", *render, _RENDER_2, "# chaosdb-variables:"]
     out += [f"#   {r[0]:<{width}}  {r[1]:<{twidth}}  {r[2]:<{dwidth}}  {r[3]}".rstrip() for r in rows]
     return "\n".join(out + ["# end-variables"]) + "\n"
 
@@ -403,7 +416,8 @@ def _header(summary: str, name: str, rows: list[tuple[str, str, str, str]], extr
 def litmus_setup_text(fault: str) -> str:
     summary, env, _ = LITMUS_FAULTS[fault]
     rows = [("NAMESPACE", "label", "cockroachdb", "namespace the ChaosEngine will run in (usually the database's)"),
-            ("EXPERIMENT_IMAGE", "image", LITMUS_IMAGE, "litmus-go runner image (pin a version)")]
+            ("EXPERIMENT_IMAGE", "image", LITMUS_IMAGE, "litmus-go runner image (pin a version; on 'chaosdb cluster "
+                                                        "up --litmus': chaosdb.local/litmus-go-runner:<pack version>)")]
     perms = "".join(f"      - apiGroups: {g}\n        resources: {r}\n        verbs: {v}\n" for g, r, v in _PERMISSIONS)
     rules = "".join(f"  - apiGroups: {g}\n    resources: {r}\n    verbs: {v}\n" for g, r, v in _PERMISSIONS)
     envs = "".join(f'      - name: "{k}"\n        value: "{v}"\n' for k, v in env)
@@ -431,6 +445,35 @@ def litmus_setup_text(fault: str) -> str:
         f'      "app.kubernetes.io/component": "experiment-job"\n')
 
 
+def _http_probe(db: str) -> str:
+    return (f'        probe:\n          - name: "{db}-ready"\n            type: "httpProbe"\n'
+            f'            mode: "Continuous"\n            httpProbe/inputs:\n              url: "${{HEALTH_URL}}"\n'
+            f'              method:\n                get:\n                  criteria: "=="\n'
+            f'                  responseCode: "200"\n            runProperties:\n              probeTimeout: "5s"\n'
+            f'              interval: "2s"\n              retry: 1\n')
+
+
+#: the Patroni probe: `chaosdb check shipped:patroni` in a pod of the pack's image (litmus-go's cmdProbe in source
+#: mode creates the pod, execs `/bin/sh -c <command>` in it and compares the trimmed standard output). Its one JSON
+#: line starts with the overall verdict ({"ok": true, "checks": [...]}; each check's own "ok" follows "check", so
+#: '{"ok": true' matches the overall one only; litmus-go splits a comparator value at commas, so it holds none).
+#: `|| true`: a failed check exits 1, which the exec reports as an error instead of output to compare.
+_PATRONI_CHECK = "chaosdb check shipped:patroni --within ${RECOVERY_S} || true"
+
+
+def _patroni_cmd_probe() -> str:
+    return ('        probe:\n          - name: "patroni-checks"\n            type: "cmdProbe"\n'
+            '            mode: "Edge"\n            cmdProbe/inputs:\n'
+            f'              command: "{_PATRONI_CHECK}"\n'
+            '              comparator:\n                type: "string"\n                criteria: "contains"\n'
+            "                value: '{\"ok\": true'\n"
+            '              source:\n                image: "${IMAGE}"\n                imagePullPolicy: "IfNotPresent"\n'
+            '                env:\n                  - name: "CHAOSDB_PATRONI_URLS"\n'
+            '                    value: "${PATRONI_URLS}"\n'
+            '            runProperties:\n              probeTimeout: "300s"\n              interval: "5s"\n'
+            "              attempt: 1\n")
+
+
 def litmus_engine_text(db: str, fault: str) -> str:
     summary, _, evars = LITMUS_FAULTS[fault]
     d = LITMUS_DB[db]
@@ -439,24 +482,37 @@ def litmus_engine_text(db: str, fault: str) -> str:
             ("NAMESPACE", "label", d["app_ns"], "namespace of the engine (where the setup was applied)"),
             ("APP_NAMESPACE", "label", d["app_ns"], f"namespace of the {title} pods"),
             ("APP_LABEL", "string", d["app_label"], f"label selector of the {title} StatefulSet"),
-            ("TARGET_CONTAINER", "labelvalue", d["container"], "database container"),
-            ("HEALTH_URL", "url", d["health_url"], "readiness URL probed all along (probeSuccessPercentage)")]
-    rows += [r[:4] for r in evars]
-    env = [("TARGET_CONTAINER", "TARGET_CONTAINER")] + [(r[4], r[0]) for r in evars]
+            ("TARGET_CONTAINER", "labelvalue", d["container"], "database container")]
+    env = [("TARGET_CONTAINER", "TARGET_CONTAINER")]
+    patroni = "patroni_urls" in d
+    if patroni:
+        rows += [("TARGET_PODS", "string", "''", "pods to delete, comma separated (empty: PODS_AFFECTED_PERC of the "
+                                                  "APP_LABEL pods); run_chaos_engine(target=...) names the role's pod"),
+                 ("IMAGE", "image", "-", "the chaostoolkit-db image the probe pod runs (pin a tag or digest)"),
+                 ("PATRONI_URLS", "url", d["patroni_urls"], "Patroni's REST API as the probe pod reaches it (comma "
+                                                            "separated; CHAOSDB_PATRONI_URLS)"),
+                 ("RECOVERY_S", "integer", "60", "seconds the check after the fault may wait for every check to "
+                                                 "pass (keep it well under the probe's 300s timeout)")]
+        env.append(("TARGET_PODS", "TARGET_PODS"))
+    else:
+        rows.append(("HEALTH_URL", "url", d["health_url"], "readiness URL probed all along (probeSuccessPercentage)"))
+    defaults = d.get("defaults") or {}
+    rows += [(r[0], r[1], defaults.get(r[0], r[2]), r[3]) for r in evars]
+    env += [(r[4], r[0]) for r in evars]
     envs = "".join(f'            - name: "{e}"\n              value: "${{{v}}}"\n' for e, v in env)
-    return _header(f"{title}: LitmusChaos {fault}. {summary}", f"litmus/{db}-{fault}-engine", rows,
-                   f"Needs litmus/{fault}-setup applied in NAMESPACE first. Env values are strings.") + (
+    extra = f"Needs litmus/{fault}-setup applied in NAMESPACE first. Env values are strings."
+    if patroni:
+        extra += ("\n# The probe: 'chaosdb check shipped:patroni' (one leader, replicas streaming) in a pod of IMAGE before the\n"
+                  "# fault and after it (within RECOVERY_S), Patroni reached at PATRONI_URLS; every TARGET_PODS pod is\n"
+                  "# deleted every CHAOS_INTERVAL seconds until TOTAL_CHAOS_DURATION has passed (TOTAL_CHAOS_DURATION at\n"
+                  "# most CHAOS_INTERVAL: once; a StatefulSet pod comes back under the same name).")
+    return _header(f"{title}: LitmusChaos {fault}. {summary}", f"litmus/{db}-{fault}-engine", rows, extra) + (
         f'apiVersion: litmuschaos.io/v1alpha1\nkind: ChaosEngine\nmetadata:\n  name: "${{NAME}}"\n'
         f'  namespace: "${{NAMESPACE}}"\n  labels:\n    "app.kubernetes.io/part-of": "chaostoolkit-db"\n'
         f'spec:\n  engineState: "active"\n  appinfo:\n    appns: "${{APP_NAMESPACE}}"\n'
         f'    applabel: "${{APP_LABEL}}"\n    appkind: "statefulset"\n  chaosServiceAccount: "{fault}-sa"\n'
         f'  jobCleanUpPolicy: "delete"\n  experiments:\n    - name: "{fault}"\n      spec:\n        components:\n'
-        f"          env:\n{envs}"
-        f'        probe:\n          - name: "{db}-ready"\n            type: "httpProbe"\n'
-        f'            mode: "Continuous"\n            httpProbe/inputs:\n              url: "${{HEALTH_URL}}"\n'
-        f'              method:\n                get:\n                  criteria: "=="\n'
-        f'                  responseCode: "200"\n            runProperties:\n              probeTimeout: "5s"\n'
-        f'              interval: "2s"\n              retry: 1\n')
+        f"          env:\n{envs}" + (_patroni_cmd_probe() if patroni else _http_probe(db)))
 
 
 # ---- PhysicalMachineChaos: faults on databases on machines, carried out by chaosd (``chaosd server`` on the
@@ -548,7 +604,8 @@ def render_all() -> dict[str, str]:
     for fault in LITMUS_FAULTS:
         out[f"litmus/{fault}-setup.yaml"] = litmus_setup_text(fault)
         for db in LITMUS_DB:
-            out[f"litmus/{db}-{fault}-engine.yaml"] = litmus_engine_text(db, fault)
+            if fault in LITMUS_DB[db].get("faults", LITMUS_FAULTS):
+                out[f"litmus/{db}-{fault}-engine.yaml"] = litmus_engine_text(db, fault)
     for fault in PHYSICAL_FAULTS:
         out[f"physical-machines/{fault}.yaml"] = physical_fault_text(fault)
     out["physical-machines/physical-machine.yaml"] = physical_machine_text()

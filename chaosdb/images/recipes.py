@@ -9,7 +9,12 @@ files the user brings in ``--bin-dir``, a program compiled here) and the config 
 * ``chaosdb``: the pack itself, its wheel with the extras :data:`PACK_EXTRAS` in the virtualenv ``/opt/venv`` on
   Debian's Python, every Python package pinned by the shipped constraints, run as the ``chaosdb`` user (uid and
   gid :data:`CHAOSDB_UID`). Its wheel is the user's (``--wheel``) or built from the source checkout the builder
-  runs from (:mod:`chaosdb.images.packwheel`).
+  runs from (:mod:`chaosdb.images.packwheel`);
+* ``litmus-operator`` and ``litmus-runner``: LitmusChaos's chaos-operator and chaos-runner, each its static binary
+  alone (from ``--bin-dir``), run as ``nobody`` (65534) as upstream's images do;
+* ``litmus-go-runner``: litmus-go's ``experiments`` binary in :data:`LITMUS_GO_DIR` on Debian's essential packages
+  (a ChaosExperiment runs ``/bin/bash -c "./experiments -name <fault>"`` there), run as the ``litmus`` user (uid and
+  gid :data:`LITMUS_UID`).
 
 :data:`PLANNED` names images that have a place but no recipe yet (none now).
 """
@@ -24,7 +29,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.images.oci import DEFAULT_PATH, ImageConfig
 
 __all__ = ["REGISTRY", "DEBIAN_SUITE", "POSTGRES_UID", "PATRONI_DATA_DIR", "CHAOSDB_UID", "CHAOSDB_HOME_DIR",
-           "VENV_DIR", "PACK_EXTRAS", "LocalWheel", "DebianRootfs", "BinDirFile", "BinDirFiles", "StaticProgram",
+           "VENV_DIR", "PACK_EXTRAS", "LITMUS_UID", "LITMUS_GO_DIR", "LocalWheel", "DebianRootfs", "BinDirFile", "BinDirFiles", "StaticProgram",
            "LayerSpec", "Recipe", "RECIPES", "PLANNED", "recipe", "pack_version"]
 
 #: the registry part of every reference: a name no registry answers to, so nobody pulls these by mistake
@@ -47,6 +52,11 @@ VENV_DIR = "/opt/venv"
 #: the extras of the pack's wheel in the ``chaosdb`` image: what a game day inside Kubernetes runs (PostgreSQL
 #: probes and actions, the TPC-C load, the report, the Kubernetes activities, chaosdb serve)
 PACK_EXTRAS = ("postgres", "load", "report", "k8s", "serve")
+#: uid and gid of the ``litmus`` user of the ``litmus-go-runner`` image (upstream's go-runner image runs as 2000)
+LITMUS_UID = 2000
+#: the ``litmus-go-runner`` image's working folder, where ``experiments`` is: upstream's ChaosExperiments run
+#: ``./experiments`` relative to it (the Job's container sets no working folder of its own)
+LITMUS_GO_DIR = "/litmus"
 
 
 def pack_version() -> str:
@@ -153,6 +163,10 @@ def _labels(name: str, summary: str) -> dict[str, str]:
 _PAUSE_SUMMARY = "the pod sandbox's pause process (chaostoolkit-db's own static C program)"
 _CHAOS_DAEMON_SUMMARY = "Chaos Mesh's chaos-daemon with nsexec, cdh, cm-pause, memStress, stress-ng, iptables, ipset, tc"
 _PATRONI_SUMMARY = "PostgreSQL 15 and Patroni from Debian, run as postgres"
+_LITMUS_OPERATOR_SUMMARY = "LitmusChaos's chaos-operator (static binary alone), run as nobody"
+_LITMUS_RUNNER_SUMMARY = "LitmusChaos's chaos-runner (static binary alone), run as nobody"
+_LITMUS_GO_RUNNER_SUMMARY = (f"litmus-go's experiments binary in {LITMUS_GO_DIR} on Debian's essential packages "
+                             "(bash), run as litmus")
 _CHAOSDB_SUMMARY = (f"chaostoolkit-db with its {','.join(PACK_EXTRAS)} extras and chaostoolkit in {VENV_DIR} on "
                     "Debian's Python, run as chaosdb")
 
@@ -176,6 +190,16 @@ _CHAOSDB_USER_HOOK = (
     f"grep -q '^chaosdb:' \"$1/etc/passwd\" || echo 'chaosdb:x:{CHAOSDB_UID}:{CHAOSDB_UID}:"
     f"chaostoolkit-db:{CHAOSDB_HOME_DIR}:/bin/sh' >> \"$1/etc/passwd\"; "
     f"install -d -o {CHAOSDB_UID} -g {CHAOSDB_UID} -m 0755 \"$1{CHAOSDB_HOME_DIR}\"")
+
+#: the ``litmus`` user and group, its home the experiments' working folder, owned by it
+_LITMUS_USER_HOOK = (
+    f"grep -q '^litmus:' \"$1/etc/group\" || echo 'litmus:x:{LITMUS_UID}:' >> \"$1/etc/group\"; "
+    f"grep -q '^litmus:' \"$1/etc/passwd\" || echo 'litmus:x:{LITMUS_UID}:{LITMUS_UID}:"
+    f"LitmusChaos experiments:{LITMUS_GO_DIR}:/bin/bash' >> \"$1/etc/passwd\"; "
+    f"install -d -o {LITMUS_UID} -g {LITMUS_UID} -m 0755 \"$1{LITMUS_GO_DIR}\"")
+#: a binary with no folder of its own above it: a layer holds no folders, and containerd makes a missing parent
+#: folder with mode 0700 (root only), which a container run as another user could not enter
+_NOBODY = "65534:65534"
 
 RECIPES: dict[str, Recipe] = {
     "pause": Recipe(
@@ -211,6 +235,23 @@ RECIPES: dict[str, Recipe] = {
                          "PYTHONUNBUFFERED=1", "CHAOSDB_HOME=/tmp/chaosdb"),
                     working_dir=CHAOSDB_HOME_DIR, user=f"{CHAOSDB_UID}:{CHAOSDB_UID}",
                     labels=_labels("chaosdb", _CHAOSDB_SUMMARY))),
+    "litmus-operator": Recipe(
+        "litmus-operator", _LITMUS_OPERATOR_SUMMARY,
+        (BinDirFiles((BinDirFile("/chaos-operator", ("litmus-chaos-operator", "chaos-operator")),)),),
+        ImageConfig(entrypoint=("/chaos-operator",), env=(), user=_NOBODY,
+                    labels=_labels("litmus-operator", _LITMUS_OPERATOR_SUMMARY))),
+    "litmus-runner": Recipe(
+        "litmus-runner", _LITMUS_RUNNER_SUMMARY,
+        (BinDirFiles((BinDirFile("/chaos-runner", ("litmus-chaos-runner", "chaos-runner")),)),),
+        ImageConfig(entrypoint=("/chaos-runner",), env=(), user=_NOBODY,
+                    labels=_labels("litmus-runner", _LITMUS_RUNNER_SUMMARY))),
+    "litmus-go-runner": Recipe(
+        "litmus-go-runner", _LITMUS_GO_RUNNER_SUMMARY,
+        (DebianRootfs((), essential_hooks=(_LITMUS_USER_HOOK,)),
+         BinDirFiles((BinDirFile(f"{LITMUS_GO_DIR}/experiments", ("litmus-experiments", "experiments")),))),
+        ImageConfig(env=(DEFAULT_PATH, "LANG=C.UTF-8"), working_dir=LITMUS_GO_DIR,
+                    user=f"{LITMUS_UID}:{LITMUS_UID}",
+                    labels=_labels("litmus-go-runner", _LITMUS_GO_RUNNER_SUMMARY))),
 }
 
 #: images that have a place here but no recipe yet, with what they will be (none now)

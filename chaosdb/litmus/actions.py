@@ -4,10 +4,16 @@ verdict, stop the engine (``engineState: stop``) and delete it as the rollback.
 The ChaosExperiment and its service account must exist in the engine's namespace first (``litmus/<fault>-setup``
 templates); the engine is refused before creation when they do not, instead of the operator's
 ``ChaosExperiment Not Found`` later.
+
+A ``target`` aims the engine at a database role resolved when the action runs (``{"role": "patroni-primary"}``,
+:mod:`chaosdb.k8s.roles`): its pods become the ``TARGET_PODS`` of every experiment of the engine (litmus-go's pod
+faults read that variable: pod names, comma separated, in the namespace of the engine's ``appinfo.appns``), so the
+experiment hits exactly that pod instead of a random pod of ``applabel``.
 """
 
+import copy
 import time
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 from chaoslib.types import Configuration, Secrets
 
@@ -16,6 +22,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.results import action_result
 from chaosdb.core.results import target as target_entry
 from chaosdb.k8s import api, created
+from chaosdb.k8s.roles import check_target, resolve_target
 from chaosdb.litmus.results import GROUP, VERSION, result_name, summarise_result
 from chaosdb.manifests.templates import render
 from chaosdb.manifests.validate import require_valid
@@ -34,14 +41,40 @@ def _custom(configuration, secrets):
     return api.custom_objects(configuration, secrets)
 
 
+def _target_namespace(obj: Dict[str, Any]) -> str:
+    """Where litmus-go looks up ``TARGET_PODS``: the engine's ``appinfo.appns``, else the engine's namespace."""
+    return str(((obj.get("spec") or {}).get("appinfo") or {}).get("appns") or obj["metadata"]["namespace"])
+
+
+def aim_engine_at(engine: Dict[str, Any], namespace: str, pods: List[str]) -> Dict[str, Any]:
+    """A copy of the ChaosEngine *engine* whose every experiment deletes (or stresses...) exactly *pods*: its
+    ``TARGET_PODS`` (set, or replaced) names them. Refused when the pods are not where litmus-go looks them up (the
+    engine's ``appinfo.appns``, else the engine's namespace)."""
+    if not pods:
+        raise ChaosDBError("the target names no pod")
+    where = _target_namespace(engine)
+    if namespace != where:
+        raise ChaosDBError(f"the target's pods are in namespace {namespace}, but litmus-go looks up TARGET_PODS in "
+                           f"{where} (the engine's appinfo.appns, else its namespace)")
+    out = copy.deepcopy(engine)
+    for exp in out["spec"].get("experiments") or []:
+        components = exp.setdefault("spec", {}).setdefault("components", {})
+        env = [e for e in components.get("env") or [] if e.get("name") != "TARGET_PODS"]
+        components["env"] = env + [{"name": "TARGET_PODS", "value": ",".join(pods)}]
+    return out
+
+
 @action_result
 def run_chaos_engine(template: str = "", variables: Dict[str, Any] = None, engine: Dict[str, Any] = None,
-                     wait: bool = True, timeout_s: float = 900.0, fail_on_verdict: bool = False,
-                     configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
+                     target: Dict[str, Any] = None, wait: bool = True, timeout_s: float = 900.0,
+                     fail_on_verdict: bool = False, configuration: Configuration = None,
+                     secrets: Secrets = None) -> Dict[str, Any]:
     """Create a ChaosEngine from ``template`` (e.g. ``litmus/cockroachdb-pod-delete-engine`` with
     ``variables``) or a full ``engine`` object, then (``wait``) wait for its verdict. Returns the ChaosResult
-    record: phase, verdict, ``probe_success_percentage`` (a number, or null while Awaited), probe verdicts.
-    ``fail_on_verdict`` makes a Fail/Error/Stopped verdict fail the action."""
+    record: phase, verdict, ``probe_success_percentage`` (a number, or null while Awaited), probe verdicts, and the
+    resolved ``target``. ``target`` aims every experiment at a database role resolved now (``{"role":
+    "patroni-primary"}``, ``{"pod": "name"}``; its namespace defaults to the engine's ``appinfo.appns``): its pod
+    becomes ``TARGET_PODS``. ``fail_on_verdict`` makes a Fail/Error/Stopped verdict fail the action."""
     if bool(template) == bool(engine):
         raise ChaosDBError("give either template (with variables) or engine")
     if template:
@@ -55,6 +88,13 @@ def run_chaos_engine(template: str = "", variables: Dict[str, Any] = None, engin
     require_valid(obj, "ChaosEngine")
     ns = api.namespace_of(configuration, obj["metadata"].get("namespace"))
     obj["metadata"]["namespace"] = ns
+    resolved = None
+    if target:
+        aim = {"pod": target} if isinstance(target, str) else dict(target)
+        aim.setdefault("namespace", _target_namespace(obj))
+        resolved = resolve_target(aim, configuration, secrets)
+        obj = aim_engine_at(obj, resolved["namespace"], resolved["pods"])
+        require_valid(obj, "ChaosEngine")
     custom = _custom(configuration, secrets)
     for exp in obj["spec"].get("experiments") or []:
         try:
@@ -73,8 +113,9 @@ def run_chaos_engine(template: str = "", variables: Dict[str, Any] = None, engin
     experiments = [e["name"] for e in obj["spec"].get("experiments") or []]
     if not wait:
         return {"targets": [_engine_entry(name, ns)], "engine": name, "namespace": ns, "experiments": experiments,
-                "verdict": "Awaited"}
-    return wait_for_verdict(name, experiments[0], ns, timeout_s, fail_on_verdict, configuration, secrets)
+                "verdict": "Awaited", "target": resolved}
+    return {**wait_for_verdict(name, experiments[0], ns, timeout_s, fail_on_verdict, configuration, secrets),
+            "target": resolved}
 
 
 @action_result
@@ -159,4 +200,9 @@ def delete_chaos_engine(engine: str, namespace: str = "", stop_first: bool = Tru
 
 
 # argument values are checked by chaos validate and before chaos run starts (chaosdb.core.arguments)
-check_arguments(globals(), extras=("k8s",))
+def _target(value: Any) -> None:
+    if value is not None:
+        check_target(value)
+
+
+check_arguments(globals(), target=_target, extras=("k8s",))

@@ -350,7 +350,8 @@ def test_the_images_command_lists_the_recipes_and_an_empty_cache(tmp_path, capsy
     args = parser.parse_args(["images", "list", "--cache", str(tmp_path / "c"), "--json"])
     assert args.func(args) == 0
     listed = json.loads(capsys.readouterr().out)
-    assert [r["name"] for r in listed["recipes"]] == ["pause", "chaos-daemon", "patroni", "chaosdb"]
+    assert [r["name"] for r in listed["recipes"]] == ["pause", "chaos-daemon", "patroni", "chaosdb", "litmus-operator",
+                                                      "litmus-runner", "litmus-go-runner"]
     assert listed["cached"] == [] and listed["planned"] == {}
     args = parser.parse_args(["images", "build", "pause", "--bin-dir", "/x", "--out", "/y", "--import-into", "/s"])
     assert (args.names, args.bin_dir, args.out, args.import_into, args.namespace) == (["pause"], "/x", "/y", "/s",

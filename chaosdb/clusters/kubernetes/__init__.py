@@ -10,5 +10,6 @@ What is in it:
 * ``realnode/``: a real node: containerd, runc, the CNI plugins and kubelet on this machine, its bridge and forwarders
 * ``node_images``: the images a real node's pods run, built here and imported into its containerd
 * ``chaos_daemon``: Chaos Mesh's chaos-daemon on the real nodes (DaemonSet, headless Service)
+* ``litmus``: the LitmusChaos operator on the real node (``--litmus``: its RBAC, the Litmus CRDs, its Deployment)
 * ``patroni_pods``: Patroni + PostgreSQL in pods of the real node, Kubernetes as its DCS, local volumes
 """

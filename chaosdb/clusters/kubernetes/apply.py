@@ -11,6 +11,9 @@ from chaosdb.k8s import api
 
 __all__ = ["create_or_keep", "wait_crds_established"]
 
+#: custom objects the local cluster creates (a Litmus fault's setup holds a ChaosExperiment): group -> kind -> plural
+_CUSTOM_GROUPS = {"litmuschaos.io": {"ChaosExperiment": "chaosexperiments"}}
+
 
 def _create(kind: str, obj: dict[str, Any], configuration: dict[str, Any]) -> Any:
     from kubernetes import client  # noqa: PLC0415 - needs the k8s extra
@@ -38,7 +41,16 @@ def _create(kind: str, obj: dict[str, Any], configuration: dict[str, Any]) -> An
         "Role": lambda: (lambda body, **kw: client.RbacAuthorizationV1Api(c).create_namespaced_role(ns, body, **kw)),
         "RoleBinding": lambda: (lambda body, **kw: client.RbacAuthorizationV1Api(c).create_namespaced_role_binding(
             ns, body, **kw)),
+        "ClusterRole": lambda: client.RbacAuthorizationV1Api(c).create_cluster_role,
+        "ClusterRoleBinding": lambda: client.RbacAuthorizationV1Api(c).create_cluster_role_binding,
+        "Deployment": lambda: (lambda body, **kw: client.AppsV1Api(c).create_namespaced_deployment(ns, body, **kw)),
     }
+    group, _, version = str(obj.get("apiVersion") or "").rpartition("/")
+    if group in _CUSTOM_GROUPS:
+        plural = _CUSTOM_GROUPS[group].get(kind)
+        if plural:
+            return lambda body, **kw: client.CustomObjectsApi(c).create_namespaced_custom_object(
+                group, version, ns, plural, body, **kw)
     if kind not in creators:
         raise ChaosDBError(f"the local cluster does not create {kind} objects")
     return creators[kind]()

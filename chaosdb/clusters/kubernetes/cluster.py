@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from chaosdb.clusters.kubernetes import apply, chaos_daemon, patroni_pods, resources, workloads
+from chaosdb.clusters.kubernetes import apply, chaos_daemon, litmus, patroni_pods, resources, workloads
 from chaosdb.clusters.kubernetes.node_images import images_for_nodes, import_images
 from chaosdb.clusters.kubernetes.pki import Pki, make_chaosd_pki, make_kubelet_client, make_pki
 from chaosdb.clusters.kubernetes.realnode import node as realnode
@@ -48,7 +48,7 @@ from chaosdb.core.servers import spawn_server, wait_ready
 from chaosdb.images.recipes import recipe
 from chaosdb.k8s import api
 
-__all__ = ["PORTS", "SERVERS", "STATE_FILE", "chaosd_tls_files", "command_lines", "configuration_of", "down", "etcd_binary", "plan", "service_addresses",
+__all__ = ["PORTS", "SERVERS", "STATE_FILE", "chaosd_tls_files", "command_lines", "configuration_of", "down", "etcd_binary", "litmus_images", "plan", "service_addresses",
            "status", "up"]
 
 STATE_FILE = "kubernetes.json"
@@ -61,13 +61,16 @@ PORTS = {"etcd": 2379, "etcd-peer": 2380, "apiserver": 6443, "controller-manager
 
 def plan(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1", nodes: int = 3,
          workload_names: list[str] | None = None, replicas: int = 3, chaos_mesh: bool = True,
-         chaosd_tls: bool = False, real_nodes: int = 0) -> dict[str, Any]:
+         chaosd_tls: bool = False, real_nodes: int = 0, litmus_operator: bool = False) -> dict[str, Any]:
     """The control plane's layout: its address, ports, fake nodes, real nodes (containerd + kubelet here:
-    :mod:`chaosdb.clusters.kubernetes.realnode`), database-shaped workloads and whether Chaos Mesh runs (and over
-    mutual TLS to chaosd)."""
+    :mod:`chaosdb.clusters.kubernetes.realnode`), database-shaped workloads, whether Chaos Mesh runs (and over
+    mutual TLS to chaosd) and whether the LitmusChaos operator runs on the real node
+    (:mod:`chaosdb.clusters.kubernetes.litmus`)."""
     octets = address.split(".")
     if len(octets) != 4 or octets[0] != "127" or not all(o.isdigit() and int(o) < 256 for o in octets):
         raise ChaosDBError(f"--address-base must be a 127.x.y.z address, got {address!r}")
+    if litmus_operator and not real_nodes:
+        raise ChaosDBError("--litmus runs the LitmusChaos operator in a pod of the real node: give --real-nodes 1")
     if real_nodes not in (0, 1):
         raise ChaosDBError(f"--real-nodes must be 0 or 1 (one real node per machine: its pods share this machine's "
                            f"kernel and bridge), got {real_nodes}")
@@ -89,7 +92,8 @@ def plan(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1",
     return {"kind": "kubernetes", "cluster": name, "dir": str(directory), "address": address,
             "nodes": [f"kwok-node-{i}" for i in range(nodes)], "real_nodes": real, "workloads": names,
             "replicas": replicas,
-            "chaos_mesh": chaos_mesh, "chaosd_tls": chaosd_tls, "server": f"https://{address}:{PORTS['apiserver']}",
+            "chaos_mesh": chaos_mesh, "chaosd_tls": chaosd_tls, "litmus": litmus_operator,
+            "server": f"https://{address}:{PORTS['apiserver']}",
             "kubeconfig": str(Path(directory) / "kubeconfig")}
 
 
@@ -314,18 +318,20 @@ def _nodes_ready(layout: dict[str, Any]) -> tuple[bool, str]:
 def up(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1", nodes: int = 3,
        workload_names: list[str] | None = None, replicas: int = 3, chaos_mesh: bool = True,
        bin_dir: str | None = None, timeout: float = 180.0, chaosd_tls: bool = False,
-       real_nodes: int = 0) -> dict[str, Any]:
+       real_nodes: int = 0, litmus_operator: bool = False) -> dict[str, Any]:
     """Start (or create) the cluster and return once the nodes, Chaos Mesh and the workloads are ready.
     ``chaosd_tls``: the Chaos Mesh controller talks to chaosd with mutual TLS (``CHAOSD_SECURITY_MODE=true``;
     start chaosd with :func:`chaosd_tls_files`). ``real_nodes``: a node that runs real containers (containerd and
     kubelet here; every prerequisite checked before anything starts), with chaos-daemon on it when Chaos Mesh runs
-    and Patroni + PostgreSQL in pods for the ``postgres`` workload (images built here, :mod:`chaosdb.images`)."""
+    and Patroni + PostgreSQL in pods for the ``postgres`` workload (images built here, :mod:`chaosdb.images`).
+    ``litmus_operator`` (with a real node): the LitmusChaos operator in a pod of the real node, its runner and
+    experiment images imported there too (:mod:`chaosdb.clusters.kubernetes.litmus`)."""
     directory = Path(directory)
     created = not (directory / STATE_FILE).exists()
     if real_nodes and created:
         prerequisites.require(bin_dir)
-    layout = (plan(directory, name, address, nodes, workload_names, replicas, chaos_mesh, chaosd_tls, real_nodes)
-              if created else _layout(directory))
+    layout = (plan(directory, name, address, nodes, workload_names, replicas, chaos_mesh, chaosd_tls, real_nodes,
+                   litmus_operator) if created else _layout(directory))
     if layout.get("real_nodes"):
         prerequisites.require(bin_dir)
     bins = _binaries(bin_dir, layout["chaos_mesh"])
@@ -383,6 +389,10 @@ def up(directory: Path, name: str = "kubernetes", address: str = "127.0.50.1", n
                                                                str(_real_nodes(layout)[0].containerd.socket)), cfg)
         _wait(directory, lambda: _daemonset_ready(cfg), deadline,
               f"chaos-daemon was not ready on the real node within {timeout:g} s")
+    if layout.get("real_nodes") and layout.get("litmus"):
+        apply.create_or_keep(litmus.litmus_objects(images["litmus-operator"], images["litmus-runner"]), cfg)
+        _wait(directory, lambda: _deployment_ready(cfg, litmus.NAMESPACE, litmus.NAME), deadline,
+              f"the Litmus operator was not ready on the real node within {timeout:g} s")
     if layout["workloads"]:
         _wait(directory, lambda: _default_service_account(cfg), deadline,
               "the controller-manager made no default service account")
@@ -410,6 +420,7 @@ def _start_real_nodes(directory: Path, layout: dict[str, Any], pki: Pki, bin_dir
     if not nodes:
         return {}
     wanted = ["pause", "chaos-daemon", "patroni"] if layout["chaos_mesh"] else ["pause", "patroni"]
+    wanted += list(litmus.IMAGES) if layout.get("litmus") else []
     built = images_for_nodes(wanted, bin_dir)
     for node in nodes:
         realnode.start(node, layout["address"], layout["kubeconfig"], str(pki.ca_crt), bin_dir,
@@ -427,6 +438,19 @@ def _daemonset_ready(cfg: dict[str, Any]) -> tuple[bool, str]:
     wanted, ready = st.get("desiredNumberScheduled") or 0, st.get("numberReady") or 0
     ok = wanted > 0 and ready >= wanted
     return ok, f"chaos-daemon: {ready} of {wanted} ready" + ("" if ok else _pod_warnings(cfg, chaos_daemon.NAMESPACE))
+
+
+def _deployment_ready(cfg: dict[str, Any], namespace: str, name: str) -> tuple[bool, str]:
+    try:
+        dep = api.call_json(f"reading Deployment {namespace}/{name}", api.apps_v1(cfg).read_namespaced_deployment,
+                            name, namespace)
+    except ChaosDBError as e:
+        return False, str(e)
+    wanted = (dep.get("spec") or {}).get("replicas") or 0
+    ready = (dep.get("status") or {}).get("readyReplicas") or 0
+    ok = wanted > 0 and ready >= wanted
+    return ok, f"Deployment {namespace}/{name}: {ready} of {wanted} ready" + ("" if ok else _pod_warnings(cfg,
+                                                                                                     namespace))
 
 
 def _pod_warnings(cfg: dict[str, Any], namespace: str) -> str:
@@ -563,7 +587,14 @@ def _summary(layout: dict[str, Any]) -> dict[str, Any]:
                              for where, address in service_addresses(layout).items()}}
                if layout.get("real_nodes") and "postgres" in layout["workloads"] else {}),
             "chaos_mesh": layout["chaos_mesh"], "chaosd_tls": bool(layout.get("chaosd_tls")),
+            **({"litmus": litmus_images()} if layout.get("litmus") else {}),
             "configuration": configuration_of(layout), "environment": environment_of(layout)}
+
+
+def litmus_images() -> dict[str, str]:
+    """The references of the Litmus images a real node gets with ``--litmus``, by name (the ``litmus-go-runner``
+    one is a ChaosExperiment's image: ``EXPERIMENT_IMAGE`` of the ``litmus/<fault>-setup`` templates)."""
+    return {name: recipe(name).reference() for name in litmus.IMAGES}
 
 
 def status(directory: Path) -> dict[str, Any]:

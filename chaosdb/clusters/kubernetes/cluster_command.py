@@ -36,6 +36,11 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
                        help="a node that runs real containers (containerd, runc and the CNI plugins from the "
                             "distribution, kubelet from --bin-dir; root): chaos-daemon on it, and the postgres "
                             "workload as Patroni + PostgreSQL in pods; --nodes 0 leaves out kwok's fake nodes")
+    group.add_argument("--litmus", action="store_true",
+                       help="with --real-nodes 1: the LitmusChaos operator (3.18.0) in a pod of the real node, its "
+                            "runner and experiment images built from --bin-dir (litmus-chaos-operator, "
+                            "litmus-chaos-runner, litmus-experiments) and imported there; apply a fault's setup "
+                            "with EXPERIMENT_IMAGE set to the litmus-go-runner image it prints")
     group.add_argument("--chaosd-tls", action="store_true",
                        help="the Chaos Mesh controller talks to chaosd over mutual TLS only (CHAOSD_SECURITY_MODE); "
                             "start chaosd with --chaosd-tls-from this cluster's folder")
@@ -48,7 +53,8 @@ def up(args: argparse.Namespace, directory: Path, name: str) -> dict[str, Any]:
                         workload_names=names, replicas=args.replicas, chaos_mesh=not args.no_chaos_mesh,
                         bin_dir=args.bin_dir, timeout=max(args.timeout, 180.0),
                         chaosd_tls=bool(getattr(args, "chaosd_tls", False)),
-                        real_nodes=int(getattr(args, "real_nodes", 0) or 0))
+                        real_nodes=int(getattr(args, "real_nodes", 0) or 0),
+                        litmus_operator=bool(getattr(args, "litmus", False)))
 
 
 def show_up(res: dict[str, Any]) -> None:
@@ -58,6 +64,7 @@ def show_up(res: dict[str, Any]) -> None:
           + (f"{len(real)} real node(s) ({', '.join(n['name'] + ' on ' + n['node_ip'] for n in real)}), "
              if real else "")
           + ("Chaos Mesh with its webhooks, " if res["chaos_mesh"] else "")
+          + ("the Litmus operator, " if res.get("litmus") else "")
           + f"workloads {', '.join(res['workloads']) or 'none'}"
           + (f", ready in {res['seconds']}s" if res.get("seconds") else f" ({res.get('note', '')})"))
     print(f"  API server: {res['server']}")
@@ -69,6 +76,9 @@ def show_up(res: dict[str, Any]) -> None:
             print(f"    export {key}={shlex.quote(value)}")
     else:
         print("  pods are fake (kwok): nothing runs inside them; 'chaosdb cluster down --kind kubernetes' stops it")
+    if res.get("litmus"):
+        print(f"  Litmus: ChaosExperiments run the image {res['litmus']['litmus-go-runner']} (EXPERIMENT_IMAGE of "
+              "the litmus/<fault>-setup templates)")
     if res.get("chaosd_tls"):
         print(f"  chaosd over mutual TLS only: chaosdb cluster up --chaosd BINARY --chaosd-tls-from {res['dir']}")
 
