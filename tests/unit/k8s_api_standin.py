@@ -14,7 +14,10 @@ Serves the real REST paths, verbs and status codes the ``kubernetes`` Python cli
   ``chaos-mesh/records`` finalizer holds a deleted object until it is recovered; no status subresource;
   pod-kill / container-kill really act on the simulated pods; the spec is immutable (webhook refusal);
 - litmuschaos.io/v1alpha1 ChaosEngine / ChaosExperiment / ChaosResult with the operator's status and the
-  ``<engine>-<experiment>`` ChaosResult (phase, verdict, probeSuccessPercentage as a string).
+  ``<engine>-<experiment>`` ChaosResult (phase, verdict, probeSuccessPercentage as a string). The real operator,
+  runner and litmus-go run on the real node (``tests/integration/test_k8s_litmus.py``); this part stays for what a
+  test cannot make them do: a Fail verdict and a partial probe success at will, an engine stopped midway, the
+  CockroachDB and TiKV engines (those databases do not run here).
 
 Requests need ``Authorization: Bearer <token>`` (401 otherwise), as with a real kubeconfig user token.
 Times are in seconds; tests shrink them.
