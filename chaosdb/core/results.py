@@ -15,19 +15,25 @@ Every action of the pack (the functions in an ``actions`` module's ``__all__``) 
 
 :func:`action_result` gives a function that shape: it times the call, names the action, and checks that the
 function said what it acted on. Activity modules apply it to each action; ``tests/unit/test_action_results.py``
-holds every action of the pack to it.
+holds every action of the pack to it. A SIGTERM that interrupts an action is sent again (:func:`sigterm_again`) so
+that the run stops instead of sleeping through the action's pause.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
+import signal
+import threading
 from typing import Any, Callable, Iterable, Mapping, TypeVar
+
+from chaoslib.exceptions import InterruptExecution
 
 from chaosdb.core.timeutil import Stopwatch
 
-__all__ = ["RECORD_KEYS", "TIMING_KEYS", "action_result", "as_record", "target", "is_action_result",
-           "record_problems"]
+__all__ = ["RECORD_KEYS", "TIMING_KEYS", "SIGTERM_MESSAGE", "action_result", "as_record", "target",
+           "is_action_result", "record_problems", "sigterm_again"]
 
 logger = logging.getLogger("chaostoolkit")
 
@@ -72,6 +78,23 @@ def as_record(action: str, result: Mapping[str, Any], watch: Stopwatch,
     return record
 
 
+#: what Chaos Toolkit's SIGTERM handler raises (``chaoslib.exit``)
+SIGTERM_MESSAGE = "SIGTERM signal received"
+
+
+def sigterm_again(after_s: float = 0.2) -> None:
+    """Send SIGTERM to this process once more, *after_s* seconds from now.
+
+    Chaos Toolkit stops a run on SIGTERM by raising ``InterruptExecution`` wherever the run is. When that is inside
+    an action, its Python provider turns it into the action's failure, and the run then sleeps through the action's
+    ``pauses.after`` before anything stops it. A pod's deadline sends SIGTERM once, then SIGKILL after the grace
+    period: the rollbacks would never run. Sent again, the signal ends the pause (or whatever runs then) and the run
+    stops there, its rollbacks included."""
+    timer = threading.Timer(after_s, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.daemon = True
+    timer.start()
+
+
 def action_result(func: F) -> F:
     """Decorate an action so that it returns the one shape (see the module's docstring).
 
@@ -83,7 +106,12 @@ def action_result(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         watch = Stopwatch()
-        result = func(*args, **kwargs)
+        try:
+            result = func(*args, **kwargs)
+        except InterruptExecution as exc:
+            if str(exc) == SIGTERM_MESSAGE:
+                sigterm_again()
+            raise
         watch.stop()
         if not isinstance(result, Mapping):
             logger.warning("chaosdb: %s returned %s, not a JSON object", func.__name__, type(result).__name__)

@@ -42,8 +42,21 @@ def _pid1_of(unshare: subprocess.Popen) -> int:
     return int(children[0]) if children else 0
 
 
+#: the method: a partition of the leader held by a long pause (SIGTERM lands in the pause) or, with a second action
+#: that waits for a health the partition prevents, by that action (SIGTERM lands inside an action: Chaos Toolkit
+#: makes it the action's failure and would sleep through the pause, unless the pack sends SIGTERM again)
+PARTITION = {"type": "action", "name": "partition-the-leader", "provider": {
+    "type": "python", "module": "chaosdb.faults.actions", "func": "partition_node", "arguments": {"target": "leader"}}}
+WAIT = {"type": "action", "name": "wait-for-a-health-the-partition-prevents", "provider": {
+    "type": "python", "module": "chaosdb.postgres.actions", "func": "wait_until_healthy",
+    "arguments": {"timeout_s": 600, "stable_s": 500}}}
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare")
-def test_sigterm_to_the_cronjobs_process_1_reverts_the_runs_faults_and_writes_the_journal(healthy, tmp_path):
+@pytest.mark.parametrize("where", ["in-a-pause", "in-an-action"])
+def test_sigterm_to_the_cronjobs_process_1_reverts_the_runs_faults_and_writes_the_journal(healthy, tmp_path, where):
+    method = ([{**PARTITION, "pauses": {"after": 600}}] if where == "in-a-pause"
+              else [PARTITION, {**WAIT, "pauses": {"after": 600}}])
     experiment = tmp_path / "experiment.json"
     experiment.write_text(json.dumps({
         "version": "1.0.0", "title": "a game day cut by its deadline", "description": "a partition, then a long wait",
@@ -54,29 +67,30 @@ def test_sigterm_to_the_cronjobs_process_1_reverts_the_runs_faults_and_writes_th
             {"type": "probe", "name": "healthy", "tolerance": True, "provider": {
                 "type": "python", "module": "chaosdb.embedded.probes", "func": "cluster_is_healthy"}}]},
         # a container sees no process of the database (its own /proc): a network fault, by address
-        "method": [{"type": "action", "name": "partition-the-leader", "provider": {
-            "type": "python", "module": "chaosdb.faults.actions", "func": "partition_node",
-            "arguments": {"target": "leader"}}, "pauses": {"after": 600}}],
+        "method": method,
         "rollbacks": [{"type": "action", "name": "revert", "provider": {
             "type": "python", "module": "chaosdb.faults.actions", "func": "revert_faults"}}],
     }))
     results = tmp_path / "results"
     results.mkdir()
+    log = results / "gameday-1-chaostoolkit.log"
     argv = _container_argv(results, experiment)
     env = dict(os.environ, CHAOSDB_K8S_NAMESPACE="cockroachdb", CHAOSDB_CHAOS_NAMESPACE="chaos-testing",
                CHAOSDB_REPORT_DIR=str(results / "gameday-1"))
+    # the moment to send SIGTERM: the pause after the partition, or the waiting action under way
+    started = "Pausing after activity" if where == "in-a-pause" else f"Action: {WAIT['name']}"
     unshare = subprocess.Popen(["unshare", "-p", "-f", "--mount-proc", *argv], env=env, cwd=tmp_path,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        injected = poll(lambda: unshare.poll() is not None or any(f.get("kind") == "partition"
-                                                                   for f in active_faults()), timeout=240)
-        assert injected and unshare.poll() is None, f"the fault was never injected: {unshare.communicate()[0]}"
+        ready = poll(lambda: unshare.poll() is not None or (log.exists() and started in log.read_text()), timeout=240)
+        assert ready and unshare.poll() is None, f"the run never got there: {unshare.communicate()[0]}"
+        assert any(f.get("kind") == "partition" for f in active_faults()), "the partition was not injected"
         pid1 = _pid1_of(unshare)
         assert pid1 and Path(f"/proc/{pid1}/status").read_text().count("chaos") >= 1
         nspid = [ln for ln in Path(f"/proc/{pid1}/status").read_text().splitlines() if ln.startswith("NSpid:")]
         assert nspid and nspid[0].split()[-1] == "1", nspid  # chaos itself is process 1, no shell in between
         os.kill(pid1, signal.SIGTERM)
-        out, _ = unshare.communicate(timeout=180)
+        out, _ = unshare.communicate(timeout=180)  # the pause is 600 s: only an interrupted run ends before
     finally:
         if unshare.poll() is None:
             unshare.kill()
@@ -85,5 +99,4 @@ def test_sigterm_to_the_cronjobs_process_1_reverts_the_runs_faults_and_writes_th
     assert not [f for f in active_faults() if f.get("kind") == "partition"], "the partition outlived the run"
     journal = json.loads((results / "gameday-1-journal.json").read_text())
     assert journal["status"] in ("interrupted", "aborted", "failed"), journal["status"]
-    assert (results / "gameday-1-chaostoolkit.log").is_file()
-    assert "SIGTERM" in out or "SIGTERM" in (results / "gameday-1-chaostoolkit.log").read_text()
+    assert "SIGTERM" in out or "SIGTERM" in log.read_text()

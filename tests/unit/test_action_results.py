@@ -101,3 +101,38 @@ def test_a_result_without_targets_is_kept_with_an_empty_list_and_a_warning(caplo
 ])
 def test_what_is_not_the_shape_is_said(bad, problem):
     assert any(problem in p for p in record_problems(bad)), record_problems(bad)
+
+
+def test_a_sigterm_that_interrupts_an_action_is_sent_again_so_the_run_does_not_sleep_through_its_pause(monkeypatch):
+    from chaoslib.exceptions import InterruptExecution
+
+    from chaosdb.core import results as module
+
+    again: list[bool] = []
+    monkeypatch.setattr(module, "sigterm_again", lambda: again.append(True))
+
+    @action_result
+    def interrupted(message: str) -> dict:
+        raise InterruptExecution(message)
+
+    with pytest.raises(InterruptExecution):
+        interrupted("refused: the experiment names no cluster")  # a control's refusal, not the signal
+    assert again == []
+    with pytest.raises(InterruptExecution, match=module.SIGTERM_MESSAGE):
+        interrupted(module.SIGTERM_MESSAGE)
+    assert again == [True]
+
+
+def test_sigterm_again_sends_sigterm_to_this_process():
+    import signal
+
+    from chaosdb.core.results import sigterm_again
+    from tests.polling import poll
+
+    received: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
+    try:
+        sigterm_again(after_s=0.05)
+        assert poll(lambda: received, 30, every=0.05) == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
