@@ -145,6 +145,24 @@ def test_the_tikv_evict_leader_experiment_runs_end_to_end(pd, tmp_path):
     assert "evict-leaders-from-the-leader-store" in report and "completed" in report
 
 
+def test_chaosdb_check_of_the_shipped_tikv_checks_reads_the_real_pd(pd):
+    """``chaosdb check shipped:tikv`` (what a Litmus cmdProbe or a Workflow Task runs) against the real PD: PD healthy
+    and no region without a leader, one JSON line, exit 0; a PD nobody answers at is a failed check, exit 1."""
+    chaosdb = str(Path(sys.executable).parent / "chaosdb")
+    run = subprocess.run([chaosdb, "check", "shipped:tikv"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "CHAOSDB_PD_URL": pd["cfg"]["pd_url"]})
+    [line] = run.stdout.splitlines()
+    result = json.loads(line)
+    assert run.returncode == 0 and result["ok"], (run.stdout, run.stderr)
+    values = {c["check"]: c["value"] for c in result["checks"]}
+    assert values == {"pd-healthy": True, "no-leaderless-region": 0}
+    assert all(c["latency_ms"] > 0 for c in result["checks"])
+    gone = subprocess.run([chaosdb, "check", "shipped:tikv", "no-leaderless-region", "--var",
+                           "pd_url=http://127.0.40.250:2379"], capture_output=True, text=True, timeout=120)
+    result = json.loads(gone.stdout)
+    assert gone.returncode == 1 and not result["ok"] and result["checks"][0]["reason"], gone.stdout
+
+
 def test_a_store_the_simulator_takes_away_loses_its_leaders_and_is_reported(pd):
     """Last of the one-member cluster's tests: the store does not come back."""
     victim = probes.leader_store_of_key(KEY, configuration=pd["cfg"])["id"]

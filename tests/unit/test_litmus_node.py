@@ -128,7 +128,7 @@ def test_every_operator_object_is_valid_and_the_local_cluster_creates_each_kind(
 
 # ---- cluster up --litmus -------------------------------------------------------------------------
 
-def test_litmus_needs_a_real_node_and_is_kept_in_the_layout(tmp_path):
+def test_litmus_needs_a_real_node_and_is_kept_in_the_layout(tmp_path, no_host_network):
     with pytest.raises(ChaosDBError, match="give --real-nodes 1"):
         cluster.plan(tmp_path, nodes=1, litmus_operator=True)
     layout = cluster.plan(tmp_path, nodes=0, workload_names=["postgres"], real_nodes=1, litmus_operator=True)
@@ -153,7 +153,7 @@ def test_the_litmus_option_reaches_up(monkeypatch, tmp_path):
     assert "--litmus" in parser.format_help()
 
 
-def test_a_real_node_with_litmus_gets_the_litmus_images(monkeypatch, tmp_path):
+def test_a_real_node_with_litmus_gets_the_litmus_images(monkeypatch, tmp_path, no_host_network):
     asked = []
 
     def images_for_nodes(names, bin_dir):

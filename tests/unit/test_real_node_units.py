@@ -872,13 +872,6 @@ def test_new_passwords_are_random():
 # --- the cluster's plan with real nodes ------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def no_host_network(monkeypatch):
-    """plan() plans a real node's network: with this machine's networks and sysctls left unread."""
-    monkeypatch.setattr(network, "_used_networks", lambda: [])
-    monkeypatch.setattr(network, "read_sysctls", lambda *a, **k: {})
-
-
 def test_plan_refuses_more_than_one_real_node(tmp_path, no_host_network):
     with pytest.raises(ChaosDBError, match=r"--real-nodes must be 0 or 1 \(one real node per machine"):
         cluster.plan(tmp_path, real_nodes=2)
