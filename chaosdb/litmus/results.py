@@ -17,7 +17,8 @@ def result_name(engine: str, experiment: str) -> str:
 
 
 def summarise_result(obj: dict[str, Any]) -> dict[str, Any]:
-    """A ChaosResult as verdict, phase, probe success percentage and each probe's verdict."""
+    """A ChaosResult as verdict, phase, probe success percentage, each probe's verdict and description (why it
+    failed), and the error Litmus recorded."""
     status = obj.get("status") or {}
     exp = status.get("experimentStatus") or {}
     raw = exp.get("probeSuccessPercentage")
@@ -34,7 +35,9 @@ def summarise_result(obj: dict[str, Any]) -> dict[str, Any]:
         "phase": exp.get("phase"), "verdict": verdict, "final": verdict in FINAL_VERDICTS,
         "probe_success_percentage": pct,
         "probes": [{"name": p.get("name"), "type": p.get("type"), "mode": p.get("mode"),
-                    "verdict": (p.get("status") or {}).get("verdict")} for p in status.get("probeStatuses") or []],
+                    "verdict": (p.get("status") or {}).get("verdict"),
+                    "description": (p.get("status") or {}).get("description") or ""}
+                   for p in status.get("probeStatuses") or []],
         "error": {"code": err.get("errorCode"), "reason": err.get("reason")} if err else None,
         "history": status.get("history") or {},
     }

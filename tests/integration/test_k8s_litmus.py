@@ -12,22 +12,19 @@ PostgreSQL 15. Pods reach Patroni's REST API at the node's bridge address (no ku
 from __future__ import annotations
 
 import json
-import os
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from chaosdb.clusters.kubernetes import apply, node_images
-from chaosdb.clusters.kubernetes import cluster as localkube
 from chaosdb.clusters.kubernetes import litmus as litmus_objects
-from chaosdb.clusters.kubernetes.realnode import node as realnode
 from chaosdb.k8s import api
 from chaosdb.litmus import actions as litmus
 from chaosdb.litmus.results import GROUP, VERSION
 from chaosdb.manifests.templates import render
 from tests.polling import poll
+from tests.realnode import jobs, pods, real_node_cluster, require_runtime
 from tests.realservers import real_binaries
 
 pytestmark = pytest.mark.integration
@@ -39,37 +36,15 @@ SERVERS = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"
            "litmus-chaos-operator", "litmus-chaos-runner", "litmus-experiments"]
 
 
-def _missing_runtime() -> str:
-    for program in ("containerd", "ctr", "mmdebstrap"):
-        if not any(os.access(Path(d) / program, os.X_OK) for d in os.environ.get("PATH", "").split(":")):
-            return program
-    return "" if os.geteuid() == 0 else "root"
-
-
 @pytest.fixture(scope="module")
 def real(tmp_path_factory, cluster_root):
     """A local Kubernetes with one real node and no fake nodes: Patroni (2 members), the Litmus operator, and the
     pack's image imported (the cmdProbe's pod runs it)."""
-    missing = _missing_runtime()
-    if missing:
-        why = f"a real node needs {missing} (apt-get install -y containerd runc containernetworking-plugins mmdebstrap)"
-        if os.environ.get("CHAOSDB_REQUIRE_REAL_SERVERS"):
-            pytest.fail(why)
-        pytest.skip(why)
+    require_runtime()
     bin_dir = real_binaries(tmp_path_factory, SERVERS)
-    directory = cluster_root / "litmus-kube"
-    res = localkube.up(directory, "litmus-kube", address=ADDRESS, nodes=0, workload_names=["postgres"], replicas=2,
-                       chaos_mesh=False, bin_dir=bin_dir, timeout=900, real_nodes=1, litmus_operator=True)
-    api.reset_clients()
-    try:
-        layout = json.loads((directory / localkube.STATE_FILE).read_text())
-        node = realnode.RealNode(**layout["real_nodes"][0])
-        pack = node_images.import_pack_image(node.containerd)
-        yield {**res, "dir": directory, "layout": layout, "node": node, "pack_image": pack.reference,
-               "pods_address": localkube.service_addresses(layout)["pods"]}
-    finally:
-        localkube.down(directory, purge=True)
-        api.reset_clients()
+    with real_node_cluster(cluster_root / "litmus-kube", "litmus-kube", ADDRESS, bin_dir, chaos_mesh=False,
+                           timeout=900, litmus_operator=True) as res:
+        yield {**res, "pack_image": node_images.import_pack_image(res["node"].containerd).reference}
 
 
 @pytest.fixture(scope="module")
@@ -93,24 +68,12 @@ def _converged() -> bool:
             and any(m["role"] == "leader" for m in members))
 
 
-def _pods(cfg: dict, namespace: str, selector: str = "") -> list[dict]:
-    return api.call_json("listing pods", api.core_v1(cfg).list_namespaced_pod, namespace,
-                         label_selector=selector)["items"]
-
-
-def _jobs(cfg: dict, namespace: str) -> list[str]:
-    from kubernetes import client
-
-    jobs = api.call_json("listing jobs", client.BatchV1Api(api.api_client(cfg)).list_namespaced_job, namespace)
-    return [j["metadata"]["name"] for j in jobs.get("items") or []]
-
-
 def _litmus_leftovers(cfg: dict) -> list[str]:
     """What the engine's run may leave in the namespace: its runner pod, the experiment's Job and pod, the probe
     pods (every pod Litmus makes carries ``chaosUID``; the runner is ``<engine>-runner``)."""
-    pods = [p["metadata"]["name"] for p in _pods(cfg, NS)
+    left = [p["metadata"]["name"] for p in pods(cfg, NS)
             if "chaosUID" in (p["metadata"].get("labels") or {}) or p["metadata"]["name"] == f"{ENGINE}-runner"]
-    return pods + [f"job/{name}" for name in _jobs(cfg, NS)]
+    return left + [f"job/{j['metadata']['name']}" for j in jobs(cfg, NS)]
 
 
 def _engine_exists(cfg: dict) -> bool:
@@ -124,7 +87,7 @@ def _engine_exists(cfg: dict) -> bool:
     return True
 
 
-def _scheduled_pods(cfg: dict, prefix: str) -> set[str]:
+def _scheduledpods(cfg: dict, prefix: str) -> set[str]:
     """The pods of *prefix* the scheduler placed (its ``Scheduled`` events: they stay after the pods are gone)."""
     events = api.call_json("listing events", api.core_v1(cfg).list_namespaced_event, NS)
     return {e["involvedObject"]["name"] for e in events.get("items") or []
@@ -135,7 +98,7 @@ def test_the_operator_runs_on_the_real_node_with_the_local_images(real, cfg):
     deployment = api.call_json("reading the operator", api.apps_v1(cfg).read_namespaced_deployment,
                                litmus_objects.NAME, litmus_objects.NAMESPACE)
     assert (deployment.get("status") or {}).get("readyReplicas") == 1, deployment.get("status")
-    [pod] = _pods(cfg, litmus_objects.NAMESPACE, "name=chaos-operator")
+    [pod] = pods(cfg, litmus_objects.NAMESPACE, "name=chaos-operator")
     [container] = pod["spec"]["containers"]
     assert container["image"] == real["litmus"]["litmus-operator"]
     env = {e["name"]: e.get("value") for e in container["env"]}
@@ -158,10 +121,11 @@ def test_pod_delete_of_the_patroni_primary_passes_its_chaosdb_check_probe_and_le
         result = litmus.run_chaos_engine(template="litmus/postgres-pod-delete-engine", variables=variables,
                                          target={"role": "patroni-primary"}, timeout_s=900, configuration=cfg)
         assert result["target"]["pods"] == [old_leader] and result["target"]["role"] == "patroni-primary"
-        assert result["verdict"] == "Pass", result
-        assert result["probe_success_percentage"] == 100.0, result
-        assert result["probes"] == [{"name": "patroni-checks", "type": "cmdProbe", "mode": "Edge",
-                                     "verdict": "Passed"}], result
+        why = (result["verdict"], result["phase"], result["error"], result["probes"])
+        assert result["verdict"] == "Pass", why
+        assert result["probe_success_percentage"] == 100.0, why
+        assert [{k: v for k, v in p.items() if k != "description"} for p in result["probes"]] == [
+            {"name": "patroni-checks", "type": "cmdProbe", "mode": "Edge", "verdict": "Passed"}], why
         engine = api.call_json("reading the ChaosEngine", api.custom_objects(cfg).get_namespaced_custom_object,
                                GROUP, VERSION, NS, "chaosengines", ENGINE)
         env = {e["name"]: e["value"] for e in engine["spec"]["experiments"][0]["spec"]["components"]["env"]}
@@ -170,10 +134,10 @@ def test_pod_delete_of_the_patroni_primary_passes_its_chaosdb_check_probe_and_le
         assert poll(lambda: _leader() not in ("", old_leader), 120), _cluster()
         assert poll(_converged, 240), _cluster()
         # the cmdProbe ran in pods of its own (source mode): one before the fault, one after it
-        assert len(_scheduled_pods(cfg, "pod-delete-probe-")) == 2, _scheduled_pods(cfg, "pod-delete-probe-")
-        assert _scheduled_pods(cfg, f"{ENGINE}-runner") and _scheduled_pods(cfg, "pod-delete-")
+        assert len(_scheduledpods(cfg, "pod-delete-probe-")) == 2, _scheduledpods(cfg, "pod-delete-probe-")
+        assert _scheduledpods(cfg, f"{ENGINE}-runner") and _scheduledpods(cfg, "pod-delete-")
     finally:
         litmus.delete_chaos_engine(ENGINE, NS, configuration=cfg)
     assert poll(lambda: not _engine_exists(cfg), 120), "the operator did not let the ChaosEngine go (finalizer)"
     assert poll(lambda: not _litmus_leftovers(cfg), 180), _litmus_leftovers(cfg)
-    assert {p["metadata"]["name"] for p in _pods(cfg, NS)} == {"postgres-0", "postgres-1"}
+    assert {p["metadata"]["name"] for p in pods(cfg, NS)} == {"postgres-0", "postgres-1"}

@@ -25,12 +25,11 @@ import pytest
 import yaml
 
 from chaosdb.chaosmesh import actions as cm
-from chaosdb.clusters.kubernetes import cluster as localkube
 from chaosdb.clusters.kubernetes import node_images
-from chaosdb.clusters.kubernetes.realnode import node as realnode
 from chaosdb.k8s import api
 from chaosdb.manifests.templates import render
 from tests.polling import poll
+from tests.realnode import jobs, pods, real_node_cluster, require_runtime
 from tests.realservers import real_binaries
 
 pytestmark = pytest.mark.integration
@@ -58,38 +57,16 @@ CHECKS = {
 }
 
 
-def _missing_runtime() -> str:
-    for program in ("containerd", "ctr", "mmdebstrap"):
-        if not any(os.access(Path(d) / program, os.X_OK) for d in os.environ.get("PATH", "").split(":")):
-            return program
-    return "" if os.geteuid() == 0 else "root"
-
-
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory, cluster_root):
     """A local Kubernetes with one real node: Patroni (2 members), chaos-daemon, and the pack's image imported."""
-    missing = _missing_runtime()
-    if missing:
-        why = f"a real node needs {missing} (apt-get install -y containerd runc containernetworking-plugins mmdebstrap)"
-        if os.environ.get("CHAOSDB_REQUIRE_REAL_SERVERS"):
-            pytest.fail(why)
-        pytest.skip(why)
+    require_runtime()
     bin_dir = real_binaries(tmp_path_factory, SERVERS)
-    directory = cluster_root / "platforms"
-    res = localkube.up(directory, "platforms", address=ADDRESS, nodes=0, workload_names=["postgres"], replicas=2,
-                       bin_dir=bin_dir, timeout=600, real_nodes=1)
-    api.reset_clients()
-    try:
-        layout = json.loads((directory / localkube.STATE_FILE).read_text())
-        node = realnode.RealNode(**layout["real_nodes"][0])
-        image = node_images.import_pack_image(node.containerd).reference
-        checks_file = directory.parent / "platforms-checks.json"  # gone with the cluster root
+    with real_node_cluster(cluster_root / "platforms", "platforms", ADDRESS, bin_dir) as res:
+        image = node_images.import_pack_image(res["node"].containerd).reference
+        checks_file = cluster_root / "platforms-checks.json"  # gone with the cluster root
         checks_file.write_text(json.dumps(CHECKS))
-        yield {**res, "dir": directory, "layout": layout, "node": node, "image": image, "checks_file": checks_file,
-               "pods_address": localkube.service_addresses(layout)["pods"]}
-    finally:
-        localkube.down(directory, purge=True)
-        api.reset_clients()
+        yield {**res, "image": image, "checks_file": checks_file}
 
 
 @pytest.fixture(scope="module")
@@ -112,13 +89,8 @@ def _apply(objects: list[dict[str, Any]], cfg: dict) -> None:
                 raise
 
 
-def _pods(cfg: dict, namespace: str, selector: str = "") -> list[dict]:
-    return api.call_json("listing pods", api.core_v1(cfg).list_namespaced_pod, namespace,
-                         label_selector=selector)["items"]
-
-
 def _ready_pod_ip(cfg: dict, namespace: str, selector: str) -> str:
-    for pod in _pods(cfg, namespace, selector):
+    for pod in pods(cfg, namespace, selector):
         conditions = {c["type"]: c["status"] for c in (pod.get("status") or {}).get("conditions") or []}
         if conditions.get("Ready") == "True" and pod["status"].get("podIP"):
             return str(pod["status"]["podIP"])
@@ -152,7 +124,7 @@ def checks_server(platform, cfg):
     _apply(_checks_objects(platform), cfg)
     _apply(render("kubernetes/checks-server", {"IMAGE": platform["image"], "INTERVAL_S": "0.5"}).objects, cfg)
     ip = poll(lambda: _ready_pod_ip(cfg, CHAOS_NS, "app.kubernetes.io/name=chaosdb-checks"), 240)
-    assert ip, _pods(cfg, CHAOS_NS)
+    assert ip, pods(cfg, CHAOS_NS)
     base = f"http://{ip}:8099"
     assert poll(lambda: _get(f"{base}/checks")[0] == 200, 120), _get(f"{base}/checks")
     return base
@@ -291,8 +263,7 @@ def _job(cfg: dict, name: str) -> dict:
 
 def _jobs(cfg: dict) -> list[dict]:
     """The game day's Jobs, oldest first."""
-    items = api.call_json("listing jobs", _batch(cfg).list_namespaced_job, CHAOS_NS)["items"]
-    return sorted((j for j in items if j["metadata"]["name"].startswith("gameday-")),
+    return sorted((j for j in jobs(cfg, CHAOS_NS) if j["metadata"]["name"].startswith("gameday-")),
                   key=lambda j: j["metadata"]["creationTimestamp"])
 
 

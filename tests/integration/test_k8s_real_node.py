@@ -31,6 +31,7 @@ from chaosdb.core.processes import cmdline, environ_of
 from chaosdb.k8s import api
 from tests.chaosrun import ChaosRun
 from tests.polling import poll
+from tests.realnode import real_node_cluster, require_runtime
 from tests.realservers import real_binaries
 
 pytestmark = pytest.mark.integration
@@ -42,34 +43,14 @@ SERVERS = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"
            "kubelet", "chaos-daemon", "cdh", "cm-pause", "nsexec", "libnsenter.so", "memStress"]
 
 
-def _missing_runtime() -> str:
-    for program in ("containerd", "ctr", "mmdebstrap"):
-        if not any(os.access(Path(d) / program, os.X_OK) for d in os.environ.get("PATH", "").split(":")):
-            return program
-    return "" if os.geteuid() == 0 else "root"
-
-
 @pytest.fixture(scope="module")
 def real(tmp_path_factory, cluster_root):
     """A local Kubernetes with one real node and no fake nodes: Patroni (2 members) and chaos-daemon on it."""
-    missing = _missing_runtime()
-    if missing:
-        why = f"a real node needs {missing} (apt-get install -y containerd runc containernetworking-plugins mmdebstrap)"
-        if os.environ.get("CHAOSDB_REQUIRE_REAL_SERVERS"):
-            pytest.fail(why)
-        pytest.skip(why)
+    require_runtime()
     bin_dir = real_binaries(tmp_path_factory, SERVERS)
-    directory = cluster_root / "real-kube"
     before = network.read_sysctls()
-    res = localkube.up(directory, "real-kube", address=ADDRESS, nodes=0, workload_names=["postgres"], replicas=2,
-                       bin_dir=bin_dir, timeout=600, real_nodes=1)
-    api.reset_clients()
-    try:
-        yield {**res, "dir": directory, "bin_dir": bin_dir, "sysctls_before": before,
-               "layout": json.loads((directory / localkube.STATE_FILE).read_text())}
-    finally:
-        localkube.down(directory, purge=True)
-        api.reset_clients()
+    with real_node_cluster(cluster_root / "real-kube", "real-kube", ADDRESS, bin_dir) as res:
+        yield {**res, "bin_dir": bin_dir, "sysctls_before": before}
 
 
 @pytest.fixture
