@@ -121,7 +121,7 @@ def test_pod_delete_of_the_patroni_primary_passes_its_chaosdb_check_probe_and_le
         result = litmus.run_chaos_engine(template="litmus/postgres-pod-delete-engine", variables=variables,
                                          target={"role": "patroni-primary"}, timeout_s=900, configuration=cfg)
         assert result["target"]["pods"] == [old_leader] and result["target"]["role"] == "patroni-primary"
-        why = (result["verdict"], result["phase"], result["error"], result["probes"])
+        why = json.dumps({k: result[k] for k in ("verdict", "phase", "error", "probes")})
         assert result["verdict"] == "Pass", why
         assert result["probe_success_percentage"] == 100.0, why
         assert [{k: v for k, v in p.items() if k != "description"} for p in result["probes"]] == [

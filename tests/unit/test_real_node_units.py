@@ -1191,3 +1191,15 @@ def test_cni_results_of_the_nodes_pods_are_removed_and_no_others(tmp_path, monke
 
     assert sorted(Path(p).name for p in removed) == sorted(ours)
     assert sorted(p.name for p in results.iterdir()) == sorted(others)
+
+
+def test_the_bridge_is_made_with_a_mac_of_its_own_so_that_a_pod_going_does_not_change_it(monkeypatch):
+    mac = network.bridge_mac("cdbr-a0c19c")
+    assert mac == network.bridge_mac("cdbr-a0c19c") != network.bridge_mac("cdbr-b1d2e3")
+    first = int(mac.split(":")[0], 16)
+    assert first & 0x02 and not first & 0x01 and len(mac.split(":")) == 6  # locally administered, unicast
+    calls: list[tuple[str, ...]] = []
+    monkeypatch.setattr(network, "bridge_exists", lambda name: False)
+    monkeypatch.setattr(network, "_ip", lambda *a, **k: calls.append(a) or subprocess.CompletedProcess(a, 0, "", ""))
+    network.create(network.NetworkPlan(bridge="cdbr-a0c19c", subnet="10.245.0.0/24", node_ip="10.245.0.1"))
+    assert calls[0] == ("link", "add", "name", "cdbr-a0c19c", "address", mac, "type", "bridge")

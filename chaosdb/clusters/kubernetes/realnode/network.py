@@ -13,6 +13,7 @@ Everything this module changes is recorded in the node's state before it is chan
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 import subprocess
@@ -23,6 +24,7 @@ from typing import Any
 from chaosdb.core.errors import ChaosDBError
 
 __all__ = ["API_SERVICE_IP", "SERVICE_RANGE", "NetworkPlan", "plan_network", "create", "remove", "bridge_exists",
+           "bridge_mac",
            "WATCHED_SYSCTLS", "interface_of", "read_sysctls", "restore_sysctls", "cni_config", "write_cni_config"]
 
 #: the API server's in-cluster address (the first of the service range, as every cluster has it)
@@ -113,10 +115,22 @@ def plan_network(tag: str) -> NetworkPlan:
     raise ChaosDBError(f"no free /24 left in {_POD_RANGE} for the node's pods")
 
 
+def bridge_mac(bridge: str) -> str:
+    """The bridge's own MAC address: locally administered, unicast, the same for the same name.
+
+    A bridge without an address of its own takes the lowest of its ports' (the pods' veths): when that pod goes, the
+    bridge's MAC changes, every pod's neighbour entry for its gateway (the node's address, 10.96.0.1) goes stale, and
+    connections through the bridge stall until it is resolved again. Seen on the real node: Litmus's pod-delete of
+    the Patroni primary lost the experiment's own connection to the API ("http2: client connection lost")."""
+    digest = hashlib.sha256(bridge.encode()).digest()
+    return ":".join(f"{b:02x}" for b in (0x02, *digest[:5]))
+
+
 def create(plan: NetworkPlan) -> None:
-    """The bridge, up, with the node's address and the API's in-cluster address (idempotent)."""
+    """The bridge, up, with its own MAC address (:func:`bridge_mac`), the node's address and the API's in-cluster
+    address (idempotent)."""
     if not bridge_exists(plan.bridge):
-        _ip("link", "add", "name", plan.bridge, "type", "bridge")
+        _ip("link", "add", "name", plan.bridge, "address", bridge_mac(plan.bridge), "type", "bridge")
     prefix = ipaddress.ip_network(plan.subnet).prefixlen
     present = _ip("-4", "-o", "addr", "show", "dev", plan.bridge).stdout
     for address in (f"{plan.node_ip}/{prefix}", f"{API_SERVICE_IP}/32"):
