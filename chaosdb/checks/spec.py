@@ -29,7 +29,6 @@ problem is one sentence (:class:`CheckInputError`).
 from __future__ import annotations
 
 import copy
-import difflib
 import importlib
 import json
 import re
@@ -46,6 +45,7 @@ from chaoslib.hypothesis import ensure_hypothesis_tolerance_is_valid
 from chaoslib.secret import load_secrets
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
+from chaosdb.core.arguments import did_you_mean
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.extras import MissingExtra, experiment_extras, missing_modules
 from chaosdb.core.plugins import modules_named
@@ -131,7 +131,7 @@ class CheckSet:
             elif self.get(name) is not None:
                 wanted.add(name)
             else:
-                raise CheckInputError(f"{self.source} has no check named {name!r}{_did_you_mean(name, self.known())}; "
+                raise CheckInputError(f"{self.source} has no check named {name!r}{did_you_mean(name, self.known())}; "
                                       f"its checks: {', '.join(self.known())}")
         return [c for c in self.checks if c.name in wanted]
 
@@ -146,11 +146,6 @@ class CheckSet:
         return secret_strings([self.secrets, secret_settings]) + secret_environment_values()
 
 
-def _did_you_mean(word: str, options: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def resolve_source(source: str) -> Path:
     """The file *source* names: a path, or ``shipped:NAME`` for a checks file this pack ships."""
     if not source.startswith(SHIPPED_PREFIX):
@@ -158,7 +153,7 @@ def resolve_source(source: str) -> Path:
     name = source[len(SHIPPED_PREFIX):].removesuffix(".yaml")
     shipped = sorted(p.stem for p in checks_dir().glob("*.yaml"))
     if name not in shipped:
-        raise CheckInputError(f"no shipped checks file {name!r}{_did_you_mean(name, shipped)}; shipped: "
+        raise CheckInputError(f"no shipped checks file {name!r}{did_you_mean(name, shipped)}; shipped: "
                               f"{', '.join(SHIPPED_PREFIX + s for s in shipped)}")
     return checks_dir() / f"{name}.yaml"
 
@@ -201,7 +196,7 @@ def _pydantic_sentence(path: Path, exc: ValidationError) -> str:
     if kind == "extra_forbidden":
         known = list(CheckEntry.model_fields) if "." in place or "[" in place else list(ChecksFile.model_fields)
         last = place.rsplit(".", 1)[-1]
-        return f"{path}: '{place}' is not a key of a checks file{_did_you_mean(last, known)}; known: {', '.join(known)}"
+        return f"{path}: '{place}' is not a key of a checks file{did_you_mean(last, known)}; known: {', '.join(known)}"
     if place.endswith("for_s"):
         return f"{path}: '{place}' must be a number of seconds >= 0, got {json.dumps(value, default=str)}"
     if kind == "too_short" and place == "checks":
@@ -268,8 +263,8 @@ def _module_hint(provider: dict[str, Any]) -> str:
         found = importlib.import_module(module)
     except ImportError:
         known = modules_named("probes") + modules_named("actions")
-        return _did_you_mean(module, known).replace("'", "")
-    return _did_you_mean(str(func), list(getattr(found, "__all__", []))) if isinstance(func, str) else ""
+        return did_you_mean(module, known).replace("'", "")
+    return did_you_mean(str(func), list(getattr(found, "__all__", []))) if isinstance(func, str) else ""
 
 
 def _probe_problem(check: Check) -> str | None:

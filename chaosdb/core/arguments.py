@@ -44,7 +44,7 @@ from chaosdb.core.tls import as_bool
 __all__ = ["Check", "CheckedSignature", "check_arguments", "choice", "number", "one_of_or_names",
            "problems_in_call", "is_unresolved", "GENERIC_CHECKS", "checked_signature", "MAX_SECONDS", "boolean",
            "value_problems", "control_argument_problems", "with_argument_checks", "duplicate_control_problems",
-           "missing_control_modules"]
+           "missing_control_modules", "did_you_mean"]
 
 Check = Callable[[Any], None]
 Combination = Callable[[dict[str, Any]], None]
@@ -144,9 +144,14 @@ def boolean(name: str) -> Check:
     return check
 
 
-def _did_you_mean(word: str, options: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word.strip().lower(), list(options), n=1, cutoff=0.6)
+def did_you_mean(word: str, options: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` naming the option closest to *word*, or ``""`` when none is close."""
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _did_you_mean(word: str, options: Iterable[str]) -> str:
+    return did_you_mean(word.strip().lower(), options)
 
 
 def choice(name: str, *values: Any) -> Check:
