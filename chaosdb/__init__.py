@@ -18,6 +18,8 @@ What is in it:
 * ``etcd/``: etcd v3 through its JSON gateway: client, probes, adapter
 * ``experiment/``: the run as a whole: arguments checked before anything starts, the verdict after
 * ``faults/``: the local fault engine (processes, cgroups, iptables, tc, a delay proxy)
+* ``history/``: operation histories: recorded while a run goes, checked for isolation anomalies (as Jepsen's Elle
+  does) and for linearizability afterwards
 * ``images/``: the pack's own image builder (root filesystems from Debian packages, OCI archives, a cache)
 * ``gameday/``: game days: suites of repeated runs, the resumable runner, the aggregated report, the gate
 * ``k8s/``: The Kubernetes engine, through the official ``kubernetes`` client

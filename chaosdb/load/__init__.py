@@ -15,6 +15,7 @@ What is in it:
 * ``locust_common``: Plumbing shared by the pack's Locust users
 * ``locust_tpcc``: Locust user class for the TPC-C workload (``locust -f load/tpcc.py``)
 * ``locust_ycsb``: Locust user class for YCSB workload A on SQL (``locust -f load/ycsb.py``)
+* ``locust_history``: Locust user class of the history workloads (list-append, rw-register, register)
 * ``observer``: The run's watcher of the database
 * ``probes``: Steady-state probes over the live load samples
 * ``state``: The load running in this process (shared by the control, the live probes and the pause helpers)

@@ -12,24 +12,25 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.libpq import with_libpq_tls
 from chaosdb.core.settings import env_value
 from chaosdb.core.tls import ClientTls, client_tls
+from chaosdb.load.options import ETCD_WORKLOADS
 
 __all__ = ["resolve_dsn", "etcd_endpoints", "etcd_tls"]
 
 
 def resolve_dsn(dsn: str, configuration: dict[str, Any] | None, secrets: dict[str, Any] | None,
                 workload: str = "tpcc") -> str:
-    """The load's DSN (the etcd URLs for ``ycsb-etcd``): *dsn*, else the secret ``load_dsn``, else
+    """The load's DSN (the etcd URLs for ``ycsb-etcd`` and ``register-etcd``): *dsn*, else the secret ``load_dsn``, else
     CHAOSDB_LOAD_DSN, else the embedded cluster the configuration names; refused when there is none."""
     found = _given_dsn(dsn, configuration, secrets, workload)
     # the PostgreSQL TLS keys and password (chaosdb.core.libpq) fill what the DSN does not say
-    return found if workload == "ycsb-etcd" else with_libpq_tls(found, configuration, secrets)
+    return found if workload in ETCD_WORKLOADS else with_libpq_tls(found, configuration, secrets)
 
 
 def _given_dsn(dsn: str, configuration: dict[str, Any] | None, secrets: dict[str, Any] | None,
                workload: str = "tpcc") -> str:
     if dsn:
         return dsn
-    if workload == "ycsb-etcd":  # the etcd client URLs: configuration etcd_urls, else the embedded cluster's
+    if workload in ETCD_WORKLOADS:  # the etcd client URLs: configuration etcd_urls, else the embedded cluster's
         return etcd_endpoints(configuration)
     for scope in (secrets or {}).values():
         if isinstance(scope, dict) and scope.get("load_dsn"):

@@ -31,16 +31,21 @@ from chaosdb.core.arguments import (
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.tls import as_bool
 
-__all__ = ["Workload", "Isolation", "LOCUSTFILES", "LoadOptions", "RULES", "ARGUMENTS"]
+__all__ = ["Workload", "Isolation", "LOCUSTFILES", "ETCD_WORKLOADS", "HISTORY_MODELS", "LoadOptions", "RULES", "ARGUMENTS"]
 
 #: the pack's workloads
-Workload = Literal["tpcc", "ycsb", "ycsb-etcd"]
+Workload = Literal["tpcc", "ycsb", "ycsb-etcd", "list-append", "rw-register", "register-etcd"]
+#: the workloads whose clients talk to etcd (the DSN is a list of etcd client URLs)
+ETCD_WORKLOADS = frozenset({"ycsb-etcd", "register-etcd"})
+#: the workloads that record an operation history (:mod:`chaosdb.workloads.histories`) and their model
+HISTORY_MODELS = {"list-append": "list-append", "rw-register": "rw-register", "register-etcd": "register"}
 #: the transaction isolation levels the Locust users may ask for
 Isolation = Literal["default", "read_committed", "repeatable_read", "serializable"]
 #: the Locust file of each workload
 LOCUSTFILES: dict[str, str] = {"tpcc": str(Path(__file__).with_name("locust_tpcc.py")),
                                "ycsb": str(Path(__file__).with_name("locust_ycsb.py")),
-                               "ycsb-etcd": str(Path(__file__).with_name("locust_ycsb.py"))}
+                               "ycsb-etcd": str(Path(__file__).with_name("locust_ycsb.py")),
+                               **{w: str(Path(__file__).with_name("locust_history.py")) for w in HISTORY_MODELS}}
 
 
 class LoadOptions(BaseModel):
@@ -53,6 +58,8 @@ class LoadOptions(BaseModel):
 
     workload: Workload = "tpcc"
     records: int = 10000
+    keys: int = 0
+    key_window_s: float = 0.0
     users: int = 10
     spawn_rate: float = 0.0
     warmup_s: float = 10.0
@@ -171,6 +178,10 @@ def _together(values: dict[str, Any]) -> None:
 RULES = {
     "users": number("users", 1, maximum=10_000, integer=True),
     "records": number("records", 1, maximum=100_000_000, integer=True),
+    "keys": number("keys", 0, maximum=100_000, integer=True, hint=" (keys in play at a time of a history workload; "
+                   "0: its default)"),
+    "key_window_s": number("key_window_s", 0, maximum=3600, hint=" (seconds a set of keys of a history workload is "
+                           "in play; 0: its default)"),
     "spawn_rate": number("spawn_rate", 0, maximum=10_000),
     "baseline_s": number("baseline_s", 0, maximum=MAX_SECONDS, hint=" (seconds of load measured before the fault)"),
     "processes": number("processes", 0, maximum=256, integer=True),

@@ -25,7 +25,7 @@ from chaosdb.load import state as load_state
 from chaosdb.load.distributed import lost_workers, read_workers
 from chaosdb.load.dsn import etcd_tls, resolve_dsn
 from chaosdb.load.observer import Observer, chosen_sources
-from chaosdb.load.options import LOCUSTFILES, LoadOptions
+from chaosdb.load.options import ETCD_WORKLOADS, HISTORY_MODELS, LOCUSTFILES, LoadOptions
 from chaosdb.workloads.kv import tls_environment
 from chaosdb.workloads.outcomes import is_success
 from chaosdb.workloads.samples import read_samples, sample_files
@@ -88,6 +88,9 @@ def start_load(options: LoadOptions | None = None, /, *, configuration: dict[str
         argv += ["--tpcc-wait", str(o.wait)]
     elif o.workload in ("ycsb", "ycsb-etcd"):
         argv += ["--ycsb-records", str(o.records), "--ycsb-backend", "etcd" if o.workload == "ycsb-etcd" else "sql"]
+    elif o.workload in HISTORY_MODELS:
+        argv += ["--history-model", HISTORY_MODELS[o.workload], "--history-keys", str(o.keys),
+                 "--history-window-s", str(o.key_window_s)]
     if o.processes:
         argv += ["--processes", str(o.processes)]
     master = None
@@ -96,7 +99,7 @@ def start_load(options: LoadOptions | None = None, /, *, configuration: dict[str
         argv += dist_control.master_args(master, o.workers + o.remote_workers, o.start_timeout_s)
     argv += list(o.extra_args)
     # a master runs no user: it gets no DSN (Locust would send it to every worker with the options)
-    tls_env = tls_environment(etcd_tls(configuration), credentials("etcd", secrets)) if o.workload == "ycsb-etcd" \
+    tls_env = tls_environment(etcd_tls(configuration), credentials("etcd", secrets)) if o.workload in ETCD_WORKLOADS \
         else {}
     env = source_env(PYTHONUNBUFFERED="1") if o.distributed else source_env(CHAOSDB_LOAD_DSN=the_dsn,
                                                                               PYTHONUNBUFFERED="1", **tls_env)
@@ -116,6 +119,7 @@ def start_load(options: LoadOptions | None = None, /, *, configuration: dict[str
                      "isolation": o.isolation, "wait": o.wait, "rate": o.rate, "max_run_s": o.max_run_s,
                      "locustfile": o.locust_file, "dsn": redact_dsn(the_dsn),
                      "workload": o.workload, "records": o.records if o.workload.startswith("ycsb") else None,
+                     "keys": o.keys if o.workload in HISTORY_MODELS else None,
                      "workers": o.workers, "remote_workers": o.remote_workers},
         "samples_dir": str(out),
         "samples_format": "chaosdb",

@@ -3,6 +3,7 @@
 What is in it:
 
 * ``executor``: One client connection that runs transactions with the pack's failure semantics
+* ``histories``: workloads that record an operation history (list-append, rw-register on SQL; register on etcd)
 * ``kv``: YCSB workload A on a key-value store
 * ``outcomes``: How every attempted transaction ended, and which errors may be retried
 * ``samples``: Per-transaction samples

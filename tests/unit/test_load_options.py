@@ -57,7 +57,8 @@ def test_the_control_checks_the_models_options_with_the_models_rules():
                           ({"baseline_s": "-5"}, "baseline_s must be >= 0 and <= 2592000 (seconds of load measured "
                                                  "before the fault), got '-5'"),
                           ({"warmup_s": 1e12}, "warmup_s must be >= 0 and <= 2592000 (seconds; at most 30 days)"),
-                          ({"workload": "tpc"}, "workload must be one of tpcc, ycsb, ycsb-etcd, got 'tpc' (did you "
+                          ({"workload": "tpc"}, "workload must be one of tpcc, ycsb, ycsb-etcd, list-append, rw-register, "
+                                                "register-etcd, got 'tpc' (did you "
                                                 "mean 'tpcc'?)"),
                           ({"replace_samples": "maybe"}, "replace_samples must be true or false, got 'maybe'"),
                           ({"master_port": 70000}, "master_port must be >= 0 and <= 65535, got 70000"),
