@@ -30,6 +30,7 @@ from chaosdb.core.settings import env_value
 from chaosdb.embedded.state import load_layout
 from chaosdb.faults.probes import active_faults
 from chaosdb.gameday.cli import add_parser as add_gameday_parser
+from chaosdb.history.command import add_parser as add_history_parser
 from chaosdb.images.command import add_parser as add_images_parser
 from chaosdb.load.calibrate import calibrate
 from chaosdb.load.distributed_control import worker_argv
@@ -429,6 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_gameday_parser(sub)
     add_images_parser(sub)
     add_checks_parser(sub)
+    add_history_parser(sub)
     _say_the_extras(parser)
     return parser
 

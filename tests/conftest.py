@@ -28,7 +28,7 @@ HOST_FAULT_MODULES = {"test_local_faults", "test_node_failures", "test_cluster_a
                       "test_fault_engine_units", "test_experiment_truth", "test_tpcc_semantics",
                       "test_load_distributed", "test_gameday_cronjob", "test_chaosd_faults", "test_tpcc_consistency",
                       "test_chaosd_chaos_mesh", "test_report_events", "test_two_game_days", "test_executor_prepared",
-                      "test_cluster_ownership"}
+                      "test_cluster_ownership", "test_histories"}
 #: ... and the tests that start clusters of their own (own addresses and node users; only process kills)
 OWN_CLUSTERS_GROUP = "own-embedded-clusters"
 #: (a game day's between-run restore cleans only its own cluster's faults, so it runs beside the host faults; the

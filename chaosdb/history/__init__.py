@@ -2,5 +2,7 @@
 
 What is in it:
 
+* ``check``: one entry to the checkers, the model found from the operations
+* ``command``: ``chaosdb history check`` and ``chaosdb history merge``
 * ``recording``: histories written while the load runs (Jepsen's form, JSON Lines) and read back
 """

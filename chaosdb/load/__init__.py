@@ -12,6 +12,7 @@ What is in it:
 * ``distributed``: Locust's master/worker mode for the pack's load
 * ``distributed_control``: The load control's side of Locust's master/worker mode
 * ``integrity``: Integrity probes for after the chaos
+* ``histories``: probes over the operation history the load recorded (anomalies, linearizability)
 * ``locust_common``: Plumbing shared by the pack's Locust users
 * ``locust_tpcc``: Locust user class for the TPC-C workload (``locust -f load/tpcc.py``)
 * ``locust_ycsb``: Locust user class for YCSB workload A on SQL (``locust -f load/ycsb.py``)
@@ -23,4 +24,4 @@ What is in it:
 """
 
 #: activity modules besides ``probes``/``actions`` (:func:`chaosdb.activity_modules`)
-ACTIVITY_MODULES = {"probe": ["integrity"]}
+ACTIVITY_MODULES = {"probe": ["integrity", "histories"]}

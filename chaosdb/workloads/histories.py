@@ -11,7 +11,7 @@
 
 Keys contend on purpose: ``keys`` keys are in play at a time, a new set every ``window_s`` seconds (the key is the
 window's number times ``keys`` plus its place, so a run never meets an earlier run's keys and a list stays short);
-reads go to the current keys, or, one in four, to a key of the last ``lookback_s`` seconds, so that what a key held
+reads go to the current keys, or, one in four, to a key of the last ``lookback_s`` seconds (60 for SQL), so that what a key held
 before a fault is read again after it. A transaction runs at the load's isolation level, once (no retry: a retry is
 a new operation). Its end decides its type: committed is ``ok``; an error before COMMIT, a serialization failure or
 a refused connection is ``fail`` (PostgreSQL rolled it back); a connection lost while COMMIT (or an etcd write) was
@@ -102,7 +102,7 @@ class SqlHistoryClient(_Client):
     transaction, records it in the history and returns its sample."""
 
     def __init__(self, model: str, dsn: str, client: int, writer: HistoryWriter, *, isolation: str = "default",
-                 keys: int = 16, window_s: float = 1.0, lookback_s: float = 30.0, max_ops: int = 4,
+                 keys: int = 16, window_s: float = 1.0, lookback_s: float = 60.0, max_ops: int = 4,
                  seed: int | None = None) -> None:
         if model not in TABLES:
             raise ValueError(f"model must be one of {', '.join(TABLES)}, got {model!r}")
