@@ -1,0 +1,1 @@
+"""Checkers of recorded operation histories: ``linearizable`` (single-key registers, Wing & Gong with Lowe's cache)."""
