@@ -19,6 +19,7 @@ What is in it:
 * ``experiment/``: the run as a whole: arguments checked before anything starts, the verdict after
 * ``faults/``: the local fault engine (processes, cgroups, iptables, tc, a delay proxy)
 * ``images/``: the pack's own image builder (root filesystems from Debian packages, OCI archives, a cache)
+* ``history/``: checkers of recorded operation histories (linearizability of single-key registers)
 * ``gameday/``: game days: suites of repeated runs, the resumable runner, the aggregated report, the gate
 * ``k8s/``: The Kubernetes engine, through the official ``kubernetes`` client
 * ``litmus/``: LitmusChaos engines and their verdicts
