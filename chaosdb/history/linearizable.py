@@ -326,6 +326,13 @@ class _Search:
         self.deadline = deadline
         self.kinds = [_CODES[op.f] for op in operations]
         self.arguments = [self._argument(op) for op in operations]
+        self.definite = [op.definite for op in operations]
+        # each operation's bit: acknowledged and info operations apart, each numbered in the order they were invoked
+        self.bits = [0] * len(operations)
+        for acknowledged in (True, False):
+            in_order = sorted((op.invoke_position, i) for i, op in enumerate(operations) if op.definite is acknowledged)
+            for bit, (_, i) in enumerate(in_order):
+                self.bits[i] = 1 << bit
         timeline = sorted([(op.invoke_position, 0, i) for i, op in enumerate(operations)]
                           + [(op.complete_position, 1, i) for i, op in enumerate(operations) if op.definite])
         size = len(timeline)
@@ -409,25 +416,31 @@ class _Search:
     def run(self) -> bool | str:
         """True when the operations linearize, False when they cannot, ``"unknown"`` when the budget ran out."""
         remaining = sum(op.definite for op in self.operations)
-        state, linearized, entry = self.initial, 0, self.next[0]
+        state, entry = self.initial, self.next[0]
+        done_bits, maybe_bits = 0, 0  # the linearized operations: acknowledged ones, and info ones
         stack: list[tuple[int, Hashable]] = []
-        cache: set[tuple[int, Hashable]] = set()
-        nxt, is_call, entry_operation, operations = self.next, self.entry_is_call, self.entry_operation, self.operations
+        cache: set[tuple[int, int, int, Hashable]] = set()
+        nxt, is_call, entry_operation = self.next, self.entry_is_call, self.entry_operation
+        definite, bits = self.definite, self.bits
         while remaining:
             if is_call[entry]:
                 operation = entry_operation[entry]
                 legal, after = self._step(state, operation)
                 if legal:
-                    configuration = (linearized | (1 << operation), after)
+                    if definite[operation]:
+                        done_after, maybe_after = done_bits | bits[operation], maybe_bits
+                    else:
+                        done_after, maybe_after = done_bits, maybe_bits | bits[operation]
+                    configuration = _configuration(done_after, maybe_after, after)
                     if configuration not in cache:
                         cache.add(configuration)
                         self.states_explored += 1
                         if self._out_of_budget():
                             return "unknown"
                         stack.append((entry, state))
-                        linearized, state = configuration
+                        done_bits, maybe_bits, state = done_after, maybe_after, after
                         self._lift(entry)
-                        remaining -= operations[operation].definite
+                        remaining -= definite[operation]
                         entry = nxt[0]
                         continue
                 entry = nxt[entry]
@@ -437,9 +450,12 @@ class _Search:
                 return False
             entry, state = stack.pop()
             operation = entry_operation[entry]
-            linearized ^= 1 << operation
+            if definite[operation]:
+                done_bits ^= bits[operation]
+            else:
+                maybe_bits ^= bits[operation]
             self._unlift(entry)
-            remaining += operations[operation].definite
+            remaining += definite[operation]
             entry = nxt[entry]
         return True
 
@@ -447,6 +463,13 @@ class _Search:
         if self.states_explored > self.max_states:
             return True
         return self.states_explored % _CLOCK_EVERY == 0 and time.monotonic() > self.deadline
+
+
+def _configuration(done_bits: int, maybe_bits: int, state: Hashable) -> tuple[int, int, int, Hashable]:
+    """A cache key for a configuration, small in memory: the acknowledged operations linearized are those below
+    the first one that is not (a count) and a few bits above it; the info ones are few."""
+    below = (~done_bits & (done_bits + 1)).bit_length() - 1
+    return below, done_bits >> below, maybe_bits, state
 
 
 def _check_key(operations: list[_Operation], initial: Hashable, max_states: int, deadline: float) -> _KeyVerdict:
