@@ -46,7 +46,7 @@ _TYPES = ("invoke", "ok", "fail", "info")
 _FUNCTIONS = ("read", "write", "cas")
 _READ, _WRITE, _CAS = 0, 1, 2
 _CODES = {"read": _READ, "write": _WRITE, "cas": _CAS}
-#: how many configurations are explored between two looks at the clock
+#: how many configurations are explored (or backtracked from) between two looks at the clock
 _CLOCK_EVERY = 2048
 #: at most this many operations and register values are shown around a failure
 _CONTEXT = 4
@@ -349,6 +349,7 @@ class _Search:
         self.next = list(range(1, size + 2)) + [size + 1]
         self.prev = [0] + list(range(0, size + 1))
         self.states_explored = 0
+        self.backtracks = 0
         # the furthest point the search reached: the return no configuration could get past
         self.blocked_at = -1
         self.blocked_states: list[Hashable] = []
@@ -448,6 +449,9 @@ class _Search:
             self._note_block(entry, state, stack)
             if not stack:
                 return False
+            self.backtracks += 1
+            if self.backtracks % _CLOCK_EVERY == 0 and time.monotonic() > self.deadline:
+                return "unknown"
             entry, state = stack.pop()
             operation = entry_operation[entry]
             if definite[operation]:

@@ -6,11 +6,13 @@ one bad key, the budget that ends in "unknown", and malformed histories refused 
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.history import linearizable
 from chaosdb.history.linearizable import check_register
 
 
@@ -232,6 +234,13 @@ def test_a_search_past_its_budget_is_unknown_not_invalid():
 def test_a_check_past_its_time_limit_is_unknown():
     result = check_register(done(0, "write", 1) + done(0, "read", 1), time_limit_s=-1)
     assert result["valid"] == "unknown" and result["unknown_keys"] == [None]
+
+
+def test_a_search_that_outlives_the_time_limit_stops_with_unknown(monkeypatch):
+    clock = iter([0.0, 0.0])  # the deadline is set, the key starts; from then on the time is up
+    monkeypatch.setattr(linearizable, "time", SimpleNamespace(monotonic=lambda: next(clock, 1e9)))
+    result = check_register(_many_concurrent_writes_then_a_bad_read(12), time_limit_s=10)
+    assert result["valid"] == "unknown" and result["budget"]["states_explored"] <= 2048  # of 24576
 
 
 def test_an_invalid_key_wins_over_an_unknown_one():
