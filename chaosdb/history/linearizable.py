@@ -214,6 +214,9 @@ def _form(events: list[dict]) -> str:
 
 def _key_and_value(event: dict, position: int, form: str) -> tuple[Any, Any]:
     """The key (None for a single register) and the register value of an event, its cas checked as a pair."""
+    if form == "keyed" and not _is_pair(event.get("value")):
+        raise ChaosDBError(f"The {event['type']} at index {_index(event, position)} has value "
+                           f"{event.get('value')!r}; in a keyed history every value is [key, value].")
     key, value = (event["value"][0], event["value"][1]) if form == "keyed" else (None, event.get("value"))
     if event["f"] == "cas" and not _is_pair(value):
         raise ChaosDBError(f"The cas at index {_index(event, position)} has value {event.get('value')!r}; "

@@ -5,7 +5,9 @@ one bad key, the budget that ends in "unknown", and malformed histories refused 
 
 from __future__ import annotations
 
+import itertools
 import json
+import random
 from types import SimpleNamespace
 from typing import Any
 
@@ -273,7 +275,72 @@ def test_the_register_model_knows_reads_and_writes_but_not_cas():
     ([invoke(0, "write", 1), ok(0, "read", 1)], r"ok at index 1 is a read but completes the write invoked at index 0"),
     ([invoke(0, "read", ["a", None]), ok(0, "read", ["b", 1])], r"ok at index 1 is for key 'b'"),
     ([{"type": "ok", "process": 0, "f": "read", "value": 1, "index": 12}, "write"], r"event at position 1"),
+    ([ok(0, "write", ["k", 1]), info(1, "write")], r"info at index 1 has value None; in a keyed history every value"),
 ])
 def test_a_malformed_history_is_refused_with_a_sentence_naming_the_event(history, message):
     with pytest.raises(ChaosDBError, match=message):
         check_register(history)
+
+
+# --- against an exhaustive oracle ----------------------------------------------------------------------------
+
+
+def _linearizable_by_brute_force(operations: list[tuple[int, int | None, str, Any]], initial: Any) -> bool:
+    """Try every subset of the info operations and every order of those taken: (invoked, completed or None, f,
+    value) operations, an order kept when no operation comes after one that was invoked after it completed."""
+    definite = [op for op in operations if op[1] is not None]
+    maybe = [op for op in operations if op[1] is None]
+    for size in range(len(maybe) + 1):
+        for chosen in itertools.combinations(maybe, size):
+            for order in itertools.permutations(definite + list(chosen)):
+                if any(later[1] is not None and later[1] < earlier[0]
+                       for i, earlier in enumerate(order) for later in order[i + 1:]):
+                    continue
+                state, legal = initial, True
+                for _, _, f, value in order:
+                    if f == "write":
+                        state = value
+                    elif (state if f == "read" else [state, value[1]]) != value:
+                        legal = False
+                        break
+                    elif f == "cas":
+                        state = value[1]
+                if legal:
+                    return True
+    return False
+
+
+def _random_history(rnd: random.Random) -> tuple[list[dict], list[tuple[int, int | None, str, Any]]]:
+    """A few processes invoking and completing (ok, info or fail) up to 6 operations on values 0..2."""
+    events: list[dict] = []
+    open_calls: dict[int, tuple[int, str, Any]] = {}
+    operations: list[tuple[int, int | None, str, Any]] = []
+    to_start, processes = rnd.randrange(1, 7), rnd.randrange(1, 5)
+    while to_start or open_calls:
+        process = rnd.randrange(processes)
+        if process in open_calls:
+            invoked, f, value = open_calls.pop(process)
+            kind = rnd.choices(["ok", "info", "fail"], [8, 1, 1])[0]
+            value = rnd.randrange(3) if f == "read" else value
+            if kind != "fail" and not (kind == "info" and f == "read"):
+                operations.append((invoked, len(events) if kind == "ok" else None, f, value))
+            events.append({"type": kind, "process": process, "f": f, "value": value})
+        elif to_start:
+            f = rnd.choice(["read", "write", "cas"])
+            value = None if f == "read" else rnd.randrange(3) if f == "write" else [rnd.randrange(3), rnd.randrange(3)]
+            open_calls[process] = (len(events), f, value)
+            events.append({"type": "invoke", "process": process, "f": f, "value": value})
+            to_start -= 1
+    return events, operations
+
+
+def test_the_checker_agrees_with_an_exhaustive_search_on_small_random_histories():
+    rnd = random.Random(20261127)
+    verdicts = []
+    for _ in range(300):
+        events, operations = _random_history(rnd)
+        initial = rnd.choice([None, 0])
+        expected = _linearizable_by_brute_force(operations, initial)
+        assert check_register(events, initial=initial)["valid"] is expected, (events, initial)
+        verdicts.append(expected)
+    assert 30 < sum(verdicts) < 270  # both kinds of history were met
