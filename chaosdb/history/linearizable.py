@@ -17,15 +17,20 @@ register cannot hold two-element lists unless only cas operations write them.
 
 What each completion means: ``ok`` took effect at one instant between its invocation and its completion; ``fail``
 did not take effect (dropped); ``info`` may or may not have taken effect, at any instant after its invocation (a
-read that ended ``info`` tells nothing and is dropped). An invocation with no completion counts as ``info``. A
-history without any invocation is read as one whose ``ok`` events each took effect at their own position. Events
-of process ``"nemesis"`` (Jepsen's faults) are skipped.
+read that ended ``info`` tells nothing and is dropped). A read that returned ``null`` says the register held
+``null`` (Knossos's models instead let a ``null`` read match any value). An invocation with no completion counts as
+``info``. A history without any invocation is read as one whose ``ok`` events each took effect at their own
+position. Events of process ``"nemesis"`` (Jepsen's faults) are skipped.
 
 The search is Wing & Gong's, with Lowe's memoisation as Knossos (``knossos.wgl``) and Porcupine do it: the calls and
 returns of one key's operations in a doubly linked list (arrays here), a stack to backtrack, and a cache of
 configurations (the set of linearized operations as an integer bitset, the register's value) never explored twice.
 Keys are checked one at a time (P-compositionality: a history of independent registers is linearizable exactly when
 each register's is). A key whose search passes ``max_states`` configurations or the time limit is ``unknown``.
+
+When a key is not linearizable, its example says where the search got furthest: the acknowledged operation that no
+order consistent with real time could place, the register values found there instead, how long the longest
+linearization was and how it ended, and a few operations still pending at that point.
 """
 
 from __future__ import annotations
