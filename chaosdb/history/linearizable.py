@@ -35,6 +35,7 @@ linearization was and how it ended, and a few operations still pending at that p
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -498,18 +499,24 @@ def _check_key(operations: list[_Operation], initial: Hashable, max_states: int,
 # --- explaining a failure ------------------------------------------------------------------------------------
 
 
+def _shown(value: Any) -> str:
+    """A value as the history's JSON spells it (``null``, ``"a"``, ``[1, 2]``)."""
+    return json.dumps(_thawed(value), default=repr)
+
+
 def _describe(op: _Operation) -> str:
     """An operation in plain words: ``read of key 3 by process 5 returned 2 (index 41)``."""
-    of_key = "" if op.key is None else f" of key {op.key!r}"
+    of_key = "" if op.key is None else f" of key {_shown(op.key)}"
     if op.f == "read":
-        what = f"read{of_key} by process {op.process!r} returned {op.value!r}"
+        what = f"read{of_key} by process {_shown(op.process)} returned {_shown(op.value)}"
     elif op.f == "write":
-        what = f"write of {op.value!r}{'' if op.key is None else f' to key {op.key!r}'} by process {op.process!r}"
+        to_key = "" if op.key is None else f" to key {_shown(op.key)}"
+        what = f"write of {_shown(op.value)}{to_key} by process {_shown(op.process)}"
     else:
-        what = f"cas{of_key} from {op.value[0]!r} to {op.value[1]!r} by process {op.process!r}"
+        what = f"cas{of_key} from {_shown(op.value[0])} to {_shown(op.value[1])} by process {_shown(op.process)}"
     if op.definite:
-        return f"{what} (index {op.complete_index!r})"
-    return f"{what} (index {op.invoke_index!r}, never acknowledged: it may or may not have taken effect)"
+        return f"{what} (index {_shown(op.complete_index)})"
+    return f"{what} (index {_shown(op.invoke_index)}, never acknowledged: it may or may not have taken effect)"
 
 
 def _as_dict(op: _Operation) -> dict[str, Any]:
@@ -518,7 +525,7 @@ def _as_dict(op: _Operation) -> dict[str, Any]:
 
 
 def _values(states: list[Hashable]) -> str:
-    shown = [repr(_thawed(s)) for s in states[:_CONTEXT]]
+    shown = [_shown(s) for s in states[:_CONTEXT]]
     more = f" (or {len(states) - _CONTEXT} other values)" if len(states) > _CONTEXT else ""
     return (", ".join(shown[:-1]) + " or " + shown[-1] if len(shown) > 1 else shown[0]) + more
 
@@ -532,10 +539,11 @@ def _example(search: _Search) -> dict[str, Any]:
     explanation = (f"{_describe(blocker)}, but every order of the operations consistent with real time leaves the "
                    f"register at {_values(search.blocked_states)} where it must take effect")
     if prefix:
-        explanation += (f"; the longest linearization found has {search.blocked_prefix_length} operations and ends "
-                        f"with {_describe(prefix[-1])}")
+        length = search.blocked_prefix_length
+        explanation += (f"; the longest linearization found has {length} operation{'' if length == 1 else 's'} "
+                        f"and ends with {_describe(prefix[-1])}")
     else:
-        explanation += f"; no operation could be linearized before it (the register starts at {search.initial!r})"
+        explanation += f"; no operation could be linearized before it (the register starts at {_shown(search.initial)})"
     if pending:
         explanation += f"; also pending then: {'; '.join(_describe(op) for op in pending)}"
     return {

@@ -72,7 +72,9 @@ def test_a_read_of_a_value_other_than_the_initial_one_is_not():
 
 def test_the_initial_value_is_null_unless_told():
     assert check_register(done(0, "read", None))["valid"] is True
-    assert check_register(done(0, "read", 0))["valid"] is False
+    result = check_register(done(0, "read", 0))
+    assert result["valid"] is False
+    assert "leaves the register at null" in example(result)["explanation"]  # values as the JSON history spells them
     assert check_register(done(0, "read", 0), initial=0)["valid"] is True
 
 
