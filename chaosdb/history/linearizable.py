@@ -2,7 +2,8 @@
 
 :func:`check_register` reads a history in Jepsen's form (as elle-cli reads it from JSON): a list of events, each a
 dict with ``type`` (``invoke``, ``ok``, ``fail`` or ``info``), ``process``, ``f`` (``read``, ``write`` or ``cas``),
-``value``, and optionally ``index`` (the event's position when absent) and ``time``.
+``value``, and optionally ``index`` (the event's position when absent) and ``time``. Real time is the order of the
+list (as Jepsen records it); ``index`` only names events in messages, and ``time`` is not read.
 
 The history comes in one of two forms, told apart by the values of its invocations and ``ok`` completions (the
 values of ``fail`` and ``info`` completions are not looked at: the invocation says what was attempted):
