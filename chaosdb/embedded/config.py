@@ -72,6 +72,10 @@ def _plain_patroni_config(layout: ClusterLayout, node: NodeLayout, secrets: dict
                         "hot_standby": "on",
                         "wal_keep_size": "256MB",
                         "wal_log_hints": "on",
+                        # a replica reports its position every second (default 10 s): its lag is seen at once,
+                        # and a network fault cuts an asynchronous replica's stream within a second (the fault
+                        # engine tells a connection's opener from the opener's next packet)
+                        "wal_receiver_status_interval": "1s",
                     },
                 },
             },

@@ -4,8 +4,8 @@
   (PostgreSQL's snapshot isolation) shows G2-item against serializable and is valid against snapshot isolation;
   under serializable it is valid against serializable; under read committed it is valid against read committed and
   shows nothing read committed forbids.
-* Replication under a primary kill: the replicas' PostgreSQL is suspended for a few seconds (they fall behind), the
-  primary's node is killed and the replicas resumed; with asynchronous replication the commits acknowledged in
+* Replication under a primary kill: the primary is cut from its peers for a few seconds (the replicas fall behind
+  while its clients still reach it), its node is killed and the partition healed; with asynchronous replication the commits acknowledged in
   those seconds vanish at the failover and the checker names them, with synchronous replication the commits wait
   for the standby and nothing is lost. An oracle apart from the checker (every acknowledged append against the
   database's final lists) says which is true.
@@ -28,6 +28,11 @@ from chaosdb.load import runner
 pytestmark = pytest.mark.usefixtures("pg_cluster")
 
 #: what read committed permits of the cycles (Adya: PL-2 forbids G0, G1a, G1b, G1c)
+#: how long the primary is cut from its peers before its node is killed: a connection opened before a partition is cut
+#: once its opener's next packet marks it (a replica's status message: the embedded cluster's
+#: wal_receiver_status_interval, 1 s), and the primary stops serving once it cannot renew its leader key (Patroni's
+#: retry_timeout, 5 s)
+PARTITION_S = 4
 READ_COMMITTED_PERMITS = {"G-single-item", "G-nonadjacent-item", "G2-item", "lost-update"}
 
 
@@ -119,17 +124,16 @@ def _new_leader(layout, killed: str, timeout_s: float = 120.0) -> str:
 
 
 def _failover_run(layout, config: dict, samples: Path) -> tuple[dict, int]:
-    """The load, the replicas suspended 3 s, the primary's node killed, the replicas resumed, the failover, 15 s of
-    load after it; returns the checker's result and the oracle's count of lost acknowledged appends."""
+    """The load, the primary cut from its peers for :data:`PARTITION_S` (its WAL stops reaching the replicas; its clients still reach
+    it), the primary's node killed, the partition healed, the failover, 15 s of load after it; returns the checker's result and the oracle's count of lost acknowledged appends."""
     from chaosdb.embedded import actions as node_actions
     from chaosdb.faults import actions as faults
 
     _run(config, samples, isolation="serializable", keys=8, key_window_s=1, seconds=3)
     try:
-        faults.suspend_processes(target="replica", count=2, components=["postgres"], allow_quorum_loss=True,
-                                 configuration=config)
+        faults.partition_node(target="leader", scope="peers", configuration=config)
         try:
-            time.sleep(3)
+            time.sleep(PARTITION_S)
             record = node_actions.kill_node(target="leader", allow_quorum_loss=True, configuration=config)
             killed = record["targets"][0]["name"]
         finally:
@@ -168,3 +172,29 @@ def test_a_primary_kill_loses_acknowledged_appends_only_with_asynchronous_replic
     assert asynchronous["valid"] is False, (lost, _summary(asynchronous))
     named = asynchronous["anomalies"]
     assert any("served_by" in e for examples in named.values() for e in examples), named
+
+
+def test_etcd_register_stays_linearizable_through_a_leader_kill_and_a_partition(healthy, config, tmp_path):
+    from chaosdb.clusters.postgres_ha import cluster
+    from chaosdb.embedded import actions as node_actions
+    from chaosdb.faults import actions as faults
+
+    samples = tmp_path / "register"
+    _run(config, samples, workload="register-etcd", seconds=3)
+    try:
+        killed = node_actions.kill_etcd_member(target="etcd-leader", configuration=config)["targets"][0]["name"]
+        time.sleep(6)
+        cluster.start_node(healthy, killed)
+        cluster.wait_healthy(healthy, timeout=90)
+        faults.partition_node(target="etcd-leader", scope="peers", configuration=config)
+        time.sleep(8)
+        faults.revert_faults(configuration=config)
+        time.sleep(4)
+    finally:
+        faults.revert_faults(configuration=config)
+        _stop()
+    ops = read_history(samples)
+    troubled = sum(1 for op in ops if op["type"] in ("info", "fail") and op["f"] != "cas")
+    assert troubled > 0, "no operation failed or timed out: the faults did not reach the clients"
+    result = check_history(samples)
+    assert result["model"] == "cas-register" and result["valid"] is True, _summary(result)
