@@ -49,6 +49,14 @@ class Edges:
                 self.targets.append(target)
                 self.kinds.append(kind)
 
+    def add_from_all_to(self, source: int, targets: Iterable[int], kind: int) -> None:
+        """Adds an edge of type ``kind`` from ``source`` to each of ``targets``."""
+        for target in targets:
+            if source != target:
+                self.sources.append(source)
+                self.targets.append(target)
+                self.kinds.append(kind)
+
     def vertices(self) -> set[int]:
         """The transactions that have at least one edge."""
         return set(self.sources) | set(self.targets)
