@@ -20,6 +20,8 @@ What is in it:
 * ``faults/``: the local fault engine (processes, cgroups, iptables, tc, a delay proxy)
 * ``images/``: the pack's own image builder (root filesystems from Debian packages, OCI archives, a cache)
 * ``gameday/``: game days: suites of repeated runs, the resumable runner, the aggregated report, the gate
+* ``history/``: checkers of transactional histories for isolation anomalies (list-append, rw-register), after
+  Jepsen's Elle
 * ``k8s/``: The Kubernetes engine, through the official ``kubernetes`` client
 * ``litmus/``: LitmusChaos engines and their verdicts
 * ``load/``: the load: Locust users, the load control, live-sample and integrity probes

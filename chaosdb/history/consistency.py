@@ -36,9 +36,8 @@ _CANONICAL: dict[str, str] = {
 }
 
 # The name we print for a canonical name (several user names share PL-3 and PL-SS; we print the common one).
-_FRIENDLY: dict[str, str] = {canonical: name for name, canonical in _CANONICAL.items()}
-_FRIENDLY["PL-3"] = "serializable"
-_FRIENDLY["PL-SS"] = "strict-serializable"
+_FRIENDLY: dict[str, str] = {**{canonical: name for name, canonical in _CANONICAL.items()},
+                              "PL-3": "serializable", "PL-SS": "strict-serializable"}
 
 # Model -> the models it implies directly (a history satisfying the first satisfies each of these).
 _MODEL_IMPLIES: dict[str, tuple[str, ...]] = {
