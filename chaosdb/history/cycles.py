@@ -13,10 +13,13 @@ the cycles found are short, and it has a budget of visited states: a search that
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import rustworkx
 
 from chaosdb.history.consistency import implied_anomalies
 from chaosdb.history.graph import EDGE_NAMES, PROCESS, REALTIME, RW, WR, WW, Edges
@@ -80,18 +83,26 @@ def classify(kinds: list[int]) -> str:
     return name
 
 
-def _single_bits(bits: int) -> list[int]:
-    return [b for b in (WW, WR, RW, PROCESS, REALTIME) if bits & b]
+# bits of an edge -> the single types in it
+_SINGLE: tuple[tuple[int, ...], ...] = tuple(
+    tuple(b for b in (WW, WR, RW, PROCESS, REALTIME) if bits & b) for bits in range(32))
+
+
+class _Budget:
+    """How many more edge steps the searches of one spec in one component may take."""
+
+    def __init__(self, steps: int) -> None:
+        self.remaining = steps
+        self.exhausted = False
 
 
 class _Search:
     """One breadth-first search for a cycle of one spec within one component's adjacency."""
 
-    def __init__(self, adjacency: dict[int, dict[int, int]], spec: CycleSpec, budget: int) -> None:
+    def __init__(self, adjacency: dict[int, dict[int, int]], spec: CycleSpec, budget: _Budget) -> None:
         self.adjacency = adjacency
         self.spec = spec
         self.budget = budget
-        self.exhausted = False
 
     def _step(self, flags: int, kind: int) -> int:
         """The flags after taking an edge of ``kind``, or -1 if the spec forbids it. Flags: bits 0-1 rw count
@@ -139,15 +150,16 @@ class _Search:
         allowed = self.spec.allowed
         parents: dict[tuple[int, int], tuple[tuple[int, int], int] | None] = {(start, 0): None}
         queue = deque([(start, 0)])
+        budget = self.budget
         while queue:
-            if self.budget <= 0:
-                self.exhausted = True
+            if budget.remaining <= 0:
+                budget.exhausted = True
                 return None
             state = queue.popleft()
             vertex, flags = state
             for target, bits in self.adjacency[vertex].items():
-                for kind in _single_bits(bits & allowed):
-                    self.budget -= 1
+                for kind in _SINGLE[bits & allowed]:
+                    budget.remaining -= 1
                     after = self._step(flags, kind)
                     if after < 0:
                         continue
@@ -197,7 +209,7 @@ def _any_cycle(adjacency: dict[int, dict[int, int]]) -> list[tuple[int, int, int
     while queue:
         vertex = queue.popleft()
         for target, bits in adjacency[vertex].items():
-            kind = _single_bits(bits)[0]
+            kind = _SINGLE[bits][0]
             if target == start:
                 steps = [(vertex, target, kind)]
                 node = vertex
@@ -225,32 +237,142 @@ def _components_adjacency(components: list[list[int]], edges: Edges) -> list[dic
     return adjacencies
 
 
-def search_components(components: list[list[int]], edges: Edges, search_types: tuple[str, ...],
-                      budget: int = 200_000) -> tuple[dict[str, list[list[tuple[int, int, int]]]],
-                                                       list[dict[str, Any]]]:
-    """Finds named cycles in each component: ({anomaly: [cycle steps, ...]}, [search timeouts]).
+def _nontrivial_components(adjacency: dict[int, dict[int, int]]) -> list[set[int]]:
+    """The strongly connected components (of two or more vertices) of a small adjacency, by rustworkx."""
+    vertices = list(adjacency)
+    place = {v: i for i, v in enumerate(vertices)}
+    graph = rustworkx.PyDiGraph(multigraph=False)
+    graph.add_nodes_from(vertices)
+    graph.add_edges_from_no_data([(place[u], place[v]) for u, out in adjacency.items() for v in out])
+    return sorted(({vertices[i] for i in c} for c in rustworkx.strongly_connected_components(graph) if len(c) > 1),
+                  key=min)
 
-    ``search_types`` are the names to search for (those of the orders the graph has); ``budget`` bounds the
-    states one search of one component may visit.
+
+def _within(adjacency: dict[int, dict[int, int]], members: set[int], drop: int = 0) -> dict[int, dict[int, int]]:
+    """The adjacency restricted to ``members``, without the edge types in ``drop``."""
+    keep = ~drop
+    return {u: {v: b & keep for v, b in adjacency[u].items() if v in members and b & keep} for u in members}
+
+
+def _path_between(adjacency: dict[int, dict[int, int]], source: int, target: int, required: tuple[int, ...],
+                  budget: _Budget, rank: dict[int, int]) -> list[tuple[int, int, int]] | None:
+    """A shortest simple path source -> target using at least one edge of each type in ``required`` (never
+    stepping to a vertex ranked past the target: no path comes back from there)."""
+    full = (1 << len(required)) - 1
+    limit = rank[target]
+    start = (source, 0)
+    parents: dict[tuple[int, int], tuple[tuple[int, int], int] | None] = {start: None}
+    queue = deque([start])
+    while queue:
+        if budget.remaining <= 0:
+            budget.exhausted = True
+            return None
+        state = queue.popleft()
+        vertex, mask = state
+        for nxt, bits in adjacency[vertex].items():
+            if rank[nxt] > limit:
+                continue
+            for kind in _SINGLE[bits]:
+                budget.remaining -= 1
+                seen = mask
+                for i, bit in enumerate(required):
+                    if kind == bit:
+                        seen |= 1 << i
+                if nxt == target and seen == full:
+                    path = _Search._path(parents, state) + [(vertex, nxt, kind)]
+                    if len({step[0] for step in path}) == len(path):
+                        return path
+                    continue
+                after = (nxt, seen)
+                if after not in parents:
+                    parents[after] = (state, kind)
+                    queue.append(after)
+    return None
+
+
+def _ranks(adjacency: dict[int, dict[int, int]]) -> dict[int, int]:
+    """Each vertex's place in a topological order of the adjacency's components: a path can only go from a vertex
+    to one of equal or higher rank."""
+    vertices = list(adjacency)
+    place = {v: i for i, v in enumerate(vertices)}
+    graph = rustworkx.PyDiGraph(multigraph=False)
+    graph.add_nodes_from(vertices)
+    graph.add_edges_from_no_data([(place[u], place[v]) for u, out in adjacency.items() for v in out])
+    condensed = rustworkx.condensation(graph)
+    assert isinstance(condensed, rustworkx.PyDiGraph)
+    return {v: rank for rank, node in enumerate(rustworkx.topological_sort(condensed)) for v in condensed[node]}
+
+
+def _closing_search(sub: dict[int, dict[int, int]], spec: CycleSpec,
+                    budget: _Budget) -> list[tuple[int, int, int]] | None:
+    """A cycle made of one pivot edge u -> v (the rw edge, else an edge of a required type) and a path back v -> u
+    without rw edges: the search for specs with at most one rw edge. Pivots whose way back is impossible by the
+    topological order of the way-back graph are skipped; the nearest are tried first."""
+    if spec.rw_rule == _ONE_RW:
+        pivot, rest, back = RW, spec.required, _within(sub, set(sub), drop=RW)
+    else:
+        pivot = spec.required[0] if spec.required else 0
+        rest, back = spec.required[1:], sub
+    rank = _ranks(back)
+    pivots = [(rank[u] - rank[v], u, v, pivot or _SINGLE[bits][0]) for u in sub for v, bits in sub[u].items()
+              if (not pivot or bits & pivot) and rank[v] <= rank[u]]
+    pivots.sort()
+    for _distance, u, v, kind in pivots:
+        path = _path_between(back, v, u, rest, budget, rank)
+        if path is not None and u not in {step[0] for step in path}:
+            return [(u, v, kind)] + path
+        if budget.exhausted:
+            return None
+    return None
+
+
+def _search_spec(adjacency: dict[int, dict[int, int]], spec: CycleSpec,
+                 budget: _Budget) -> list[tuple[int, int, int]] | None:
+    """A cycle of the spec in one component, or None (``budget.exhausted`` tells a search that gave up)."""
+    restricted = _restricted(adjacency, spec.allowed)
+    for members in _nontrivial_components(restricted):
+        sub = _within(restricted, members)
+        if spec.rw_rule in (_NO_RW, _ONE_RW):
+            cycle = _closing_search(sub, spec, budget)
+        else:
+            search = _Search(sub, spec, budget)
+            cycle = None
+            for start in _starts(sub, spec):
+                cycle = search.from_start(start)
+                if cycle is not None or budget.exhausted:
+                    break
+        if cycle is not None or budget.exhausted:
+            return cycle
+    return None
+
+
+def search_components(components: list[list[int]], edges: Edges, search_types: tuple[str, ...],
+                      budget: int = 100_000, time_limit_s: float = 10.0) -> tuple[
+                          dict[str, list[list[tuple[int, int, int]]]], list[dict[str, Any]]]:
+    """Finds named cycles in each component: ({anomaly: [cycle steps, ...]}, [searches that gave up]).
+
+    ``search_types`` are the names to search for (those of the orders the graph has); ``budget`` bounds the edge
+    steps one search of one component may take; past ``time_limit_s`` the remaining components only get their
+    fallback cycle.
     """
     found: dict[str, list[list[tuple[int, int, int]]]] = {}
     timeouts: list[dict[str, Any]] = []
+    started = time.monotonic()
+    unsearched = 0
     for adjacency in _components_adjacency(components, edges):
         skip: set[str] = set()
         found_here = False
-        for name in SEARCH_ORDER:
+        searching = time.monotonic() - started < time_limit_s
+        unsearched += not searching
+        for name in SEARCH_ORDER if searching else ():
             if name not in search_types or name in skip:
                 continue
-            spec = _SPECS[name]
-            restricted = _restricted(adjacency, spec.allowed)
-            search = _Search(restricted, spec, budget)
-            cycle = None
-            for start in _starts(restricted, spec):
-                cycle = search.from_start(start)
-                if cycle is not None or search.exhausted:
-                    break
-            if search.exhausted:
-                timeouts.append({"anomaly": name, "component_size": len(adjacency)})
+            allowance = _Budget(budget)
+            cycle = _search_spec(adjacency, _SPECS[name], allowance)
+            if allowance.exhausted:
+                timeouts.append({"anomaly": name, "component_size": len(adjacency),
+                                 "explanation": f"The search for a {name} cycle among {len(adjacency)} mutually "
+                                                "dependent transactions gave up; one may exist."})
             if cycle is not None:
                 found.setdefault(name, []).append(cycle)
                 skip |= implied_anomalies([name])
@@ -258,6 +380,11 @@ def search_components(components: list[list[int]], edges: Edges, search_types: t
         if not found_here:
             cycle = _any_cycle(adjacency)
             found.setdefault(classify([k for _a, _b, k in cycle]), []).append(cycle)
+    if unsearched:
+        timeouts.append({"anomaly": None, "components": unsearched,
+                         "explanation": f"The cycle search ran out of its {time_limit_s:g} s: {unsearched} groups of "
+                                        "mutually dependent transactions were only given one cycle each, not searched "
+                                        "for every anomaly."})
     return found, timeouts
 
 
