@@ -57,10 +57,6 @@ class Edges:
                 self.targets.append(target)
                 self.kinds.append(kind)
 
-    def vertices(self) -> set[int]:
-        """The transactions that have at least one edge."""
-        return set(self.sources) | set(self.targets)
-
 
 def orders_needed(consistency_model: str) -> int:
     """Which orders besides the data dependencies the model's anomalies need: REALTIME, PROCESS or 0.

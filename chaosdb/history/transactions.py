@@ -107,8 +107,8 @@ def parse_transactions(history: Sequence[dict[str, Any]], micro_ops: frozenset[s
             raise _bad(position, f"type {kind!r} is not invoke, ok, fail or info")
         invoked_at, invoked_mops = pending.pop(process, (-1, None))
         value = op.get("value")
-        if value is None and outcome != OK and invoked_mops is not None:
-            value = invoked_mops
+        if value is None and outcome != OK:  # a crash or failure may carry no value: the invocation's, or none
+            value = invoked_mops if invoked_mops is not None else []
         txns.ops.append(op)
         txns.outcome.append(outcome)
         txns.mops.append(_check_mops(value, position, micro_ops))

@@ -408,3 +408,13 @@ def test_refusals():
         check([txn(r("x", [7]))])
     with pytest.raises(ValueError, match="did you mean 'strict-serializable'"):
         check([], "strict-serialisable")
+
+
+def test_crashed_completion_without_value_takes_the_invocation():
+    history = numbered([{"process": 0, "type": "invoke", "f": "txn", "value": [["append", "x", 1]]},
+                        {"process": 0, "type": "info", "f": "txn"},
+                        {"process": 1, "type": "fail", "f": "txn"},
+                        {"process": 2, "type": "ok", "f": "txn", "value": [["r", "x", [1]]]}])
+    result = check_list_append(history)
+    assert (result["info"], result["fail"], result["transactions"]) == (1, 1, 1)
+    assert result["valid"] is True
