@@ -418,3 +418,20 @@ def test_crashed_completion_without_value_takes_the_invocation():
     result = check_list_append(history)
     assert (result["info"], result["fail"], result["transactions"]) == (1, 1, 1)
     assert result["valid"] is True
+
+
+def test_snapshot_isolation_without_g_single_is_still_not_repeatable_read():
+    # Elle's histories/si-without-g-single.edn: only G2-item cycles (adjacent rw edges), no G-single
+    history = []
+    for index, process, mops, read in [(10, 2, [a(9, 2)], None), (20, 4, [a(8, 1), r(9)], None),
+                                       (30, 7, [r(6), r(8), a(9, 5)], None), (40, 9, [a(6, 2), r(9)], [2])]:
+        invocation = [list(m) for m in mops]
+        completion = [list(m) for m in mops]
+        if read is not None:
+            completion[-1][2] = read
+        history += [{"index": index, "process": process, "type": "invoke", "f": "txn", "value": invocation},
+                    {"index": index + 1, "process": process, "type": "ok", "f": "txn", "value": completion}]
+    si = check_list_append(history, "snapshot-isolation")
+    assert si["valid"] is True and si["anomaly_types"] == ["G2-item"]
+    rr = check_list_append(history, "repeatable-read")
+    assert rr["valid"] is False and rr["anomaly_types"] == ["G2-item"] and rr["not"] == ["repeatable-read"]
