@@ -34,8 +34,13 @@ def add_orders(consistency_model: str, txns: Transactions, edges: Edges) -> int:
 def order_explanation(txns: Transactions, a: int, b: int, kind: int) -> tuple[Any, Any, str]:
     """Why ``a`` precedes ``b`` in real time or in its process's order, in plain words."""
     if kind == REALTIME:
-        return None, None, (f"{{a}} completed (index {txns.index(a)}) before {{b}} was invoked "
-                            f"(index {txns.ops[b].get('index', txns.invoked_at[b])}) (realtime)")
+        invoked = txns.invoked_at[b]
+        gap = ""
+        completed_ns, invoked_ns = txns.ops[a].get("time"), txns.invocation_time(b)
+        if isinstance(completed_ns, int) and isinstance(invoked_ns, int) and invoked_ns > completed_ns:
+            gap = f", {(invoked_ns - completed_ns) / 1e9:.3f} s earlier"
+        return None, None, (f"{{a}} completed (index {txns.index(a)}{gap}) before {{b}} was invoked "
+                            f"(index {txns.invocation_index(b) if invoked >= 0 else '?'}) (realtime)")
     return None, None, f"process {txns.ops[a].get('process')!r} ran {{a}} before {{b}} (process)"
 
 

@@ -61,17 +61,15 @@ class _Indexes:
                 f, k = mop[0], mop[1]
                 v = mop[2] if len(mop) > 2 else None
                 if f == "append":
-                    index = self.failed_appender if outcome == FAIL else self.appender
-                    by_value = index.setdefault(k, {})
-                    other = by_value.get(v, self.appender.get(k, {}).get(v) if outcome == FAIL else None)
-                    if other is None and outcome != FAIL:
+                    other = self.appender.get(k, {}).get(v)
+                    if other is None:
                         other = self.failed_appender.get(k, {}).get(v)
                     if other is not None and other != t:
                         raise ChaosDBError(
                             f"The history appends {v!r} to key {k!r} twice (transactions at index "
                             f"{txns.index(other)} and {txns.index(t)}); list-append checking needs every appended "
                             "value to be unique per key.")
-                    by_value[v] = t
+                    (self.failed_appender if outcome == FAIL else self.appender).setdefault(k, {})[v] = t
                     if k in last_append:
                         self.intermediate.setdefault(k, {})[last_append[k]] = t
                     last_append[k] = v

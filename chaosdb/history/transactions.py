@@ -27,7 +27,8 @@ class Transactions:
 
     ``ops[t]`` is the completion event (the dict of the history), ``outcome[t]`` OK/INFO/FAIL, ``mops[t]`` its
     micro-ops (the invocation's for an info or fail completion that carries none), ``invoked_at[t]`` and
-    ``completed_at[t]`` the positions of its events in the history (-1: no invocation seen).
+    ``completed_at[t]`` the positions of its events in the history (-1: no invocation seen), ``invocations[t]`` its
+    invocation event (when there is one).
     """
 
     ops: list[dict[str, Any]] = field(default_factory=list)
@@ -35,6 +36,7 @@ class Transactions:
     mops: list[list[Any]] = field(default_factory=list)
     invoked_at: list[int] = field(default_factory=list)
     completed_at: list[int] = field(default_factory=list)
+    invocations: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ops)
@@ -47,6 +49,16 @@ class Transactions:
         """The history index of transaction ``t``'s completion (its ``index`` field, else its position)."""
         op = self.ops[t]
         return op.get("index", self.completed_at[t])
+
+    def invocation_index(self, t: int) -> Any:
+        """The history index of transaction ``t``'s invocation (its position if it has no ``index``), or None."""
+        op = self.invocations.get(t)
+        return None if op is None else op.get("index", self.invoked_at[t])
+
+    def invocation_time(self, t: int) -> Any:
+        """The ``time`` of transaction ``t``'s invocation, or None."""
+        op = self.invocations.get(t)
+        return None if op is None else op.get("time")
 
     def describe(self, t: int) -> dict[str, Any]:
         """A JSON-ready summary of transaction ``t``: index, process, outcome and micro-ops."""
@@ -106,6 +118,8 @@ def parse_transactions(history: Sequence[dict[str, Any]], micro_ops: frozenset[s
         if outcome is None:
             raise _bad(position, f"type {kind!r} is not invoke, ok, fail or info")
         invoked_at, invoked_mops = pending.pop(process, (-1, None))
+        if invoked_at >= 0:
+            txns.invocations[len(txns.ops)] = history[invoked_at]
         value = op.get("value")
         if value is None and outcome != OK:  # a crash or failure may carry no value: the invocation's, or none
             value = invoked_mops if invoked_mops is not None else []
@@ -116,6 +130,7 @@ def parse_transactions(history: Sequence[dict[str, Any]], micro_ops: frozenset[s
         txns.completed_at.append(position)
     end = len(history)
     for process, (invoked_at, mops) in pending.items():  # never completed: unknown outcome
+        txns.invocations[len(txns.ops)] = history[invoked_at]
         txns.ops.append({"type": "info", "process": process, "f": "txn", "value": mops,
                          "index": history[invoked_at].get("index", invoked_at)})
         txns.outcome.append(INFO)
