@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
+import orjson
+
 from chaosdb.core.errors import ChaosDBError
 
 __all__ = ["HistoryWriter", "history_files", "read_history", "write_history", "PROCESS_STRIDE"]
@@ -35,6 +37,7 @@ __all__ = ["HistoryWriter", "history_files", "read_history", "write_history", "P
 #: at most 10,000 clients run one load
 PROCESS_STRIDE = 10_000
 
+_now_ns = time.time_ns
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
@@ -48,19 +51,23 @@ class HistoryWriter:
         self.flush_every_s = flush_every_s
         self.flush_rows = flush_rows
         self.count = 0
-        self._events: list[tuple[str, Any, str, Any, int, str]] = []
+        self._events: list[dict[str, Any]] = []
         self._last = time.monotonic()
-        self._f: IO[str] | None = open(self.path, "a", buffering=1 << 16)
+        self._f: IO[bytes] | None = open(self.path, "ab", buffering=1 << 16)
 
     def invoke(self, process: Any, f: str, value: Any) -> None:
         """Record that *process* sends operation *f* with *value* (reads not yet known: ``None``)."""
-        self._events.append(("invoke", process, f, value, time.time_ns(), ""))
+        self._events.append({"type": "invoke", "process": process, "f": f, "value": value, "time": _now_ns()})
 
     def complete(self, kind: str, process: Any, f: str, value: Any, node: str = "") -> None:
         """Record how *process*'s operation ended: *kind* ``ok``, ``fail`` or ``info``, with the *value* it ended
         with (reads filled in for ``ok``) and the server that answered (*node*, ``host:port``; '' unknown)."""
         events = self._events
-        events.append((kind, process, f, value, time.time_ns(), node))
+        if node:
+            events.append({"type": kind, "process": process, "f": f, "value": value, "time": _now_ns(),
+                           "node": node})
+        else:
+            events.append({"type": kind, "process": process, "f": f, "value": value, "time": _now_ns()})
         self.count += 1
         if len(events) >= self.flush_rows or time.monotonic() - self._last >= self.flush_every_s:
             self.flush()
@@ -71,7 +78,9 @@ class HistoryWriter:
         if self._f is None or not self._events:
             return
         events, self._events = self._events, []
-        self._f.write("".join(_line(*e) for e in events))
+        write, dumps, newline = self._f.write, orjson.dumps, orjson.OPT_APPEND_NEWLINE
+        for event in events:  # each line written at once: orjson's buffer is freed and reused, never piled up
+            write(dumps(event, None, newline))
         self._f.flush()
 
     def close(self) -> None:
@@ -80,12 +89,6 @@ class HistoryWriter:
             self.flush()
             self._f.close()
             self._f = None
-
-
-def _line(kind: str, process: Any, f: str, value: Any, ns: int, node: str) -> str:
-    proc = process if isinstance(process, int) else _encode(process)
-    tail = f',"node":{_encode(node)}}}\n' if node else "}\n"
-    return f'{{"type":"{kind}","process":{proc},"f":"{f}","value":{_encode(value)},"time":{ns}{tail}'
 
 
 def history_files(location: Path | str) -> list[Path]:
@@ -104,8 +107,8 @@ def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
             if not line.endswith("\n"):
                 return  # the last line of a file still being written
             try:
-                op = json.loads(line)
-            except ValueError as exc:
+                op = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
                 raise ChaosDBError(f"{path}, line {number}: not a JSON object ({exc})") from None
             if not isinstance(op, dict):
                 raise ChaosDBError(f"{path}, line {number}: an operation must be a JSON object, got {line[:60]!r}")
@@ -117,8 +120,8 @@ def _one_file(path: Path) -> list[dict[str, Any]]:
         start = fh.read(4096).lstrip()
     if start.startswith("["):
         try:
-            ops = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
+            ops = orjson.loads(path.read_bytes())
+        except orjson.JSONDecodeError as exc:
             raise ChaosDBError(f"{path}: not a JSON array of operations ({exc})") from None
         bad = next((i for i, op in enumerate(ops) if not isinstance(op, dict)), None)
         if bad is not None:
