@@ -10,7 +10,8 @@ register       ``read`` / ``write`` / ``cas``, keyed or not     :mod:`chaosdb.hi
 ============== ============================================ =================================================
 
 The result is the checker's (``valid``: true, false or ``"unknown"``; ``anomaly_types``; ``anomalies`` with
-examples explained), plus ``operations`` (events read), ``info`` (operations whose outcome is unknown) and, where the
+examples explained), plus, for a list-append history checked under a model with real-time order, ``lost_appends``
+(acknowledged appends a later read misses, each named as a ``lost-append``: :mod:`chaosdb.history.lost_appends`), ``operations`` (events read), ``info`` (operations whose outcome is unknown) and, where the
 operations say which server answered (``node``), the servers each example's operations were served by.
 """
 
@@ -92,6 +93,7 @@ def check_history(history: str | Path | list[dict[str, Any]], model: str | None 
         from chaosdb.history.list_append import check_list_append  # noqa: PLC0415 - only the checker asked for
 
         result = _transactional(check_list_append, ops, consistency_model, max_examples)
+        _name_lost_appends(result, ops, consistency_model, max_examples)
     elif chosen == "rw-register":
         from chaosdb.history.rw_register import check_rw_register  # noqa: PLC0415 - only the checker asked for
 
@@ -105,6 +107,23 @@ def check_history(history: str | Path | list[dict[str, Any]], model: str | None 
     result.setdefault("info", sum(1 for op in ops if op.get("type") == "info"))
     _served_by(result, ops)
     return result
+
+
+def _name_lost_appends(result: dict[str, Any], ops: list[dict[str, Any]], consistency_model: str,
+                       max_examples: int) -> None:
+    """Under a model with real-time order, each acknowledged append a later read misses, in one sentence
+    (:mod:`chaosdb.history.lost_appends`); the verdict stays the checker's (the same reads make its real-time
+    cycles)."""
+    from chaosdb.history.graph import REALTIME, orders_needed  # noqa: PLC0415 - only for list-append
+    from chaosdb.history.lost_appends import LOST_APPEND, lost_appends  # noqa: PLC0415 - only for list-append
+
+    if orders_needed(consistency_model) != REALTIME:
+        return
+    count, examples = lost_appends(ops, max_examples)
+    result["lost_appends"] = count
+    if count:
+        result.setdefault("anomalies", {})[LOST_APPEND] = examples
+        result["anomaly_types"] = sorted({*result.get("anomaly_types", []), LOST_APPEND})
 
 
 def _transactional(checker: Any, ops: list[dict[str, Any]], consistency_model: str,
