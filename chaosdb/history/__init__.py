@@ -13,5 +13,6 @@ What is in it:
 * ``analysis``: the inference and the cycle search put together
 * ``results``: the verdict
 * ``consistency``: which anomalies each consistency model forbids
+* ``lost_appends``: acknowledged appends a later read misses, one sentence each
 * ``linearizable``: linearizability of single-key registers (Wing & Gong with Lowe's memoisation, per key)
 """
