@@ -40,7 +40,8 @@ def lost_appends(history: Sequence[dict[str, Any]], max_examples: int = 8) -> tu
                 acknowledged.setdefault(key, []).append((txns.completed_at[t], value, t))
             elif f == "r" and isinstance(value, list) and txns.invoked_at[t] >= 0:
                 reads.setdefault(key, []).append((txns.invoked_at[t], value, t))
-    count, examples: list[dict[str, Any]] = 0, []
+    count = 0
+    examples: list[dict[str, Any]] = []
     for key, appended in acknowledged.items():
         later = sorted(reads.get(key, ()), key=lambda r: r[0])
         if not later:
