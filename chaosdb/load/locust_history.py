@@ -11,6 +11,7 @@ Each process writes ``history-w<worker>-<pid>.jsonl`` beside its ``samples-*.csv
 from __future__ import annotations
 
 import os
+import time
 
 import locust
 from locust import User, constant, events, task
@@ -34,6 +35,8 @@ def _options(parser) -> None:
     parser.add_argument("--history-window-s", type=float, default=0.0,
                         help="seconds a set of keys is in play (0: the model's default)")
     parser.add_argument("--history-ops", type=int, default=4, help="micro-operations per transaction, at most")
+    parser.add_argument("--history-run", type=int, default=0,
+                        help="the run's start (Unix seconds): its keys start there (0: this process's start)")
 
 
 def _writer(environment) -> HistoryWriter:
@@ -45,6 +48,13 @@ def _writer(environment) -> HistoryWriter:
         events.test_stop.add_listener(lambda **_kw: writer.flush())
         events.quitting.add_listener(lambda **_kw: writer.close())
     return writer
+
+
+def _run(opts) -> int:
+    """The run's start as every user of this process sees it (the option, else this process's first look)."""
+    if not opts.history_run:
+        opts.history_run = int(time.time())
+    return int(opts.history_run)
 
 
 class HistoryUser(User):
@@ -63,12 +73,12 @@ class HistoryUser(User):
         self.client: EtcdRegisterClient | SqlHistoryClient
         if opts.history_model == "register":
             self.client = EtcdRegisterClient(opts.chaosdb_dsn, number, writer, keys=opts.history_keys or 8,
-                                             window_s=opts.history_window_s or 2.0, seed=seed)
+                                             window_s=opts.history_window_s or 2.0, seed=seed, run=_run(opts))
         else:
             self.client = SqlHistoryClient(opts.history_model, opts.chaosdb_dsn, number, writer,
                                            isolation=opts.chaosdb_isolation, keys=opts.history_keys or 16,
                                            window_s=opts.history_window_s or 1.0, max_ops=opts.history_ops,
-                                           seed=seed)
+                                           seed=seed, run=_run(opts))
         self.pacer = Pacer()
 
     def on_stop(self) -> None:

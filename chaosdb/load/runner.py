@@ -90,7 +90,7 @@ def start_load(options: LoadOptions | None = None, /, *, configuration: dict[str
         argv += ["--ycsb-records", str(o.records), "--ycsb-backend", "etcd" if o.workload == "ycsb-etcd" else "sql"]
     elif o.workload in HISTORY_MODELS:
         argv += ["--history-model", HISTORY_MODELS[o.workload], "--history-keys", str(o.keys),
-                 "--history-window-s", str(o.key_window_s)]
+                 "--history-window-s", str(o.key_window_s), "--history-run", str(int(time.time()))]
     if o.processes:
         argv += ["--processes", str(o.processes)]
     master = None

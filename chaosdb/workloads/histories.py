@@ -9,8 +9,9 @@
 * ``register`` (etcd): single-key reads, writes and compare-and-sets of the values 0 to 4 (Knossos's register) on
   keys ``/chaosdb/register/<k>``, each operation's value keyed (``[k, v]``; a cas ``[k, [old, new]]``).
 
-Keys contend on purpose: ``keys`` keys are in play at a time, a new set every ``window_s`` seconds (the key is the
-window's number times ``keys`` plus its place, so a run never meets an earlier run's keys and a list stays short);
+Keys contend on purpose: ``keys`` keys are in play at a time, a new set every ``window_s`` seconds (so a list stays
+short); a run's keys start at the second it started times a billion (``run``, the same for every process of the
+load), so a run never meets an earlier run's keys;
 reads go to the current keys, or, one in four, to a key of the last ``lookback_s`` seconds (60 for SQL), so that what a key held
 before a fault is read again after it. A transaction runs at the load's isolation level, once (no retry: a retry is
 a new operation). Its end decides its type: committed is ``ok``; an error before COMMIT, a serialization failure or
@@ -31,7 +32,7 @@ from chaosdb.workloads.executor import Executor
 from chaosdb.workloads.kv import EtcdError, EtcdKV
 from chaosdb.workloads.samples import Sample
 
-__all__ = ["KeyWindows", "SqlHistoryClient", "EtcdRegisterClient", "MODELS", "TABLES", "outcome_type"]
+__all__ = ["KeyWindows", "SqlHistoryClient", "EtcdRegisterClient", "MODELS", "TABLES", "RUN_STRIDE", "outcome_type"]
 
 #: the history workloads and the database each runs on
 MODELS = {"list-append": "postgresql", "rw-register": "postgresql", "register": "etcd"}
@@ -50,6 +51,8 @@ _READ_REGISTER = "SELECT v FROM chaosdb_rw_register WHERE k = %s"
 #: the advisory lock that makes concurrent first clients create a table once
 _SCHEMA_LOCK = 734_110_042
 REGISTER_PREFIX = "/chaosdb/register/"
+#: the keys of one run: a run that starts at Unix second S uses keys from S * RUN_STRIDE (a billion keys a run)
+RUN_STRIDE = 1_000_000_000
 
 
 def outcome_type(outcome: str) -> str:
@@ -61,26 +64,33 @@ def outcome_type(outcome: str) -> str:
 
 
 class KeyWindows:
-    """The keys in play: ``keys`` of them per window of ``window_s`` seconds (see the module's docstring)."""
+    """The keys in play: ``keys`` of them per window of ``window_s`` seconds from the run's start (see the module's
+    docstring); a run's keys are ``run * RUN_STRIDE + window * keys + place``, so no two runs share one."""
 
-    def __init__(self, keys: int, window_s: float, lookback_s: float, rng: random.Random,
+    def __init__(self, keys: int, window_s: float, lookback_s: float, rng: random.Random, run: int = 0,
                  clock: Any = time.time) -> None:
         self.keys = max(1, int(keys))
         self.window_s = max(0.05, float(window_s))
         self.lookback = max(0, int(lookback_s / self.window_s))
         self.rng = rng
         self.clock = clock
+        self.run = int(run) or int(clock())
+        self.base = self.run * RUN_STRIDE
+
+    def _window(self) -> int:
+        return max(0, int((self.clock() - self.run) / self.window_s))
 
     def write_key(self) -> int:
         """A key of the current window."""
-        return int(self.clock() / self.window_s) * self.keys + self.rng.randrange(self.keys)
+        return self.base + self._window() * self.keys + self.rng.randrange(self.keys)
 
     def read_key(self) -> int:
-        """A key of the current window, or one time in four, of one of the windows of the lookback."""
-        window = int(self.clock() / self.window_s)
-        if self.lookback and self.rng.random() < 0.25:
-            window -= self.rng.randint(1, self.lookback)
-        return window * self.keys + self.rng.randrange(self.keys)
+        """A key of the current window, or one time in four, of one of the windows of the lookback (never before
+        the run's first)."""
+        window = self._window()
+        if self.lookback and window and self.rng.random() < 0.25:
+            window = max(0, window - self.rng.randint(1, self.lookback))
+        return self.base + window * self.keys + self.rng.randrange(self.keys)
 
 
 class _Client:
@@ -103,13 +113,13 @@ class SqlHistoryClient(_Client):
 
     def __init__(self, model: str, dsn: str, client: int, writer: HistoryWriter, *, isolation: str = "default",
                  keys: int = 16, window_s: float = 1.0, lookback_s: float = 60.0, max_ops: int = 4,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, run: int = 0) -> None:
         if model not in TABLES:
             raise ValueError(f"model must be one of {', '.join(TABLES)}, got {model!r}")
         super().__init__(client, writer)
         self.model = model
         self.rng = random.Random(seed)
-        self.windows = KeyWindows(keys, window_s, lookback_s, self.rng)
+        self.windows = KeyWindows(keys, window_s, lookback_s, self.rng, run)
         self.max_ops = max(1, int(max_ops))
         self.executor = Executor(dsn, isolation, max_retries=0, seed=seed, application_name="chaosdb-history")
         self.write_f = "append" if model == "list-append" else "w"
@@ -190,11 +200,11 @@ class EtcdRegisterClient(_Client):
     UNAVAILABLE = {14, 4}
 
     def __init__(self, dsn: str, client: int, writer: HistoryWriter, *, keys: int = 8, window_s: float = 2.0,
-                 timeout_s: float = 5.0, seed: int | None = None) -> None:
+                 timeout_s: float = 5.0, seed: int | None = None, run: int = 0) -> None:
         super().__init__(client, writer)
         self.kv = EtcdKV.of(dsn, timeout_s, start=client)
         self.rng = random.Random(seed)
-        self.windows = KeyWindows(keys, window_s, 0.0, self.rng)
+        self.windows = KeyWindows(keys, window_s, 0.0, self.rng, run)
 
     def _run(self, f: str, key: int, value: Any) -> tuple[str, Any]:
         path = f"{REGISTER_PREFIX}{key}"

@@ -13,7 +13,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.history.check import anomaly_counts, check_history, detect_model
 from chaosdb.history.lost_appends import lost_appends
 from chaosdb.history.recording import PROCESS_STRIDE, HistoryWriter, read_history, write_history
-from chaosdb.workloads.histories import KeyWindows, outcome_type
+from chaosdb.workloads.histories import RUN_STRIDE, KeyWindows, outcome_type
 from tests.unit.history_ops import invoked, numbered, txn
 
 
@@ -115,8 +115,10 @@ def test_outcomes_become_history_types_and_keys_rotate_by_window():
     assert [outcome_type(o) for o in ("committed", "ambiguous", "aborted", "conn_error", "error")] == \
         ["ok", "info", "fail", "fail", "fail"]
     now = [100.0]
-    windows = KeyWindows(4, 2.0, 10.0, random.Random(1), clock=lambda: now[0])
-    assert {windows.write_key() for _ in range(50)} == {200, 201, 202, 203}
+    windows = KeyWindows(4, 2.0, 10.0, random.Random(1), run=100, clock=lambda: now[0])
+    base = 100 * RUN_STRIDE
+    assert {windows.write_key() for _ in range(50)} == {base, base + 1, base + 2, base + 3}
+    assert {windows.read_key() for _ in range(50)} == {base, base + 1, base + 2, base + 3}  # never before the run
     now[0] = 102.5
-    assert {windows.write_key() for _ in range(50)} == {204, 205, 206, 207}
-    assert min(windows.read_key() for _ in range(400)) < 204  # one read in four looks back
+    assert {windows.write_key() for _ in range(50)} == {base + 4, base + 5, base + 6, base + 7}
+    assert min(windows.read_key() for _ in range(400)) < base + 4  # one read in four looks back
