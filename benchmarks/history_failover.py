@@ -59,6 +59,8 @@ def one_round(directory: Path, replication: str, partition_s: float, out: Path) 
     layout = load_layout(directory)
     if replication == "async":
         cluster_steps.set_synchronous_standbys(directory, 0)
+    else:
+        cluster_steps.restore_replication(directory, "sync")
     load_before = os.getloadavg()[0]
     try:
         runner.start_load(configuration=config, workload="list-append", users=8, warmup_s=0, baseline_s=3,

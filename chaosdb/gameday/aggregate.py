@@ -48,6 +48,10 @@ METRICS: dict[str, tuple[tuple[str, str], bool]] = {
     "unavailability_s": (("recovery", "unavailability_s"), True),
     "baseline_p99_ms": (("baseline", "p99_ms"), True),
     "baseline_tps": (("baseline", "throughput_tps"), False),
+    # the load's operation history, when it recorded one (chaosdb.report.histories): anomalies found, operations of
+    # unknown outcome
+    "history_anomalies": (("history", "anomaly_count"), True),
+    "history_info": (("history", "info"), True),
 }
 
 

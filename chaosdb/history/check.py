@@ -123,6 +123,7 @@ def _name_lost_appends(result: dict[str, Any], ops: list[dict[str, Any]], consis
     result["lost_appends"] = count
     if count:
         result.setdefault("anomalies", {})[LOST_APPEND] = examples
+        result.setdefault("counts", {})[LOST_APPEND] = count
         result["anomaly_types"] = sorted({*result.get("anomaly_types", []), LOST_APPEND})
 
 
@@ -135,6 +136,9 @@ def _transactional(checker: Any, ops: list[dict[str, Any]], consistency_model: s
 
 
 def anomaly_counts(result: Mapping[str, Any]) -> dict[str, int]:
-    """How many examples of each anomaly a result holds (what a game day compares across runs)."""
-    return {name: len(examples) if isinstance(examples, list) else 1
-            for name, examples in sorted((result.get("anomalies") or {}).items())}
+    """How many of each anomaly a result found (its ``counts``; else the examples it holds): what a game day
+    compares across runs."""
+    counts = dict(result.get("counts") or {})
+    for name, examples in (result.get("anomalies") or {}).items():
+        counts.setdefault(name, len(examples) if isinstance(examples, list) else 1)
+    return dict(sorted(counts.items()))

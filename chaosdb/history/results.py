@@ -20,6 +20,7 @@ def result(model: str, consistency_model: str, txns: Transactions, anomalies: di
     ``valid`` is False when the model forbids one of them, "unknown" when only anomalies that leave the verdict open
     are left, True otherwise; anomalies the model allows are reported all the same. ``not``/``also_not`` are the
     models these anomalies rule out (the weakest ones, then the stronger rest), whatever model was asked for.
+    ``counts`` says how many of each were found (``anomalies`` keeps at most ``max_examples`` of them).
     """
     prohibited = prohibited_anomalies(consistency_model)
     present = {name: examples[:max_examples] for name, examples in anomalies.items() if examples}
@@ -30,6 +31,8 @@ def result(model: str, consistency_model: str, txns: Transactions, anomalies: di
     else:
         valid = True
     ruled_out, also_ruled_out = boundary(name for name in present if name not in UNKNOWN_ANOMALIES)
-    return {"valid": valid, "anomaly_types": sorted(present), "anomalies": present, "not": ruled_out,
+    counts = {name: len(examples) for name, examples in sorted(anomalies.items()) if examples}
+    return {"valid": valid, "anomaly_types": sorted(present), "anomalies": present, "counts": counts,
+            "not": ruled_out,
             "also_not": also_ruled_out, "consistency_model": consistency_model, "model": model,
             "transactions": txns.count(OK), "info": txns.count(INFO), "fail": txns.count(FAIL)}

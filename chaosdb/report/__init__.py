@@ -10,6 +10,7 @@ What is in it:
 * ``data``: Samples as numpy arrays for the reporter
 * ``definitions``: how every figure of a report is defined (printed at the end of the report itself)
 * ``findings``: what a report says first (the outage beside the verdict, throughput not recovered, availability)
+* ``histories``: the section on the load's operation history (checked from the run's folder alone)
 * ``html``: HTML reports from Jinja2 templates (``templates/``), plots inlined
 * ``journal``: Reading Chaos Toolkit journals
 * ``metrics``: Degradation and recovery metrics from samples and fault windows (``metrics.json``)

@@ -27,6 +27,7 @@ from chaosdb.report.findings import (
     restore_lines,
     throughput_recovery,
 )
+from chaosdb.report.histories import HISTORY_HEADER, history_rows, history_section, history_sentences
 from chaosdb.report.html import render_page
 from chaosdb.report.journal import JournalInfo, read_journal
 from chaosdb.report.metrics import compute_metrics, sample_sets
@@ -324,6 +325,10 @@ def render_markdown(title: str, info: JournalInfo, m: dict[str, Any], images: di
     if m.get("operations"):
         out += ["", "## Operations under load", "", "| " + " | ".join(OPS_HEADER) + " |", "|" + " --- |" * len(OPS_HEADER)]
         out += [f"| {' | '.join(r)} |" for r in _ops_rows(m)]
+    if m.get("history"):
+        out += ["", "## Operation history", ""] + [" ".join(history_sentences(m["history"]))]
+        rows = [[cell.replace("|", "\\|") for cell in row] for row in history_rows(m["history"])]
+        out += ([""] + _markdown_table(HISTORY_HEADER, rows, ["---", "---:", "---"])) if rows else []
     out += ["", f"## {DEFINITIONS_TITLE}", ""]
     out += [f"- **{figure}** (`metrics.json`: {key}): {text}." for figure, key, text in definition_rows()]
     out += ["", "Times are seconds from the first fault. Latency statistics, the tables and both figures are of the "
@@ -371,7 +376,9 @@ def render_html(title: str, info: JournalInfo, m: dict[str, Any], png: dict[str,
         effects=effect_rows(m) if m.get("effects") else [], span_header=SPAN_HEADER,
         spans=span_rows(m) if m.get("fault_spans") else [], fault_header=FAULT_HEADER,
         faults=_fault_rows(m["faults"], m.get("first_fault_ts") or m["first_ts"]), ops_header=OPS_HEADER,
-        operations=_ops_rows(m) if m.get("operations") else [])
+        operations=_ops_rows(m) if m.get("operations") else [],
+        history=history_sentences(m["history"]) if m.get("history") else [], history_header=HISTORY_HEADER,
+        history_rows=history_rows(m["history"]) if m.get("history") else [])
 
 
 def _first_fault_ended(spans: list[dict[str, Any]], fault_start: float | None) -> tuple[float | None, str] | None:
@@ -435,6 +442,9 @@ def build_report(journal_path: Path | str, samples: Path | str | None = None, ou
     m["operations"] = measure_operations(ops, ops_samples, info.load.get("pauses") or [],
                                          (m.get("baseline") or {}).get("throughput_tps"),
                                          (m.get("recovery") or {}).get("disturbances") or [], m.get("end_ts"))
+    history = history_section(location, info.load.get("settings") or {})
+    if history is not None:
+        m["history"] = history
     workers = load_workers_of(info.load, m.get("first_fault_ts") or m.get("first_ts"))
     if workers is not None:
         m["load_workers"] = workers

@@ -365,3 +365,27 @@ def test_secrets_read_from_the_environment_stay_out_of_the_report(real_journal, 
     capsys.readouterr()
     for f in out.iterdir():
         assert b"CANARY-env-secret" not in f.read_bytes(), f.name
+
+
+def test_a_recorded_history_gets_its_section_checked_from_the_run_folder(real_journal, tmp_path):
+    """Beside its samples the load recorded a list-append history with a G1c cycle (two transactions each reading
+    the other's append): the report checks it against the load's isolation (here the server's default: read
+    committed, which forbids G1c) and says so in metrics.json, report.md and report.html."""
+    from chaosdb.history.recording import write_history
+    from tests.unit.history_ops import invoked, numbered, txn
+
+    journal, samples, _fault = _journal_with_samples(real_journal, tmp_path)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    samples.rename(folder / "samples-w0-1.csv")
+    t1 = dict(txn(("append", 1, 1), ("r", 2, [2]), process=0), node="127.0.0.21:5432")
+    t2 = dict(txn(("append", 2, 2), ("r", 1, [1]), process=1), node="127.0.0.22:5432")
+    write_history(numbered([invoked(t1)[0], invoked(t2)[0], t1, t2]), folder / "history-w0-1.jsonl")
+    out = tmp_path / "out"
+    assert cli(["report", str(journal), "--samples", str(folder), "-o", str(out)]) == 0
+    history = json.loads((out / "metrics.json").read_text())["history"]
+    assert history["valid"] is False and history["consistency_model"] == "read-committed"
+    assert history["counts"] == {"G1c": 1} and history["anomaly_count"] == 1 and history["info"] == 0
+    md = (out / "report.md").read_text()
+    assert "## Operation history" in md and "| G1c | 1 |" in md and "Served by: op 2 127.0.0.21:5432" in md
+    assert 'id="history"' in (out / "report.html").read_text()
