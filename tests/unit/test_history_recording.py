@@ -122,3 +122,11 @@ def test_outcomes_become_history_types_and_keys_rotate_by_window():
     now[0] = 102.5
     assert {windows.write_key() for _ in range(50)} == {base + 4, base + 5, base + 6, base + 7}
     assert min(windows.read_key() for _ in range(400)) < base + 4  # one read in four looks back
+
+
+def test_a_register_history_with_compare_and_set_is_checked_as_the_register_model_too():
+    history = numbered([{"type": "invoke", "process": 0, "f": "cas", "value": [None, 1]},
+                        {"type": "ok", "process": 0, "f": "cas", "value": [None, 1]},
+                        {"type": "invoke", "process": 1, "f": "read", "value": None},
+                        {"type": "ok", "process": 1, "f": "read", "value": 1}])
+    assert check_history(history, "register")["valid"] is True
