@@ -27,6 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _new_leader(layout: Any, killed: str, timeout_s: float = 120.0) -> str:
+    """The replica that took the leader key, once its PostgreSQL is promoted (it accepts a read-write session):
+    Patroni names the leader a moment before the promotion, while its walreceiver could still take in WAL."""
+    import psycopg  # noqa: PLC0415 - the postgres extra
+
     from chaosdb.clusters.postgres_ha import cluster  # noqa: PLC0415 - the repository's own
 
     deadline = time.monotonic() + timeout_s
@@ -34,7 +38,8 @@ def _new_leader(layout: Any, killed: str, timeout_s: float = 120.0) -> str:
         try:
             leader = cluster.patroni_client(layout).leader()
             if leader is not None and leader.name != killed:
-                return str(leader.name)
+                with psycopg.connect(layout.dsn(), connect_timeout=3, target_session_attrs="read-write"):
+                    return str(leader.name)
         except Exception:  # noqa: BLE001 - the cluster is failing over: ask again
             pass
         time.sleep(1)

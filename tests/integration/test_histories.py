@@ -112,6 +112,10 @@ def _final_lists(dsn: str, keys: list[int]) -> dict[int, list[int]]:
 
 
 def _new_leader(layout, killed: str, timeout_s: float = 120.0) -> str:
+    """The replica that took the leader key, once its PostgreSQL is promoted (it accepts a read-write session):
+    Patroni names the leader a moment before the promotion, while its walreceiver could still take in WAL."""
+    import psycopg
+
     from chaosdb.clusters.postgres_ha import cluster
 
     deadline = time.monotonic() + timeout_s
@@ -119,7 +123,8 @@ def _new_leader(layout, killed: str, timeout_s: float = 120.0) -> str:
         try:
             leader = cluster.patroni_client(layout).leader()
             if leader is not None and leader.name != killed:
-                return str(leader.name)
+                with psycopg.connect(layout.dsn(), connect_timeout=3, target_session_attrs="read-write"):
+                    return str(leader.name)
         except Exception:
             pass
         time.sleep(1)
