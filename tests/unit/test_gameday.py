@@ -336,3 +336,17 @@ def test_the_suite_model_is_a_json_schema_editors_can_use_and_it_agrees_with_the
         assert list(validator.iter_errors(body)), change
         with pytest.raises(SuiteError):
             load_suite(write_suite(tmp_path, body))
+
+
+def test_history_anomalies_are_spread_across_runs_and_the_gate_holds_them(tmp_path):
+    def with_history(anomalies, info):
+        return {**fake_metrics(100, 5.0), "history": {"anomaly_count": anomalies, "info": info}}
+
+    old = fake_results(tmp_path, [("a", "completed", with_history(0, 3), None),
+                                  ("a", "completed", with_history(0, 5), None)], name="old")
+    new = fake_results(tmp_path, [("a", "completed", with_history(2, 4), None),
+                                  ("a", "completed", with_history(4, 6), None)], name="new")
+    a = next(x for x in aggregate(new)["scenarios"] if x["scenario"] == "a")
+    assert a["history_anomalies"]["median"] == 3.0 and a["history_info"]["max"] == 6.0
+    result = gate(aggregate(new), aggregate(old), [parse_check("history_anomalies:+0")])
+    assert result["passed"] is False and result["rows"][0]["worse_by"] == 3.0
