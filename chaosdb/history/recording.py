@@ -78,9 +78,10 @@ class HistoryWriter:
         if self._f is None or not self._events:
             return
         events, self._events = self._events, []
-        write, dumps, newline = self._f.write, orjson.dumps, orjson.OPT_APPEND_NEWLINE
-        for event in events:  # each line written at once: orjson's buffer is freed and reused, never piled up
-            write(dumps(event, None, newline))
+        out, dumps, newline = bytearray(), orjson.dumps, orjson.OPT_APPEND_NEWLINE
+        for event in events:  # each line copied at once: orjson's buffer is freed and reused, never piled up
+            out += dumps(event, None, newline)
+        self._f.write(out)
         self._f.flush()
 
     def close(self) -> None:
