@@ -12,14 +12,15 @@ The history is read from the running load's samples folder (or ``samples``, or c
 database, so the verdict can be rebuilt from the run's folder alone (``chaosdb history check FOLDER``).
 """
 
-from __future__ import annotations
 
 import logging
 from typing import Any
 
 from chaoslib.types import Configuration
 
-from chaosdb.history.check import check_history
+from chaosdb.core.arguments import check_arguments, choice, number
+from chaosdb.history.check import MODELS, check_history
+from chaosdb.history.consistency import CONSISTENCY_MODELS
 from chaosdb.load import state as load_state
 
 __all__ = ["history_anomalies", "history_is_valid"]
@@ -50,3 +51,8 @@ def history_is_valid(model: str = "", consistency_model: str = "serializable", s
             log.warning("history anomaly %s: %s", name, first.get("explanation", "") if isinstance(first, dict)
                         else first)
     return result["valid"] is True
+
+
+check_arguments(globals(), model=choice("model", "", *MODELS),
+                consistency_model=choice("consistency_model", *CONSISTENCY_MODELS),
+                max_examples=number("max_examples", 1, maximum=1000, integer=True))

@@ -13,7 +13,7 @@ from chaosdb.history.list_append import check_list_append
 from tests.unit.history_ops import indexes, invoked, numbered, txn
 
 RESULT_KEYS = {"valid", "anomaly_types", "anomalies", "not", "also_not", "consistency_model", "model",
-               "transactions", "info", "fail"}
+               "transactions", "info", "fail", "counts"}
 
 
 def a(k, v):
