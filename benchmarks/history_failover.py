@@ -26,26 +26,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _new_leader(layout: Any, killed: str, timeout_s: float = 120.0) -> str:
-    """The replica that took the leader key, once its PostgreSQL is promoted (it accepts a read-write session):
-    Patroni names the leader a moment before the promotion, while its walreceiver could still take in WAL."""
-    import psycopg  # noqa: PLC0415 - the postgres extra
-
-    from chaosdb.clusters.postgres_ha import cluster  # noqa: PLC0415 - the repository's own
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            leader = cluster.patroni_client(layout).leader()
-            if leader is not None and leader.name != killed:
-                with psycopg.connect(layout.dsn(), connect_timeout=3, target_session_attrs="read-write"):
-                    return str(leader.name)
-        except Exception:  # noqa: BLE001 - the cluster is failing over: ask again
-            pass
-        time.sleep(1)
-    return ""
-
-
 def one_round(directory: Path, replication: str, partition_s: float, out: Path) -> dict[str, Any]:
     """One failover under load; the oracle's and the checker's findings."""
     import psycopg  # noqa: PLC0415 - the postgres extra
@@ -71,12 +51,15 @@ def one_round(directory: Path, replication: str, partition_s: float, out: Path) 
         runner.start_load(configuration=config, workload="list-append", users=8, warmup_s=0, baseline_s=3,
                           samples_dir=str(out), isolation="serializable", observe="none", keys=8, key_window_s=1)
         try:
+            patroni = cluster.patroni_client(layout)
+            timeline = patroni.leader().timeline
             faults.partition_node(target="leader", scope="peers", configuration=config)
             try:
                 time.sleep(partition_s)
                 record = node_actions.kill_node(target="leader", allow_quorum_loss=True, configuration=config)
                 killed = record["targets"][0]["name"]
-                leader = _new_leader(layout, killed)
+                # healed once the new primary's promotion has finished (its walreceiver stopped)
+                leader = patroni.wait_for_leader(120, not_named=killed, newer_than_timeline=timeline).name
             finally:
                 faults.revert_faults(configuration=config)
             time.sleep(15)

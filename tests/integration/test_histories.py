@@ -111,42 +111,25 @@ def _final_lists(dsn: str, keys: list[int]) -> dict[int, list[int]]:
     return {k: [int(x) for x in v.split(",")] for k, v in rows}
 
 
-def _new_leader(layout, killed: str, timeout_s: float = 120.0) -> str:
-    """The replica that took the leader key, once its PostgreSQL is promoted (it accepts a read-write session):
-    Patroni names the leader a moment before the promotion, while its walreceiver could still take in WAL."""
-    import psycopg
-
-    from chaosdb.clusters.postgres_ha import cluster
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            leader = cluster.patroni_client(layout).leader()
-            if leader is not None and leader.name != killed:
-                with psycopg.connect(layout.dsn(), connect_timeout=3, target_session_attrs="read-write"):
-                    return str(leader.name)
-        except Exception:
-            pass
-        time.sleep(1)
-    return ""
-
-
 def _failover_run(layout, config: dict, samples: Path) -> tuple[dict, int]:
     """The load, the primary cut from its peers for :data:`PARTITION_S` (its WAL stops reaching the replicas; its
     clients still reach it), the primary's node killed, the failover, the partition healed, 15 s of load after it;
     returns the checker's result and the oracle's count of lost acknowledged appends."""
+    from chaosdb.clusters.postgres_ha import cluster
     from chaosdb.embedded import actions as node_actions
     from chaosdb.faults import actions as faults
 
     _run(config, samples, isolation="serializable", keys=8, key_window_s=1, seconds=3)
     try:
+        patroni = cluster.patroni_client(layout)
+        timeline = patroni.leader().timeline
         faults.partition_node(target="leader", scope="peers", configuration=config)
         try:
             time.sleep(PARTITION_S)
             record = node_actions.kill_node(target="leader", allow_quorum_loss=True, configuration=config)
-            killed = record["targets"][0]["name"]
-            # healed only once a replica leads: the dead node's kernel would otherwise still deliver the WAL it held
-            assert _new_leader(layout, killed=killed), "no new leader within 120 s"
+            # healed only once a replica's promotion has finished: the dead node's kernel would otherwise still
+            # deliver the WAL it held
+            patroni.wait_for_leader(120, not_named=record["targets"][0]["name"], newer_than_timeline=timeline)
         finally:
             faults.revert_faults(configuration=config)
         time.sleep(15)
