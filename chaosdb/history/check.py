@@ -39,7 +39,7 @@ def detect_model(ops: Iterable[Mapping[str, Any]]) -> str:
     fs: set[str] = set()
     for op in ops:
         f = op.get("f")
-        if f == "txn":
+        if f == "txn" or (f is None and isinstance(op.get("value"), list)):  # elle-cli's files may leave f out
             for mop in op.get("value") or ():
                 if isinstance(mop, (list, tuple)) and mop and mop[0] in ("append", "w"):
                     return "list-append" if mop[0] == "append" else "rw-register"

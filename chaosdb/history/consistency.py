@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping
 
-__all__ = ["CONSISTENCY_MODELS", "prohibited_anomalies", "implied_anomalies", "impossible_models", "boundary",
+__all__ = ["CONSISTENCY_MODELS", "COMMON_MODELS", "prohibited_anomalies", "implied_anomalies", "impossible_models", "boundary",
            "canonical_model"]
 
 # A user's name for a model -> the name the tables below use (Adya's PL-n names where he has one).
@@ -190,13 +190,18 @@ CONSISTENCY_MODELS: tuple[str, ...] = tuple(sorted(
     set(_CANONICAL) | set(_CANONICAL.values()) | set(_IMPLIES) | {t for ts in _IMPLIES.values() for t in ts}))
 
 
+#: the models a refusal names (every name of :data:`CONSISTENCY_MODELS` is accepted)
+COMMON_MODELS = ("read-committed", "repeatable-read", "snapshot-isolation", "serializable", "strict-serializable")
+
+
 def canonical_model(model: str) -> str:
     """The canonical name of ``model``; raises ValueError (with a did-you-mean) for a name we do not know."""
     if model not in CONSISTENCY_MODELS:
-        close = difflib.get_close_matches(model, CONSISTENCY_MODELS, n=1)
+        close = difflib.get_close_matches(str(model), CONSISTENCY_MODELS, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"unknown consistency model {model!r}{hint}; the known ones are "
-                         f"{', '.join(CONSISTENCY_MODELS)}.")
+        raise ValueError(f"unknown consistency model {model!r}{hint}; the usual ones are {', '.join(COMMON_MODELS)} "
+                         f"(every name Elle uses is accepted: {len(CONSISTENCY_MODELS)} of them, e.g. PL-2, "
+                         "strong-session-serializable)")
     return _canonical(model)
 
 

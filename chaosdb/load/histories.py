@@ -19,8 +19,9 @@ from typing import Any
 from chaoslib.types import Configuration
 
 from chaosdb.core.arguments import check_arguments, choice, number
+from chaosdb.core.errors import ChaosDBError
 from chaosdb.history.check import MODELS, check_history
-from chaosdb.history.consistency import CONSISTENCY_MODELS
+from chaosdb.history.consistency import canonical_model
 from chaosdb.load import state as load_state
 
 __all__ = ["history_anomalies", "history_is_valid"]
@@ -53,6 +54,12 @@ def history_is_valid(model: str = "", consistency_model: str = "serializable", s
     return result["valid"] is True
 
 
-check_arguments(globals(), model=choice("model", "", *MODELS),
-                consistency_model=choice("consistency_model", *CONSISTENCY_MODELS),
+def _consistency_model(value: Any) -> None:
+    try:
+        canonical_model(value)
+    except ValueError as exc:
+        raise ChaosDBError(f"consistency_model: {exc}") from None
+
+
+check_arguments(globals(), model=choice("model", "", *MODELS), consistency_model=_consistency_model,
                 max_examples=number("max_examples", 1, maximum=1000, integer=True))

@@ -57,6 +57,7 @@ def test_both_forms_written_and_read_alike(tmp_path):
 def test_the_model_is_found_from_the_operations():
     assert detect_model([txn(("r", 1, None)), txn(("append", 1, 2))]) == "list-append"
     assert detect_model([txn(("w", 1, 2))]) == "rw-register"
+    assert detect_model([{"type": "ok", "process": 0, "value": [["append", 1, 2]]}]) == "list-append"  # no f
     assert detect_model([{"type": "invoke", "process": 0, "f": "cas", "value": [1, 2]}]) == "cas-register"
     with pytest.raises(ChaosDBError, match="cannot tell the history's model"):
         detect_model([txn(("r", 1, None))])
