@@ -200,7 +200,7 @@ def canonical_model(model: str) -> str:
         close = difflib.get_close_matches(str(model), CONSISTENCY_MODELS, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ValueError(f"unknown consistency model {model!r}{hint}; the usual ones are {', '.join(COMMON_MODELS)} "
-                         f"(every name Elle uses is accepted: {len(CONSISTENCY_MODELS)} of them, e.g. PL-2, "
+                         f"(every name Elle uses is accepted: {len(CONSISTENCY_MODELS)} of them, such as PL-2 and "
                          "strong-session-serializable)")
     return _canonical(model)
 
