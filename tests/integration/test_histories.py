@@ -29,11 +29,11 @@ from chaosdb.load import runner
 pytestmark = pytest.mark.usefixtures("pg_cluster")
 
 #: what read committed permits of the cycles (Adya: PL-2 forbids G0, G1a, G1b, G1c)
-#: how long the primary is cut from its peers before its node is killed: a connection opened before a partition is cut
-#: once its opener's next packet marks it (a replica's status message: the embedded cluster's
-#: wal_receiver_status_interval, 1 s), and the primary stops serving once it cannot renew its leader key (Patroni's
-#: retry_timeout, 5 s)
-PARTITION_S = 4
+#: how long at least the primary is cut from its peers before its node is killed: a connection opened before a partition
+#: is cut once its opener's next packet marks it (a replica's status message: the embedded cluster's
+#: wal_receiver_status_interval, 1 s; the test waits until the replicas' received WAL stands still), and the primary
+#: stops serving once it cannot renew its leader key (Patroni's retry_timeout, 5 s)
+PARTITION_S = 5
 READ_COMMITTED_PERMITS = {"G-single-item", "G-nonadjacent-item", "G2-item", "lost-update"}
 
 
@@ -73,7 +73,7 @@ def test_postgresql_isolation_levels_are_what_the_checker_says(healthy, config, 
     serializable = tmp_path / "serializable"
     _load(config, serializable, isolation="serializable", keys=4, key_window_s=3)
     result = check_history(serializable, consistency_model="serializable")
-    assert result["valid"] is True and result["transactions"] > 100, _summary(result)
+    assert result["valid"] is True and result["transactions"] >= 20, _summary(result)  # many abort: 40001
 
     committed = tmp_path / "read-committed"
     _load(config, committed, isolation="read_committed", keys=4, key_window_s=3)
@@ -88,7 +88,7 @@ def test_postgresql_isolation_levels_are_what_the_checker_says(healthy, config, 
 
 def test_rw_register_under_serializable_is_valid(healthy, config, tmp_path):
     samples = tmp_path / "rw"
-    _load(config, samples, workload="rw-register", isolation="serializable", keys=4, key_window_s=3, seconds=5)
+    _load(config, samples, workload="rw-register", isolation="serializable", keys=4, key_window_s=3, seconds=3)
     result = check_history(samples, consistency_model="serializable")
     assert result["model"] == "rw-register" and result["valid"] is True, _summary(result)
 
@@ -111,9 +111,40 @@ def _final_lists(dsn: str, keys: list[int]) -> dict[int, list[int]]:
     return {k: [int(x) for x in v.split(",")] for k, v in rows}
 
 
+def _received(layout, name: str) -> str:
+    """What a node has: its replica's received WAL position, or a primary's current one ('' when it does not
+    answer)."""
+    import psycopg
+
+    node = layout.node(name)
+    dsn = layout.dsn().replace("target_session_attrs=read-write", "target_session_attrs=any")
+    hosts = dsn.split("@", 1)[1].split("/", 1)[0]
+    try:
+        with psycopg.connect(dsn.replace(hosts, f"{node.host}:{node.pg_port}"), connect_timeout=2) as conn:
+            return str(conn.execute("SELECT coalesce(pg_last_wal_receive_lsn(), pg_current_wal_lsn())").fetchone()[0])
+    except psycopg.Error:
+        return ""
+
+
+def _replication_cut(layout, leader: str, timeout_s: float = 15.0) -> bool:
+    """Whether the replicas' received WAL stands still for a second under the load (the partition has cut the stream:
+    a connection opened before it is cut once its opener's next packet marks it; with synchronous replication the
+    primary's commits then wait)."""
+    replicas = [n.name for n in layout.nodes if n.name != leader]
+    before = {n: _received(layout, n) for n in replicas}
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        time.sleep(1)
+        now = {n: _received(layout, n) for n in replicas}
+        if all(now[r] and now[r] == before[r] for r in replicas):
+            return True
+        before = now
+    return False
+
+
 def _failover_run(layout, config: dict, samples: Path) -> tuple[dict, int]:
     """The load, the primary cut from its peers for :data:`PARTITION_S` (its WAL stops reaching the replicas; its
-    clients still reach it), the primary's node killed, the failover, the partition healed, 15 s of load after it;
+    clients still reach it), the primary's node killed, the failover, the partition healed, 10 s of load after it;
     returns the checker's result and the oracle's count of lost acknowledged appends."""
     from chaosdb.clusters.postgres_ha import cluster
     from chaosdb.embedded import actions as node_actions
@@ -123,16 +154,19 @@ def _failover_run(layout, config: dict, samples: Path) -> tuple[dict, int]:
     try:
         patroni = cluster.patroni_client(layout)
         timeline = patroni.leader().timeline
+        leader = patroni.leader().name
         faults.partition_node(target="leader", scope="peers", configuration=config)
         try:
-            time.sleep(PARTITION_S)
+            cut = _replication_cut(layout, leader)
+            time.sleep(PARTITION_S - 2)  # commits acknowledged by the primary alone
             record = node_actions.kill_node(target="leader", allow_quorum_loss=True, configuration=config)
+            assert cut, f"the partition of {leader} did not stop its replicas' WAL within 15 s"
             # healed only once a replica's promotion has finished: the dead node's kernel would otherwise still
             # deliver the WAL it held
             patroni.wait_for_leader(120, not_named=record["targets"][0]["name"], newer_than_timeline=timeline)
         finally:
             faults.revert_faults(configuration=config)
-        time.sleep(15)
+        time.sleep(10)
     finally:
         _stop()
     ops = read_history(samples)
