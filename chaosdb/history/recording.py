@@ -22,7 +22,6 @@ JSON Lines file or a JSON array; :func:`write_history` writes either form.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -41,7 +40,6 @@ PROCESS_STRIDE = 10_000
 _now_ns = time.time_ns
 _dumps = orjson.dumps
 _NEWLINE = orjson.OPT_APPEND_NEWLINE
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 class HistoryWriter:
@@ -162,14 +160,14 @@ def write_history(ops: Iterable[dict[str, Any]], path: Path | str, *, lines: boo
     out = Path(path)
     as_lines = out.suffix == ".jsonl" if lines is None else lines
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with open(tmp, "wb") as fh:
         if as_lines:
             for op in ops:
-                fh.write(_encode(op) + "\n")
+                fh.write(_dumps(op, None, _NEWLINE))
         else:
-            fh.write("[")
+            fh.write(b"[")
             for i, op in enumerate(ops):
-                fh.write(("," if i else "") + "\n" + _encode(op))
-            fh.write("\n]\n")
+                fh.write((b",\n" if i else b"\n") + _dumps(op))
+            fh.write(b"\n]\n")
     tmp.replace(out)
     return out

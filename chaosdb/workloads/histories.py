@@ -210,15 +210,12 @@ class EtcdRegisterClient(_Client):
         path = f"{REGISTER_PREFIX}{key}"
         if f == "read":
             kv = self.kv.get(path)
-            return "ok", None if kv is None else int(_unb64(kv["value"]))
+            return "ok", None if kv is None else int(base64.b64decode(kv["value"]))
         if f == "write":
             self.kv.put(path, str(value))
             return "ok", value
         old, new = value
-        answer, _ = self.kv.call("/v3/kv/txn", {
-            "compare": [{"key": _b64(path), "target": "VALUE", "result": "EQUAL", "value": _b64(str(old))}],
-            "success": [{"requestPut": {"key": _b64(path), "value": _b64(str(new))}}]})
-        return ("ok" if answer.get("succeeded") else "fail"), value
+        return ("ok" if self.kv.compare_and_put(path, str(old), str(new)) else "fail"), value
 
     def execute(self) -> Sample:
         """One operation, recorded in the history and returned as a sample named after it."""
@@ -251,11 +248,3 @@ class EtcdRegisterClient(_Client):
     def close(self) -> None:
         """Close the connection."""
         self.kv.close()
-
-
-def _b64(text: str) -> str:
-    return base64.b64encode(text.encode()).decode()
-
-
-def _unb64(text: str) -> str:
-    return base64.b64decode(text).decode()

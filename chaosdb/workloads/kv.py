@@ -192,6 +192,13 @@ class EtcdKV:
         answer, _ = self.call("/v3/kv/put", {"key": _b64(key), "value": _b64(value)})
         return int((answer.get("header") or {}).get("revision", 0))
 
+    def compare_and_put(self, key: str, expected: str, value: str) -> bool:
+        """Write *key* only if it holds *expected* (one transaction); whether it did."""
+        answer, _ = self.call("/v3/kv/txn", {
+            "compare": [{"key": _b64(key), "target": "VALUE", "result": "EQUAL", "value": _b64(expected)}],
+            "success": [{"requestPut": {"key": _b64(key), "value": _b64(value)}}]})
+        return bool(answer.get("succeeded"))  # proto3 JSON leaves a false one out
+
     def put_many(self, items: list[tuple[str, str]]) -> int:
         """Write *items* in one transaction; its revision."""
         ops = [{"requestPut": {"key": _b64(k), "value": _b64(v)}} for k, v in items]
