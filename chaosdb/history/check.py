@@ -92,8 +92,7 @@ def check_history(history: str | Path | list[dict[str, Any]], model: str | None 
     if chosen == "list-append":
         from chaosdb.history.list_append import check_list_append  # noqa: PLC0415 - only the checker asked for
 
-        result = _transactional(check_list_append, ops, consistency_model, max_examples)
-        _name_lost_appends(result, ops, consistency_model, max_examples)
+        result = _transactional(check_list_append, ops, consistency_model, max_examples, lost_appends=True)
     elif chosen == "rw-register":
         from chaosdb.history.rw_register import check_rw_register  # noqa: PLC0415 - only the checker asked for
 
@@ -110,28 +109,10 @@ def check_history(history: str | Path | list[dict[str, Any]], model: str | None 
     return result
 
 
-def _name_lost_appends(result: dict[str, Any], ops: list[dict[str, Any]], consistency_model: str,
-                       max_examples: int) -> None:
-    """Under a model with real-time order, each acknowledged append a later read misses, in one sentence
-    (:mod:`chaosdb.history.lost_appends`); the verdict stays the checker's (the same reads make its real-time
-    cycles)."""
-    from chaosdb.history.graph import REALTIME, orders_needed  # noqa: PLC0415 - only for list-append
-    from chaosdb.history.lost_appends import LOST_APPEND, lost_appends  # noqa: PLC0415 - only for list-append
-
-    if orders_needed(consistency_model) != REALTIME:
-        return
-    count, examples = lost_appends(ops, max_examples)
-    result["lost_appends"] = count
-    if count:
-        result.setdefault("anomalies", {})[LOST_APPEND] = examples
-        result.setdefault("counts", {})[LOST_APPEND] = count
-        result["anomaly_types"] = sorted({*result.get("anomaly_types", []), LOST_APPEND})
-
-
 def _transactional(checker: Any, ops: list[dict[str, Any]], consistency_model: str,
-                   max_examples: int) -> dict[str, Any]:
+                   max_examples: int, **options: Any) -> dict[str, Any]:
     try:
-        return dict(checker(ops, consistency_model, max_examples=max_examples))
+        return dict(checker(ops, consistency_model, max_examples=max_examples, **options))
     except ValueError as exc:  # an unknown consistency model: the checker's sentence
         raise ChaosDBError(str(exc)) from None
 

@@ -19,7 +19,8 @@ from typing import Any
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.history.analysis import add_orders, cycle_anomalies, lost_update_cases, order_explanation, show_read
 from chaosdb.history.consistency import canonical_model
-from chaosdb.history.graph import RW, WR, WW, Edges
+from chaosdb.history.graph import REALTIME, RW, WR, WW, Edges
+from chaosdb.history.lost_appends import name_lost_appends
 from chaosdb.history.results import result
 from chaosdb.history.transactions import FAIL, INFO, OK, Transactions, parse_transactions
 
@@ -302,8 +303,10 @@ def _internal_cases(ix: _Indexes) -> dict[str, list[dict[str, Any]]]:
 
 
 def check_list_append(history: Sequence[dict[str, Any]], consistency_model: str = "serializable", *,
-                      max_examples: int = 8) -> dict[str, Any]:
+                      max_examples: int = 8, lost_appends: bool = False) -> dict[str, Any]:
     """Checks a list-append history under ``consistency_model``; returns the verdict and the anomalies found.
+    With *lost_appends*, a model with real-time order also names each acknowledged append a later read misses
+    (:mod:`chaosdb.history.lost_appends`, this pack's own finding beside Elle's).
 
     Raises ValueError for an unknown model, ChaosDBError for a malformed history, one that appends a value twice
     to a key, or one whose reads show an element nothing appended.
@@ -323,4 +326,7 @@ def check_list_append(history: Sequence[dict[str, Any]], consistency_model: str 
     edges = _edges(ix)
     orders = add_orders(consistency_model, txns, edges)
     anomalies.update(cycle_anomalies(txns, edges, orders, _explainer(ix), max_examples))
-    return result("list-append", consistency_model, txns, anomalies, max_examples)
+    out = result("list-append", consistency_model, txns, anomalies, max_examples)
+    if lost_appends and orders == REALTIME:
+        name_lost_appends(out, txns, max_examples)
+    return out

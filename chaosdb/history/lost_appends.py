@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from chaosdb.history.transactions import OK, parse_transactions
+from chaosdb.history.transactions import OK, Transactions, parse_transactions
 
-__all__ = ["lost_appends", "LOST_APPEND"]
+__all__ = ["lost_appends", "lost_appends_of", "name_lost_appends", "LOST_APPEND"]
 
 #: the name of the finding in a result's anomalies
 LOST_APPEND = "lost-append"
@@ -29,7 +29,22 @@ def _where(op: dict[str, Any]) -> str:
 def lost_appends(history: Sequence[dict[str, Any]], max_examples: int = 8) -> tuple[int, list[dict[str, Any]]]:
     """``(count, examples)``: every acknowledged append missing from a read invoked after its acknowledgement (one
     per element; a few examples kept, each explained)."""
-    txns = parse_transactions(history, frozenset({"append", "r"}))
+    return lost_appends_of(parse_transactions(history, frozenset({"append", "r"})), max_examples)
+
+
+def name_lost_appends(result: dict[str, Any], txns: Transactions, max_examples: int) -> None:
+    """Add the lost appends of *txns* to a checker's *result* (``lost_appends``, the ``lost-append`` anomaly with
+    its count and examples); the verdict stays the checker's."""
+    count, examples = lost_appends_of(txns, max_examples)
+    result["lost_appends"] = count
+    if count:
+        result["anomalies"][LOST_APPEND] = examples
+        result["counts"][LOST_APPEND] = count
+        result["anomaly_types"] = sorted({*result["anomaly_types"], LOST_APPEND})
+
+
+def lost_appends_of(txns: Transactions, max_examples: int = 8) -> tuple[int, list[dict[str, Any]]]:
+    """:func:`lost_appends` of a history already paired into transactions."""
     acknowledged: dict[Any, list[tuple[int, Any, int]]] = {}  # key -> [(completed_at, element, txn)]
     reads: dict[Any, list[tuple[int, list[Any], int]]] = {}  # key -> [(invoked_at, elements, txn)]
     for t in range(len(txns)):
