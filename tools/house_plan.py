@@ -4,6 +4,14 @@ the arrows' graph: a room stands one floor above the highest room it imports), c
 import each other, directly or through others), private names imported across modules, and reads of the
 environment outside ``chaosdb.core.settings``.
 
+Run-time arrows are the ones no import shows: a room that asks ``chaosdb.core`` for a plug-in found by convention
+reaches the rooms that provide it. ``engine_action("host", ...)`` reaches the room whose module declares
+``ENGINE = "host"``; a role lookup (``resolve_role_nodes``, ``split_role``, ``load_adapter``, ...) may reach every room
+with an ``adapter`` module (a role target can name any database); a cluster-kind lookup (``kind_module``,
+``run_command``, ...) every room with a ``cluster_command`` module; so does a call of a public ``core`` function that
+makes such a lookup itself or through other ``core`` functions. ``core`` itself is not charged (it is the
+registry). Circles are counted again with these arrows added.
+
     python tools/house_plan.py [PACKAGE_DIR] [--json]
 
 PACKAGE_DIR defaults to this checkout's ``chaosdb``; point it at another checkout's (``git worktree add``) to
@@ -55,6 +63,55 @@ def _imports(tree: ast.AST, module: str, is_package: bool) -> list[tuple[str, li
             if target.split(".")[0] == PACKAGE:
                 found.append((target, [a.name for a in node.names]))
     return found
+
+
+#: core's lookups of plug-ins found by convention, by what they find
+_ROLE_LOOKUPS = {"resolve_role_nodes", "resolve_role_target", "split_role", "load_adapter", "all_adapters",
+                 "watched_sources", "adapter_roles", "check_role_target"}
+_KIND_LOOKUPS = {"kind_module", "cluster_kinds", "run_command", "kind_of_folder"}
+
+
+def _called(node: ast.AST) -> set[str]:
+    return {n.func.id if isinstance(n.func, ast.Name) else getattr(n.func, "attr", "")
+            for n in ast.walk(node) if isinstance(n, ast.Call)}
+
+
+def _core_lookups(package_dir: Path) -> tuple[set[str], set[str]]:
+    """core's public functions that look up a role or a kind themselves or through other core functions (a caller
+    of one reaches the plug-ins as if it called the lookup)."""
+    calls: dict[str, set[str]] = {}
+    for path in sorted((package_dir / "core").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef):
+                calls.setdefault(node.name, set()).update(_called(node))
+    roles, kinds = set(_ROLE_LOOKUPS), set(_KIND_LOOKUPS)
+    changed = True
+    while changed:
+        changed = False
+        for name, called in calls.items():
+            for found in (roles, kinds):
+                if name not in found and not name.startswith("_") and called & found:
+                    found.add(name)
+                    changed = True
+    return roles, kinds
+
+
+def _lookups(tree: ast.AST, role_lookups: set[str], kind_lookups: set[str]) -> tuple[set[str], bool, bool]:
+    """(engines named in ``engine_action`` calls, whether a role lookup is called, whether a kind lookup is)."""
+    engines = {str(n.args[0].value) for n in ast.walk(tree)
+               if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))
+               and (n.func.id if isinstance(n.func, ast.Name) else n.func.attr) == "engine_action"
+               and n.args and isinstance(n.args[0], ast.Constant)}
+    called = _called(tree)
+    return engines, bool(called & role_lookups), bool(called & kind_lookups)
+
+
+def _declared_engine(tree: ast.Module) -> str:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ENGINE" for t in node.targets) \
+                and isinstance(node.value, ast.Constant):
+            return str(node.value.value)
+    return ""
 
 
 def _environment_reads(tree: ast.AST) -> int:
@@ -109,11 +166,25 @@ def measure(package_dir: Path) -> dict[str, Any]:
     _TOP_MODULES.update(p.stem for p in package_dir.glob("*.py") if p.stem != "__init__")
     graph: dict[str, set[str]] = defaultdict(set)
     private, environment = [], {}
+    engine_rooms: dict[str, str] = {}
+    adapter_rooms, kind_rooms = set(), set()
+    asks: dict[str, tuple[set[str], bool, bool]] = {}
+    role_lookups, kind_lookups = _core_lookups(package_dir)
     for path in sorted(package_dir.rglob("*.py")):
         module = _module_name(package_dir, path)
         room = _room(module)
         graph[room]
         tree = ast.parse(path.read_text(), str(path))
+        if _declared_engine(tree):
+            engine_rooms[_declared_engine(tree)] = room
+        if path.stem == "adapter":
+            adapter_rooms.add(room)
+        if path.stem == "cluster_command":
+            kind_rooms.add(room)
+        engines, roles, kinds = _lookups(tree, role_lookups, kind_lookups)
+        if room != "core":
+            old = asks.get(room, (set(), False, False))
+            asks[room] = (old[0] | engines, old[1] or roles, old[2] or kinds)
         for target, names in _imports(tree, module, path.name == "__init__.py"):
             other = _room(target)
             if other != room and other != PACKAGE:
@@ -123,6 +194,14 @@ def measure(package_dir: Path) -> dict[str, Any]:
         reads = _environment_reads(tree)
         if reads and module != f"{PACKAGE}.core.settings":
             environment[module] = reads
+    runtime: dict[str, set[str]] = defaultdict(set)
+    for room, (engines, roles, kinds) in asks.items():
+        reached = {engine_rooms[e] for e in engines if e in engine_rooms}
+        reached |= adapter_rooms if roles else set()
+        reached |= kind_rooms if kinds else set()
+        runtime[room] = {r for r in reached if r != room and r not in graph[room]}
+    with_runtime = {room: graph[room] | runtime.get(room, set()) for room in graph}
+    runtime_circles = [g for g in _strongly_connected(with_runtime) if len(g) > 1]
     groups = _strongly_connected(graph)
     circles = [g for g in groups if len(g) > 1]
     group_of = {room: i for i, g in enumerate(groups) for room in g}
@@ -138,6 +217,9 @@ def measure(package_dir: Path) -> dict[str, Any]:
     return {
         "rooms": len(graph), "arrows": sum(len(v) for v in graph.values()), "floors": max(floors.values()),
         "circles": circles, "private_cross_module_imports": len(private), "private": private,
+        "runtime_arrows": sum(len(v) for v in runtime.values()),
+        "runtime_arrows_of_room": {room: sorted(v) for room, v in sorted(runtime.items()) if v},
+        "runtime_circles": runtime_circles,
         "environment_reads_outside_settings": sum(environment.values()), "environment": environment,
         "floor_of_room": dict(sorted(floors.items(), key=lambda kv: (kv[1], kv[0]))),
         "arrows_of_room": {room: sorted(graph[room]) for room in sorted(graph)},
@@ -156,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"rooms {figures['rooms']}, floors {figures['floors']}, arrows {figures['arrows']}, "
           f"circles {len(figures['circles'])} {figures['circles'] or ''}")
+    print(f"run-time arrows (plug-ins found through core): {figures['runtime_arrows']}, circles with them: "
+          f"{len(figures['runtime_circles'])} {figures['runtime_circles'] or ''}")
+    for room, reached in figures["runtime_arrows_of_room"].items():
+        print(f"  {room} -> {', '.join(reached)}")
     print(f"private names imported across modules: {figures['private_cross_module_imports']}")
     print(f"environment reads outside chaosdb.core.settings: {figures['environment_reads_outside_settings']}")
     by_floor: dict[int, list[str]] = defaultdict(list)

@@ -13,7 +13,6 @@ What is in it:
 * ``console``: Small things every ``chaosdb`` command prints the same way
 * ``dbevents``: What a database says about itself during a run, and the events between two of its answers
 * ``detach``: Child processes that run this package's modules (reverters, proxies, Locust)
-* ``embedded``: where the embedded cluster is, for the packages that fall back to it
 * ``engines``: Fault engines, found by convention
 * ``errors``: Errors raised by chaosdb
 * ``faultrecords/``: fault records as a service for every engine: records, scopes, the detached reverter, residue
@@ -22,6 +21,8 @@ What is in it:
 * ``health``: One rule for boolean health probes
 * ``home``: Where chaosdb keeps its state on this machine
 * ``http``: JSON over HTTP(S) with :mod:`requests`
+* ``local_cluster``: a local cluster's endpoints as data (the ``endpoints.json`` its launcher writes), read by the
+  clients a configuration naming a cluster falls back to
 * ``libpq``: TLS and the password of a PostgreSQL connection, from the same keys as every other client (:mod:`chaosdb.core.tls`)
 * ``netem``: Whether this machine's kernel has the netem qdisc (delay, loss, corruption, duplication in ``tc``)
 * ``pki``: A private CA for the clusters this pack starts itself, made with the ``openssl`` command

@@ -24,6 +24,7 @@ from typing import Any
 
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.home import DEFAULT_CLUSTER, cluster_dir_for, default_home, resolve_cluster_dir
+from chaosdb.core.local_cluster import publish_endpoints
 from chaosdb.core.tls import ClientTls
 
 __all__ = [
@@ -209,11 +210,22 @@ class ClusterLayout:
         return cls(**data)
 
     def save(self) -> None:
-        """Write ``cluster.json`` (through a temporary file, so a reader never sees half of it)."""
+        """Write ``cluster.json`` (through a temporary file, so a reader never sees half of it) and the endpoints a
+        client finds the cluster by (:mod:`chaosdb.core.local_cluster`)."""
         path = self.path / STATE_FILE
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.to_json(), indent=2) + "\n")
         os.replace(tmp, path)
+        publish_endpoints(self.path, self.kind, self.endpoints())
+
+    def endpoints(self) -> dict[str, Any]:
+        """Where a client finds the cluster's services (no password: Patroni's is named by its file and key, the
+        DSNs name the pgpass file)."""
+        return {"patroni_urls": self.patroni_urls, "etcd_urls": self.etcd_urls, "dsn": self.dsn(),
+                "admin_dsn": self.dsn(user="postgres", database="postgres"),
+                "patroni_user": "patroni", "patroni_password_file": SECRETS_FILE,
+                "patroni_password_key": "patroni_password",
+                "patroni_tls": self.client_tls("patroni"), "etcd_tls": self.client_tls("etcd")}
 
 
 def load_layout(path: Path | str) -> ClusterLayout:

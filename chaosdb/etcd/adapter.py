@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 
 from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
 from chaosdb.core.dbevents import View
-from chaosdb.core.embedded import names_embedded_cluster
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.local_cluster import names_local_cluster
 from chaosdb.core.podnames import pod_map
 from chaosdb.core.processes import other_processes
 from chaosdb.etcd.endpoints import etcd_client
@@ -73,7 +73,7 @@ class EtcdAdapter(DatabaseAdapter):
 
     def sources(self, configuration: dict[str, Any]) -> tuple[str, ...]:
         """etcd when ``etcd_urls`` or an embedded cluster (whose Patroni keeps its state in etcd) is configured."""
-        if configuration.get("etcd_urls") or names_embedded_cluster(configuration, environment=False):
+        if configuration.get("etcd_urls") or names_local_cluster(configuration, environment=False):
             return ("etcd",)
         return ()
 

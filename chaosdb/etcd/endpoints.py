@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster, split_urls
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.local_cluster import local_endpoints, names_local_cluster, split_urls
 from chaosdb.core.tls import client_tls, credentials
 from chaosdb.etcd.client import EtcdClient
 
@@ -22,8 +22,8 @@ def etcd_client(configuration: dict[str, Any] | None, secrets: dict[str, Any] | 
     urls = split_urls((configuration or {}).get("etcd_urls"))
     if urls:
         return EtcdClient(tls.check_urls(urls, "etcd_urls"), tls=tls, auth=auth)
-    if not names_embedded_cluster(configuration):
+    if not names_local_cluster(configuration):
         raise ChaosDBError("no etcd cluster configured: set configuration 'etcd_urls' "
                            "(or 'chaosdb_cluster' for the embedded cluster)")
-    embedded = embedded_endpoints(configuration)
+    embedded = local_endpoints(configuration)
     return EtcdClient(embedded["etcd_urls"], tls=tls.over(embedded.get("etcd_tls")), auth=auth)

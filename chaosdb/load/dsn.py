@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.libpq import with_libpq_tls
+from chaosdb.core.local_cluster import local_endpoints, names_local_cluster
 from chaosdb.core.settings import env_value
 from chaosdb.core.tls import ClientTls, client_tls
 from chaosdb.load.options import ETCD_WORKLOADS
@@ -39,8 +39,8 @@ def _given_dsn(dsn: str, configuration: dict[str, Any] | None, secrets: dict[str
         return str(secrets["load_dsn"])
     if env_value("CHAOSDB_LOAD_DSN"):
         return env_value("CHAOSDB_LOAD_DSN")
-    if names_embedded_cluster(configuration, environment=False):
-        return str(embedded_endpoints(configuration)["dsn"])
+    if names_local_cluster(configuration, environment=False):
+        return str(local_endpoints(configuration)["dsn"])
     raise ChaosDBError("no DSN for the load: pass 'dsn', a secret 'load_dsn', CHAOSDB_LOAD_DSN, "
                        "or configuration 'chaosdb_cluster'")
 
@@ -52,8 +52,8 @@ def etcd_endpoints(configuration: dict[str, Any] | None) -> str:
     urls = configuration.get("etcd_urls")
     if urls:
         return urls if isinstance(urls, str) else ",".join(map(str, urls))
-    if names_embedded_cluster(configuration, environment=False):
-        return ",".join(embedded_endpoints(configuration)["etcd_urls"])
+    if names_local_cluster(configuration, environment=False):
+        return ",".join(local_endpoints(configuration)["etcd_urls"])
     raise ChaosDBError("no etcd endpoints for the KV load: pass 'dsn' (http://host:2379,...), configuration "
                        "'etcd_urls', or 'chaosdb_cluster'")
 
@@ -62,6 +62,6 @@ def etcd_tls(configuration: dict[str, Any] | None) -> ClientTls | None:
     """TLS of the KV load's etcd client: the etcd keys of the configuration, over the embedded cluster's own CA and
     client certificate."""
     tls = client_tls("etcd", configuration)
-    if names_embedded_cluster(configuration, environment=False) and not (configuration or {}).get("etcd_urls"):
-        return tls.over(embedded_endpoints(configuration).get("etcd_tls"))
+    if names_local_cluster(configuration, environment=False) and not (configuration or {}).get("etcd_urls"):
+        return tls.over(local_endpoints(configuration).get("etcd_tls"))
     return tls if tls.given else None

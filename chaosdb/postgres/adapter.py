@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 
 from chaosdb.core.adapters import DatabaseAdapter, ResolvedNode
 from chaosdb.core.dbevents import View
-from chaosdb.core.embedded import names_embedded_cluster
 from chaosdb.core.errors import ChaosDBError
+from chaosdb.core.local_cluster import names_local_cluster
 from chaosdb.core.podnames import pod_map
 from chaosdb.postgres.endpoints import patroni_client
 
@@ -45,7 +45,7 @@ class PatroniAdapter(DatabaseAdapter):
 
     def sources(self, configuration: dict[str, Any]) -> tuple[str, ...]:
         """Patroni when ``patroni_urls`` or an embedded cluster is configured (its etcd is the etcd adapter's)."""
-        if configuration.get("patroni_urls") or names_embedded_cluster(configuration, environment=False):
+        if configuration.get("patroni_urls") or names_local_cluster(configuration, environment=False):
             return ("patroni",)
         return ()
 

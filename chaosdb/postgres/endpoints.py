@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster, split_urls
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.libpq import with_libpq_tls
+from chaosdb.core.local_cluster import local_endpoints, names_local_cluster, split_urls
 from chaosdb.core.tls import client_tls, credentials
 from chaosdb.etcd.endpoints import etcd_client
 from chaosdb.postgres.patroni import PatroniClient
@@ -41,10 +41,10 @@ def patroni_client(configuration: dict[str, Any] | None, secrets: dict[str, Any]
     auth = credentials("patroni", secrets)
     if urls:
         return PatroniClient(tls.check_urls(urls, "patroni_urls"), auth=auth, tls=tls)
-    if not names_embedded_cluster(configuration):
+    if not names_local_cluster(configuration):
         raise ChaosDBError("no Patroni cluster configured: set configuration 'patroni_urls' "
                            "(or 'chaosdb_cluster' for the embedded cluster)")
-    embedded = embedded_endpoints(configuration)
+    embedded = local_endpoints(configuration)
     return PatroniClient(embedded["patroni_urls"], auth=auth or embedded["patroni_auth"], timeout=2.0,
                          tls=tls.over(embedded.get("patroni_tls")))
 
@@ -60,10 +60,10 @@ def _dsn(configuration: dict[str, Any] | None, secrets: dict[str, Any] | None) -
         return str(secrets["postgres_dsn"])
     if configuration and configuration.get("postgres_dsn"):
         raise ChaosDBError("'postgres_dsn' belongs in secrets, not configuration: it carries a password")
-    if not names_embedded_cluster(configuration):
+    if not names_local_cluster(configuration):
         raise ChaosDBError("no PostgreSQL DSN: set the secret 'postgres_dsn' "
                            "(or configuration 'chaosdb_cluster' for the embedded cluster)")
-    return str(embedded_endpoints(configuration)["admin_dsn"])
+    return str(local_endpoints(configuration)["admin_dsn"])
 
 
 def secret_values(secrets: dict[str, Any] | None) -> list[str]:

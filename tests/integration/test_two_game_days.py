@@ -41,9 +41,9 @@ def _kept_cluster_copy(folder: Path) -> Path:
 def _new_orders_in(directory: Path, warehouses: int, scale_down: int) -> int:
     import psycopg
 
-    from chaosdb.core.embedded import embedded_endpoints
+    from chaosdb.core.local_cluster import local_endpoints
 
-    dsn = embedded_endpoints({"chaosdb_cluster_dir": str(directory)})["dsn"]
+    dsn = local_endpoints({"chaosdb_cluster_dir": str(directory)})["dsn"]
     loaded = Scale.reduced(warehouses, scale_down).orders_per_district
     with psycopg.connect(dsn) as conn:
         return int(conn.execute("SELECT count(*) FROM orders WHERE o_id > %s", (loaded,)).fetchone()[0])

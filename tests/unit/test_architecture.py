@@ -45,7 +45,7 @@ def _files() -> list[Path]:
     return sorted(found)
 #: database -> packages it still imports besides core and itself, with why (shrink this, never grow it)
 DATABASE_DEBT = {
-    "postgres": {"etcd"},  # Patroni's DCS: the etcd client (the embedded cluster is found through core.embedded)
+    "postgres": {"etcd"},  # Patroni's DCS: the etcd client (a local cluster is found through its endpoints file, core.local_cluster)
     # the embedded cluster is Patroni and etcd on this machine: which node has a role is their clients' answer
     # (embedded/health.py); its launcher (up, down, chaosd, the run's control) is chaosdb.clusters.postgres_ha
     "embedded": {"postgres", "etcd"},

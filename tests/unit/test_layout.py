@@ -69,12 +69,13 @@ def test_node_users_are_the_clusters_own_and_fit_a_user_name():
     assert all(len(n) <= 32 for n in long) and long[0] != long[1]  # shortened, still told apart
 
 
-def test_patroni_etcd_and_the_load_find_the_embedded_cluster_through_core(tmp_path, monkeypatch):
-    """chaosdb.core.embedded answers for chaosdb.embedded: the clients of Patroni, etcd and the load fall back to the
-    cluster a configuration names without importing the embedded cluster's package."""
+def test_patroni_etcd_and_the_load_find_the_embedded_cluster_through_its_endpoints_file(tmp_path, monkeypatch):
+    """The embedded cluster publishes its endpoints in its folder (chaosdb.core.local_cluster): the clients of
+    Patroni, etcd and the load fall back to the cluster a configuration names by reading that file, without importing
+    the embedded cluster's package, and the file holds no password."""
     import json
 
-    from chaosdb.core.embedded import embedded_endpoints, names_embedded_cluster, split_urls
+    from chaosdb.core.local_cluster import ENDPOINTS_FILE, local_endpoints, names_local_cluster, split_urls
     from chaosdb.embedded.state import SECRETS_FILE
     from chaosdb.etcd.endpoints import etcd_client
     from chaosdb.load.control import etcd_endpoints
@@ -85,8 +86,8 @@ def test_patroni_etcd_and_the_load_find_the_embedded_cluster_through_core(tmp_pa
     layout.save()
     (tmp_path / SECRETS_FILE).write_text(json.dumps({"patroni_password": "p4ss", "app_password": "a"}))
     cfg = {"chaosdb_cluster_dir": str(tmp_path)}
-    assert names_embedded_cluster(cfg) and not names_embedded_cluster({})
-    found = embedded_endpoints(cfg)
+    assert names_local_cluster(cfg) and not names_local_cluster({})
+    found = local_endpoints(cfg)
     assert found["patroni_urls"] == layout.patroni_urls and found["etcd_urls"] == layout.etcd_urls
     assert found["patroni_auth"] == ("patroni", "p4ss") and "p4ss" not in found["dsn"]
     client = patroni_client(cfg, None)
@@ -95,5 +96,8 @@ def test_patroni_etcd_and_the_load_find_the_embedded_cluster_through_core(tmp_pa
     assert etcd_endpoints(cfg) == ",".join(layout.etcd_urls)
     assert postgres_dsn(cfg, None) == layout.dsn(user="postgres", database="postgres")
     assert split_urls("http://a:1, http://b:2,") == ["http://a:1", "http://b:2"]
+    assert "p4ss" not in (tmp_path / ENDPOINTS_FILE).read_text()
+    with pytest.raises(ChaosDBError, match=r"no local cluster at .* \(missing endpoints.json\)"):
+        local_endpoints({"chaosdb_cluster_dir": str(tmp_path / "none")})
     with pytest.raises(ChaosDBError, match="set configuration 'patroni_urls'"):
         patroni_client({}, None)

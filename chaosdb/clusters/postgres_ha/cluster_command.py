@@ -8,10 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from chaosdb.clusters.postgres_ha import cluster, launcher
-from chaosdb.clusters.postgres_ha.endpoints import (  # where a configuration points (core.embedded)
-    cluster_dir,
-    endpoints,
-)
 from chaosdb.clusters.postgres_ha.launcher import Chaosd
 from chaosdb.core.console import fmt
 from chaosdb.core.engines import engine_action
@@ -19,7 +15,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.embedded.state import STATE_FILE, load_layout
 
 __all__ = ["KIND", "HELP", "TITLE", "STATE_FILE", "DEFAULT_ADDRESS", "EXTRAS", "add_arguments", "up", "status", "down",
-           "show_up", "show_status", "show_down", "endpoints", "cluster_dir"]
+           "show_up", "show_status", "show_down"]
 
 KIND = "postgres-ha"
 TITLE = "cluster"
