@@ -11,6 +11,8 @@ module              job
 ``netfilter``       iptables chains and rules (tagged ``CHAOSDB-*`` / ``chaosdb:``)
 ``traffic``         tc htb classes on ``lo`` for bandwidth (and netem when present)
 ``classify``        which packets belong to "node X <-> its peers / its clients"
+``conntrack``       forgets the tracked connections of a cluster's nodes, so a
+                    network fault marks live connections afresh
 ``netproxy``        TCP proxy adding latency and jitter (``python -m``)
 ``engine``          inject and revert faults; ``cleanup`` and ``residue``
 ``revert_handler``  undo this engine's part of a record: proxies, stopped

@@ -44,10 +44,10 @@ from chaoslib.types import Configuration, Secrets
 
 from chaosdb.core.adapters import DatabaseAdapter, split_role
 from chaosdb.core.arguments import check_arguments, choice, number
-from chaosdb.core.embedded import embedded_cluster_dir
 from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.faultrecords.records import FaultRecord, RunScope, load_record
 from chaosdb.core.home import resolve_cluster_dir
+from chaosdb.core.local_cluster import local_cluster_dir
 from chaosdb.core.results import action_result
 from chaosdb.core.results import target as target_entry
 from chaosdb.core.signals import ENDING_SIGNALS, signal_name
@@ -343,7 +343,7 @@ def revert_faults(kinds: List[str] = None, target: str = "", fault_id: str = "",
 def _cluster_dir_of(cluster: str, cluster_dir: str, configuration: Any) -> str:
     """The folder of the embedded cluster the arguments or the configuration name, or "" when none is named."""
     try:
-        return embedded_cluster_dir(cluster, cluster_dir, configuration)
+        return local_cluster_dir(cluster, cluster_dir, configuration)
     except ChaosDBError:
         return ""
 

@@ -34,7 +34,10 @@ T -> client           from T's address on a connection no node opened
 A node's traffic with itself (Patroni to its own PostgreSQL and etcd) is never
 matched. Connections that existed before the fault get their mark from the
 opener's next packet (an ACK at most a round trip later); until then a packet of
-such a connection may count as a client's.
+such a connection may count as a client's. So that no entry left from an earlier
+fault speaks for a live connection, a network fault forgets the tracked
+connections of the cluster's nodes once its rules are in force
+(:mod:`chaosdb.faults.conntrack`).
 """
 
 from __future__ import annotations

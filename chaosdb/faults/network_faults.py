@@ -11,7 +11,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.faultrecords.lifecycle import checked_duration, inject
 from chaosdb.core.faultrecords.records import FaultRecord, new_record
 from chaosdb.core.processes import cwd_of, uids_of_processes
-from chaosdb.faults import netfilter, traffic
+from chaosdb.faults import conntrack, netfilter, traffic
 from chaosdb.faults.classify import (
     NodeIdentity,
     check_identities,
@@ -107,7 +107,8 @@ def inject_network(kind: str, targets: list[NodeIdentity], nodes: list[NodeIdent
         raise ChaosDBError(f"unknown network fault {kind!r} (one of {', '.join(NETWORK_KINDS)})")
     duration_s = checked_duration(duration_s)
     matches = {t.name: packet_matches(t, nodes, scope, direction) for t in targets}  # validates scope/direction
-    params: dict[str, Any] = {"scope": scope, "direction": direction}
+    params: dict[str, Any] = {"scope": scope, "direction": direction,
+                              "node_addresses": sorted({n.address for n in nodes})}
     if kind in ("loss", "bursty-loss"):
         if not 0 < float(loss_percent) < 100:
             raise ChaosDBError(f"loss_percent must be between 0 and 100 (exclusive), got {loss_percent}")
@@ -162,5 +163,8 @@ def inject_network(kind: str, targets: list[NodeIdentity], nodes: list[NodeIdent
             batch.hook("filter", "INPUT", chain, rec.id)
         rec.save()
         batch.apply()
+        # the rules are in force: every live connection of the nodes is picked up afresh and marked by its opener,
+        # none keeps a stale entry from before (faults.conntrack)
+        conntrack.forget_connections(params["node_addresses"])
 
     return inject(rec, steps, duration_s)

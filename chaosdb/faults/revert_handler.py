@@ -14,7 +14,7 @@ from chaosdb.core.errors import ChaosDBError
 from chaosdb.core.faultrecords.handlers import RevertHandler
 from chaosdb.core.faultrecords.records import FaultRecord
 from chaosdb.core.processes import same_process, signal_pids, stop_process
-from chaosdb.faults import cgroups, netfilter, traffic
+from chaosdb.faults import cgroups, conntrack, netfilter, traffic
 from chaosdb.faults.host import cgroup_host, require_tool
 
 __all__ = ["HostRevertHandler", "REVERT_HANDLER"]
@@ -60,7 +60,8 @@ class HostRevertHandler(RevertHandler):
 
     def revert(self, rec: FaultRecord, out: dict[str, Any]) -> list[str]:
         """Stop the fault's proxies, continue its stopped processes (``resumed`` in *out*), then remove its chains
-        (hooks first, in one iptables-restore), tc classes and cgroups."""
+        (hooks first, in one iptables-restore) and forget the tracked connections of a network fault's nodes, then
+        its tc classes and cgroups."""
         errors: list[str] = []
         for entry in rec.processes:
             stop_process(entry)
@@ -70,6 +71,11 @@ class HostRevertHandler(RevertHandler):
             netfilter.remove_chains(rec.chains, rec.id)
         except ChaosDBError as exc:
             errors.append(str(exc))
+        if rec.params.get("node_addresses"):  # a network fault: no entry of it left to go stale (faults.conntrack)
+            try:
+                conntrack.forget_connections(rec.params["node_addresses"])
+            except ChaosDBError as exc:
+                errors.append(str(exc))
         for entry in rec.tc:
             try:
                 traffic.remove_class(entry)
