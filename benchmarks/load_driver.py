@@ -18,8 +18,10 @@ In one run, same cluster, same number of clients:
 * the cost of sample recording: (a) directly, CPU microseconds per ``SampleWriter.add`` against the
   mean transaction time; (b) end to end, throughput with and without recording, interleaved runs.
 
-Client CPU is the child processes' user+system time (``RUSAGE_CHILDREN``). Prints JSON.
-Usage: ``python benchmarks/load_driver.py [--seconds 30] [--clients 8] [--warehouses 2]``.
+Client CPU is the child processes' user+system time (``RUSAGE_CHILDREN``). Each run against go-tpc records the
+machine's load while it ran (``machine``, :mod:`benchmarks.machine_load`); ``--burners 2`` runs those rounds beside
+two CPU-bound processes (a busy machine, as ``tox -e tests-busy`` runs the tests); ``--versus-only`` runs only them.
+Prints JSON. Usage: ``python benchmarks/load_driver.py [--seconds 30] [--clients 8] [--warehouses 2]``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.machine_load import Burners, MachineWatch  # noqa: E402
 from chaosdb.clusters.postgres_ha import cluster  # noqa: E402
 from chaosdb.core.binaries import find_binary  # noqa: E402
 from chaosdb.core.errors import ChaosDBError  # noqa: E402
@@ -112,15 +115,17 @@ def prepare_go_tpc(go_tpc: str, layout, warehouses: int, workdir: Path) -> None:
                    capture_output=True, cwd=workdir, timeout=3600)
 
 
-def run_go_tpc(go_tpc: str, layout, clients: int, seconds: int, warehouses: int, workdir: Path) -> dict:
+def run_go_tpc(go_tpc: str, layout, clients: int, seconds: int, warehouses: int, workdir: Path,
+               burners: Burners | None = None) -> dict:
     """One go-tpc run on its database (see :func:`prepare_go_tpc`); its summary lines parsed."""
     import re
 
     base = go_tpc_base(go_tpc, layout, warehouses)
-    cpu0, db0 = child_cpu(), cluster_cpu(layout)
-    proc = subprocess.run(base + ["run", "-T", str(clients), "--time", f"{seconds}s", "--interval", "1000s"], check=False,
-                          capture_output=True, text=True, cwd=workdir, timeout=seconds + 300)
-    cpu, db = child_cpu() - cpu0, cluster_cpu(layout) - db0
+    with MachineWatch(burners) as machine:
+        cpu0, db0 = child_cpu(), cluster_cpu(layout)
+        proc = subprocess.run(base + ["run", "-T", str(clients), "--time", f"{seconds}s", "--interval", "1000s"],
+                              check=False, capture_output=True, text=True, cwd=workdir, timeout=seconds + 300)
+        cpu, db = child_cpu() - cpu0, cluster_cpu(layout) - db0
     out = proc.stdout + proc.stderr
     summary = {}
     for m in re.finditer(r"\[Summary\] (\w+) - Takes\(s\): [\d.]+, Count: (\d+).*?99th\(ms\): ([\d.]+)", out):
@@ -131,20 +136,22 @@ def run_go_tpc(go_tpc: str, layout, clients: int, seconds: int, warehouses: int,
             "tps": round(total / seconds, 1), "new_order_p99_ms": (summary.get("NEW_ORDER") or {}).get("p99_ms"),
             "errors": sum(v["count"] for k, v in summary.items() if k.endswith("_ERR")),
             "client_cpu_s": round(cpu, 2), "client_cpu_s_per_1000_tx": round(cpu / max(1, total) * 1000, 3),
-            "cluster_cpu_ms_per_tx": round(db / max(1, total) * 1000, 2), "exit_code": proc.returncode,
-            "version": "go-tpc (binary given; upstream commit in its provenance)"}
+            "cluster_cpu_ms_per_tx": round(db / max(1, total) * 1000, 2), "machine": machine.result(),
+            "exit_code": proc.returncode, "version": "go-tpc (binary given; upstream commit in its provenance)"}
 
 
-def run_ours(dsn: str, clients: int, seconds: int, workdir: Path, record: bool, layout=None) -> dict:
+def run_ours(dsn: str, clients: int, seconds: int, workdir: Path, record: bool, layout=None,
+             burners: Burners | None = None) -> dict:
     samples = workdir / f"ours-{time.time_ns()}"
     env = dict(os.environ, CHAOSDB_LOAD_DSN=dsn, CHAOSDB_SAMPLES_DISABLED="0" if record else "1",
                PYTHONPATH=str(ROOT))
-    cpu0, db0 = child_cpu(), (cluster_cpu(layout) if layout else 0.0)
-    proc = subprocess.run([sys.executable, "-m", "locust", "-f", str(ROOT / "load" / "tpcc.py"), "--headless",
-                           "-u", str(clients), "-r", str(clients), "-t", f"{seconds}s", "--only-summary",
-                           "--json-file", str(samples / "locust"), "--chaosdb-samples-dir", str(samples)],
-                          env=env, cwd=workdir, capture_output=True, text=True, timeout=seconds + 120)
-    cpu, db = child_cpu() - cpu0, (cluster_cpu(layout) - db0 if layout else 0.0)
+    with MachineWatch(burners) as machine:
+        cpu0, db0 = child_cpu(), (cluster_cpu(layout) if layout else 0.0)
+        proc = subprocess.run([sys.executable, "-m", "locust", "-f", str(ROOT / "load" / "tpcc.py"), "--headless",
+                               "-u", str(clients), "-r", str(clients), "-t", f"{seconds}s", "--only-summary",
+                               "--json-file", str(samples / "locust"), "--chaosdb-samples-dir", str(samples)],
+                              env=env, cwd=workdir, capture_output=True, text=True, timeout=seconds + 120)
+        cpu, db = child_cpu() - cpu0, (cluster_cpu(layout) - db0 if layout else 0.0)
     samples.mkdir(exist_ok=True)
     stats = json.loads((samples / "locust.json").read_text()) if (samples / "locust.json").exists() else []
     total = sum(e["num_requests"] for e in stats)
@@ -152,7 +159,8 @@ def run_ours(dsn: str, clients: int, seconds: int, workdir: Path, record: bool, 
     new_orders = next((e["num_requests"] - e["num_failures"] for e in stats if e["name"] == "new_order"), 0)
     out = {"transactions": total, "failures": fails, "tps": round((total - fails) / seconds, 1),
            "tpmC": round(new_orders * 60 / seconds, 1), "client_cpu_s": round(cpu, 2),
-           "client_cpu_s_per_1000_tx": round(cpu / max(1, total) * 1000, 3), "exit_code": proc.returncode}
+           "client_cpu_s_per_1000_tx": round(cpu / max(1, total) * 1000, 3), "machine": machine.result(),
+           "exit_code": proc.returncode}
     if layout:
         out["cluster_cpu_ms_per_tx"] = round(db / max(1, total) * 1000, 2)
     if record:
@@ -293,6 +301,10 @@ def main() -> int:
                     "(go-tpc first in odd rounds, ours first in even ones)")
     ap.add_argument("--pairs", type=int, default=3, help="interleaved with/without-recording pairs")
     ap.add_argument("--bin-dir", default=None, help="where go-tpc is (else CHAOSDB_BIN_DIR, the cache, PATH)")
+    ap.add_argument("--burners", type=int, default=0, help="CPU-bound processes beside the drivers during the rounds "
+                    "against go-tpc (2: a busy machine, as tox -e tests-busy runs the tests)")
+    ap.add_argument("--versus-only", action="store_true", help="only the rounds against go-tpc (no master/worker, "
+                    "pgbench or recording pairs)")
     ap.add_argument("--workers", type=int, default=2, help="also run master/worker mode with this many local "
                     "workers (0: not)")
     args = ap.parse_args()
@@ -310,25 +322,32 @@ def main() -> int:
             prepare_go_tpc(go_tpc, layout, args.warehouses, root)
             databases.append((layout.node_dsn(cluster.status(layout)["leader"]), {"dbname": "gotpc"}))
         rounds = []
-        for n in range(1, max(1, args.rounds) + 1):
-            order = ["go_tpc", "chaosdb_tpcc"] if n % 2 else ["chaosdb_tpcc", "go_tpc"]
-            one: dict = {"round": n, "order": [d for d in order if d != "go_tpc" or go_tpc], "quiesce_s": {}}
-            for driver in one["order"]:
-                one["quiesce_s"][driver] = quiesce(layout, databases)
-                if driver == "go_tpc":
-                    one[driver] = run_go_tpc(go_tpc, layout, args.clients, args.seconds, args.warehouses, root)
-                else:
-                    one[driver] = run_ours(dsn, args.clients, args.seconds, root, record=True, layout=layout)
-            if go_tpc:
-                one["versus_go_tpc"] = versus(one["chaosdb_tpcc"], one["go_tpc"])
-            rounds.append(one)
+        with Burners(args.burners) as burners:
+            for n in range(1, max(1, args.rounds) + 1):
+                order = ["go_tpc", "chaosdb_tpcc"] if n % 2 else ["chaosdb_tpcc", "go_tpc"]
+                one: dict = {"round": n, "order": [d for d in order if d != "go_tpc" or go_tpc], "quiesce_s": {}}
+                for driver in one["order"]:
+                    one["quiesce_s"][driver] = quiesce(layout, databases)
+                    if driver == "go_tpc":
+                        one[driver] = run_go_tpc(go_tpc, layout, args.clients, args.seconds, args.warehouses, root,
+                                                 burners)
+                    else:
+                        one[driver] = run_ours(dsn, args.clients, args.seconds, root, record=True, layout=layout,
+                                               burners=burners)
+                if go_tpc:
+                    one["versus_go_tpc"] = versus(one["chaosdb_tpcc"], one["go_tpc"])
+                rounds.append(one)
         ours = rounds[0]["chaosdb_tpcc"]
+        if args.versus_only:
+            args.workers, args.pairs = 0, 0
         if args.workers:
             quiesce(layout, databases)
         mw = run_ours_master_worker(dsn, args.clients, args.seconds, root, args.workers, layout) \
             if args.workers else None
-        quiesce(layout, databases)
-        pgb = run_pgbench(layout, args.clients, args.seconds, root)
+        pgb = None
+        if not args.versus_only:
+            quiesce(layout, databases)
+            pgb = run_pgbench(layout, args.clients, args.seconds, root)
         with_rec, without = [], []
         for _ in range(args.pairs):
             without.append(run_ours(dsn, args.clients, args.seconds, root, record=False)["tps"])
@@ -359,13 +378,14 @@ def main() -> int:
                 "tps_ratio": round(mw["tps"] / ours["tps"], 3) if ours["tps"] else None,
                 "client_cpu_per_1000_tx_ratio": round(mw["client_cpu_s_per_1000_tx"]
                                                       / ours["client_cpu_s_per_1000_tx"], 2)},
+            "burners": args.burners,
             "pgbench": pgb,
             "ratios": {
                 "tps_chaosdb_over_pgbench": round(ours["tps"] / pgb["tps"], 3) if pgb["tps"] else None,
                 "client_cpu_per_1000_tx_chaosdb_over_pgbench":
                     round(ours["client_cpu_s_per_1000_tx"] / pgb["client_cpu_s_per_1000_tx"], 2)
                     if pgb["client_cpu_s_per_1000_tx"] else None,
-            },
+            } if pgb else None,
             "sample_recording": {
                 "writer_cpu_us_per_sample": round(cost_us, 3),
                 "mean_transaction_ms": ours["mean_tx_ms"],

@@ -19,6 +19,33 @@ import time
 SPIN = "import signal, sys; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\nwhile True: pass\n"
 
 
+class Burners:
+    """*count* spinning processes for the life of a ``with`` block (none when *count* is 0)."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> Burners:
+        self.procs = [subprocess.Popen([sys.executable, "-c", SPIN], stdin=subprocess.DEVNULL)
+                      for _ in range(self.count)]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for b in self.procs:
+            b.send_signal(signal.SIGTERM)
+        for b in self.procs:
+            try:
+                b.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                b.kill()
+                b.wait()
+
+    def cpu_s(self) -> float:
+        """CPU seconds the burners have used so far."""
+        return sum(_cpu_s(b.pid) for b in self.procs)
+
+
 def _cpu_s(pid: int) -> float:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -36,24 +63,16 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give the command after --")
-    burners = [subprocess.Popen([sys.executable, "-c", SPIN], stdin=subprocess.DEVNULL) for _ in range(args.burners)]
     t0 = time.monotonic()
     code = 1
-    try:
-        code = subprocess.call(command)
-    finally:
-        cpu = sum(_cpu_s(b.pid) for b in burners)
-        for b in burners:
-            b.send_signal(signal.SIGTERM)
-        for b in burners:
-            try:
-                b.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                b.kill()
-                b.wait()
-        took = time.monotonic() - t0
-        print(f"busy: {' '.join(command)} took {took:.0f} s (exit {code}) beside {args.burners} CPU-bound "
-              f"process(es) that used {cpu:.0f} CPU s ({cpu / took if took else 0:.2f} cores)", flush=True)
+    with Burners(args.burners) as burners:
+        try:
+            code = subprocess.call(command)
+        finally:
+            cpu = burners.cpu_s()
+    took = time.monotonic() - t0
+    print(f"busy: {' '.join(command)} took {took:.0f} s (exit {code}) beside {args.burners} CPU-bound "
+          f"process(es) that used {cpu:.0f} CPU s ({cpu / took if took else 0:.2f} cores)", flush=True)
     return code
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from chaosdb.core.settings import env_value
 from chaosdb.load.distributed import MasterCollector, ShippingWriter
-from chaosdb.workloads.outcomes import is_success
+from chaosdb.workloads.outcomes import SUCCESS, is_success
 from chaosdb.workloads.samples import Sample, SampleWriter
 
 __all__ = ["add_common_options", "ProcessState", "TransactionFailed", "report", "resolve_dsn", "Pacer"]
@@ -143,9 +143,15 @@ def resolve_dsn(opts: Any, workload: str) -> str:
 
 
 def report(environment: Any, state: ProcessState, sample: Sample, request_type: str) -> None:
-    """Record *sample* in the samples file and as a Locust request."""
+    """Record *sample* in the samples file and as a Locust request: a success counted in Locust's statistics
+    directly when nothing but Locust's own runner listens to its request event (a third of the cost of firing the
+    event, per operation), else, and for every failure, the event fired with the outcome as its context."""
     assert state.writer is not None
     state.writer.add(sample)
+    if sample.outcome in SUCCESS and len(getattr(environment.events.request, "_handlers", ())) == 1 \
+            and environment.runner is not None:
+        environment.runner.stats.log_request(request_type, sample.name, sample.latency_ms, 0)
+        return
     environment.events.request.fire(
         request_type=request_type, name=sample.name, response_time=sample.latency_ms, response_length=0,
         context={"outcome": sample.outcome}, start_time=sample.start_ts,

@@ -14,8 +14,7 @@ import locust
 from locust import User, constant, events, task
 
 from chaosdb.load.locust_common import Pacer, ProcessState, add_common_options, report, resolve_dsn
-from chaosdb.workloads.kv import EtcdBackend
-from chaosdb.workloads.ycsb import SqlBackend, WorkloadA
+from chaosdb.workloads.ycsb import Backend, SqlBackend, WorkloadA
 
 __all__ = ["YcsbUser", "OPERATIONS_PER_TASK"]
 
@@ -47,8 +46,10 @@ class YcsbUser(User):
         self.client_number = _process.next_terminal()
         seed = None if opts.chaosdb_seed is None else opts.chaosdb_seed * 1009 + self.client_number
         self.workload = WorkloadA(opts.ycsb_records, seed)
-        self.backend: EtcdBackend | SqlBackend
+        self.backend: Backend
         if opts.ycsb_backend == "etcd":
+            from chaosdb.workloads.kv import EtcdBackend  # noqa: PLC0415 - etcd's client only where it is used
+
             self.backend = EtcdBackend(opts.chaosdb_dsn, self.client_number, seed)
         else:
             self.backend = SqlBackend(opts.chaosdb_dsn, self.client_number, opts.chaosdb_isolation,

@@ -16,9 +16,12 @@ Shared by every SQL workload (TPC-C terminals, YCSB clients):
 * the session asks the database to end a transaction left idle for 10 s (``idle_in_transaction_session_timeout``):
   a load client cut off mid-transaction (its host unplugged) must not hold its locks, stalling the others, until
   the server notices it is gone;
-* a one-statement transaction may go straight to libpq (:meth:`Executor.exec_prepared`): the statement prepared
-  once per connection under a name, then sent with its parameters as text and its result awaited without
-  psycopg's cursor layer (about 7 µs of client CPU per round trip instead of 45; YCSB's reads and updates);
+* a one-statement transaction may go straight to libpq (:meth:`Executor.run_statement`, through
+  :meth:`Executor.exec_prepared`): the statement prepared once per connection under a name, then sent with its
+  parameters as text and its result awaited without psycopg's cursor layer (about 7 µs of client CPU per round trip
+  instead of 45; YCSB's reads and updates);
+* in a Locust process the connection waits on watchers of gevent's loop kept for it
+  (:mod:`chaosdb.workloads.waiting`), not psycopg's poll loop;
 * every attempt becomes exactly one :class:`~chaosdb.workloads.samples.Sample`.
 """
 
@@ -32,6 +35,7 @@ from typing import Any, Callable, Sequence
 
 from chaosdb.workloads.outcomes import RETRYABLE, classify
 from chaosdb.workloads.samples import Sample
+from chaosdb.workloads.waiting import connect, socket_waiter
 
 __all__ = ["Executor", "BusinessRollback", "ISOLATION", "TxnBody"]
 
@@ -75,7 +79,8 @@ class Executor:
         self._backoff = random.Random(self.seed)
         self._statements: dict[str, bytes] = {}  # statement -> its prepared name (the same on every connection)
         self._prepared: set[bytes] = set()  # names prepared on the current connection
-        self._readable: Callable[[], None] | None = None  # waits until the current connection has data
+        self._readable: Callable[[], None] = _unset_waiter  # waits until the current connection has data
+        self._autocommit_conn: Any = None  # the connection last put in autocommit for one-statement transactions
 
     def connection(self) -> Any:
         """The open connection, or a new one after the last broke."""
@@ -89,10 +94,9 @@ class Executor:
 
             given = conninfo_to_dict(self.dsn)
             self._tcp_extra = {k: v for k, v in self.tcp_options.items() if k not in given}
-        self._prepared, self._readable = set(), None
-        self.conn = psycopg.connect(self.dsn, connect_timeout=self.connect_timeout_s,
-                                    target_session_attrs="read-write", application_name=self.application_name,
-                                    **self._tcp_extra)
+        self._prepared, self._readable = set(), _unset_waiter
+        self.conn = connect(self.dsn, connect_timeout=self.connect_timeout_s, target_session_attrs="read-write",
+                            application_name=self.application_name, **self._tcp_extra)
         level = ISOLATION[self.isolation]
         if level:
             self.conn.execute(f"SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL {level}")
@@ -110,24 +114,31 @@ class Executor:
         (the caller's connection is in autocommit): prepared on first use on this connection, then one round trip
         through libpq. Returns the libpq result (``get_value(row, column)`` gives bytes); raises psycopg's error
         for a failed statement, as ``conn.execute`` would."""
+        pgconn = conn.pgconn
+        name = self._statements.get(statement)
+        if name is None or name not in self._prepared:
+            name = self._prepare(conn, statement)
+        pgconn.send_query_prepared(name, [p.encode() for p in params])
+        res = _result(pgconn, self._readable)
+        if res is not None and res.status == _FATAL_ERROR:
+            raise _psycopg()[0].error_from_result(res, encoding=conn.info.encoding)
+        return res
+
+    def _prepare(self, conn: Any, statement: str) -> bytes:
+        """Prepare *statement* on *conn* under its name (the same on every connection); returns the name."""
         errors, pq = _psycopg()
         pgconn = conn.pgconn
         name = self._statements.get(statement)
         if name is None:
             name = self._statements[statement] = f"chaosdb_{len(self._statements)}".encode()
-        if self._readable is None:
-            self._readable = _waiter(pgconn.socket)
-        if name not in self._prepared:
-            pgconn.send_prepare(name, statement.encode(), None)
-            failed = _result(pgconn, self._readable, pq.ExecStatus.COMMAND_OK)
-            if failed is not None:
-                raise errors.error_from_result(failed, encoding=conn.info.encoding)
-            self._prepared.add(name)
-        pgconn.send_query_prepared(name, [p.encode() for p in params])
-        res = _result(pgconn, self._readable)
-        if res is not None and res.status == pq.ExecStatus.FATAL_ERROR:
-            raise errors.error_from_result(res, encoding=conn.info.encoding)
-        return res
+        if self._readable is _unset_waiter:
+            self._readable = socket_waiter(pgconn.socket)
+        pgconn.send_prepare(name, statement.encode(), None)
+        failed = _result(pgconn, self._readable, pq.ExecStatus.COMMAND_OK)
+        if failed is not None:
+            raise errors.error_from_result(failed, encoding=conn.info.encoding)
+        self._prepared.add(name)
+        return name
 
     def close(self) -> None:
         """Close the connection (errors on closing a broken one are ignored)."""
@@ -137,6 +148,7 @@ class Executor:
             except Exception:
                 pass
             self.conn = None
+        self._autocommit_conn = None
 
     def _drop_broken(self) -> bool:
         broken = self.conn is None or self.conn.closed or self.conn.broken
@@ -161,8 +173,7 @@ class Executor:
         """
         if single_statement not in ("", "read", "write"):
             raise ValueError("single_statement must be '', 'read' or 'write'")
-        import psycopg  # noqa: PLC0415 - needs the postgres extra
-
+        errors, _ = _psycopg()
         start_ts = time.time()
         t0 = time.perf_counter()
         retries = 0
@@ -175,6 +186,7 @@ class Executor:
                 conn = self.connection()
                 if conn.autocommit != bool(single_statement):
                     conn.autocommit = bool(single_statement)
+                self._autocommit_conn = conn if single_statement else None
                 if single_statement:
                     during_commit = single_statement == "write"
                     key = body(conn) or known_key
@@ -190,21 +202,63 @@ class Executor:
                 conn.commit()
                 outcome, sqlstate = "committed", ""
                 break
-            except psycopg.Error as exc:
-                sqlstate = exc.sqlstate or ""
-                broken = self._drop_broken()
-                outcome = classify(exc.sqlstate, during_commit, broken)
-                if sqlstate in RETRYABLE and outcome == "aborted" and retries < self.max_retries:
+            except errors.Error as exc:
+                outcome, sqlstate, retry = self._failed(exc, during_commit, retries)
+                if retry:
                     retries += 1
-                    self.sleep(self._backoff.uniform(0, min(1.0, 0.01 * 2 ** retries)))
                     continue
-                if not sqlstate:
-                    sqlstate = type(exc).__name__
                 break
         latency_ms = (time.perf_counter() - t0) * 1000.0
         if outcome not in (keep_key_for or ("committed", "ambiguous")):
             key = ""
         return Sample(start_ts, latency_ms, name, outcome, sqlstate, retries, terminal, key)
+
+    def run_statement(self, name: str, statement: str, params: Sequence[str], terminal: int = 0,
+                      write: bool = False, key: str = "", fetch: bool = False) -> Sample:
+        """*statement* alone as its own transaction, as :meth:`run` runs a one-statement body (autocommit, one
+        round trip through :meth:`exec_prepared`; a write in flight when the connection breaks is ambiguous;
+        40001/40P01 retried), without a body to call back: YCSB's reads and updates. A write's *key* is kept when
+        it committed or is ambiguous; with *fetch*, the values of the first row are read as a client reads them."""
+        errors, _ = _psycopg()
+        start_ts = time.time()
+        t0 = time.perf_counter()
+        retries = 0
+        while True:
+            during_commit = False
+            try:
+                conn = self.conn
+                if conn is None or conn is not self._autocommit_conn:
+                    conn = self.connection()
+                    if not conn.autocommit:
+                        conn.autocommit = True
+                    self._autocommit_conn = conn
+                during_commit = write
+                res = self.exec_prepared(conn, statement, params)
+                if fetch and res is not None and res.ntuples:
+                    value = res.get_value
+                    for column in range(res.nfields):
+                        value(0, column)
+                outcome, sqlstate = "committed", ""
+                break
+            except errors.Error as exc:
+                outcome, sqlstate, retry = self._failed(exc, during_commit, retries)
+                if retry:
+                    retries += 1
+                    continue
+                break
+        return Sample(start_ts, (time.perf_counter() - t0) * 1000.0, name, outcome, sqlstate, retries, terminal,
+                      key if write and (outcome == "committed" or outcome == "ambiguous") else "")
+
+    def _failed(self, exc: Any, during_commit: bool, retries: int) -> tuple[str, str, bool]:
+        """A failed attempt's (outcome, SQLSTATE or error name, whether to retry it); a broken connection is dropped,
+        and a retry waits its backoff first."""
+        sqlstate = exc.sqlstate or ""
+        broken = self._drop_broken()
+        outcome = classify(exc.sqlstate, during_commit, broken)
+        if sqlstate in RETRYABLE and outcome == "aborted" and retries < self.max_retries:
+            self.sleep(self._backoff.uniform(0, min(1.0, 0.01 * 2 ** (retries + 1))))
+            return outcome, sqlstate, True
+        return outcome, sqlstate or type(exc).__name__, False
 
 
 def _psycopg() -> tuple[Any, Any]:
@@ -218,21 +272,12 @@ def _psycopg() -> tuple[Any, Any]:
 
 
 _PSYCOPG: tuple[Any, Any] | None = None
+#: libpq's status of a failed statement (``PGRES_FATAL_ERROR``, psycopg's ``pq.ExecStatus.FATAL_ERROR``)
+_FATAL_ERROR = 7
 
 
-def _waiter(fd: int) -> Callable[[], None]:
-    """A function that waits until *fd* is readable: in a gevent program (a Locust worker) one watcher of gevent's
-    loop kept for the connection (a new one, or ``select``, per wait costs system calls each round trip); else
-    ``select``."""
-    try:
-        from gevent import get_hub, monkey  # noqa: PLC0415 - only where gevent runs
-    except ImportError:
-        monkey = None
-    if monkey is not None and monkey.is_module_patched("select"):
-        hub = get_hub()
-        watcher = hub.loop.io(fd, 1)
-        return lambda: hub.wait(watcher)
-    return lambda: select.select([fd], [], []) and None
+def _unset_waiter() -> None:
+    raise RuntimeError("no statement was prepared on this connection yet")
 
 
 def _result(pgconn: Any, readable: Callable[[], None], unless: Any = None) -> Any:

@@ -22,22 +22,21 @@ from typing import Any, Protocol
 from chaosdb.workloads.executor import Executor
 from chaosdb.workloads.samples import Sample
 
-__all__ = ["Zipfian", "ScrambledZipfian", "WorkloadA", "Operation", "SqlBackend", "load", "key_name", "FIELDS"]
+__all__ = ["Zipfian", "ScrambledZipfian", "WorkloadA", "Operation", "Backend", "SqlBackend", "load", "key_name", "FIELDS"]
 
 FIELDS = 10
 FIELD_LENGTH = 100
-#: the statements of a read and of an update of each field (prepared once per connection)
-READ = "SELECT * FROM usertable WHERE ycsb_key = $1"
+#: the statements of a read (every field, as YCSB's readallfields) and of an update of each field (prepared once per
+#: connection)
+READ = f"SELECT {', '.join(f'field{i}' for i in range(FIELDS))} FROM usertable WHERE ycsb_key = $1"
 UPDATES = tuple(f"UPDATE usertable SET field{i} = $1 WHERE ycsb_key = $2" for i in range(FIELDS))
 
 
 def fnv1a_64(value: int) -> int:
     """The 64-bit FNV-1a hash YCSB scrambles record numbers with."""
     h = 0xCBF29CE484222325
-    for _ in range(8):
-        h ^= value & 0xFF
-        h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-        value >>= 8
+    for byte in value.to_bytes(8, "little"):
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
     return h
 
 
@@ -114,7 +113,7 @@ def _value(rng: random.Random) -> str:
 VALUE_POOL = 1 << 16
 
 
-@dataclass
+@dataclass(slots=True)
 class Operation:
     kind: str  # read | update
     key: str
@@ -131,15 +130,16 @@ class WorkloadA:
         self.rng = random.Random(seed)
         self.keys = ScrambledZipfian(records, rng=self.rng)
         self._letters = "".join(self.rng.choices(string.ascii_letters, k=VALUE_POOL))
+        self._names = [key_name(n) for n in range(records)]
 
     def next(self) -> Operation:
         """The next operation: a read or an update of a Zipfian-chosen key, 50/50 by default."""
-        key = key_name(self.keys.next())
-        rng = self.rng
-        if rng.random() < self.read_proportion:
+        key = self._names[self.keys.next()]
+        random = self.rng.random
+        if random() < self.read_proportion:
             return Operation("read", key)
-        at = rng.randrange(VALUE_POOL - FIELD_LENGTH)
-        return Operation("update", key, rng.randrange(FIELDS), self._letters[at:at + FIELD_LENGTH])
+        at = int(random() * (VALUE_POOL - FIELD_LENGTH))
+        return Operation("update", key, int(random() * FIELDS), self._letters[at:at + FIELD_LENGTH])
 
 
 class Backend(Protocol):
@@ -160,21 +160,12 @@ class SqlBackend:
         self.executor = Executor(dsn, isolation, max_retries, application_name=f"ycsb-{client}", seed=seed)
 
     def execute(self, op: Operation, client: int) -> Sample:
-        """A YCSB read or update on ``usertable`` in autocommit, as a sample."""
-        exec_prepared = self.executor.exec_prepared
+        """A YCSB read or update on ``usertable`` as a sample: one statement in autocommit, one round trip (BEGIN and
+        COMMIT would make it three); an update's key is kept when it committed or may have."""
         if op.kind == "read":
-            def body(conn: Any) -> str:
-                res = exec_prepared(conn, READ, (op.key,))
-                _row = [res.get_value(0, i) for i in range(res.nfields)] if res.ntuples else None
-                return ""
-        else:
-            def body(conn: Any) -> str:
-                exec_prepared(conn, UPDATES[op.field], (op.value, op.key))
-                return op.key
-        # one statement each: autocommit, one round trip (BEGIN and COMMIT would make it three)
-        return self.executor.run(op.kind, body, client, keep_key_for=("committed", "ambiguous"),
-                                 single_statement="read" if op.kind == "read" else "write",
-                                 key="" if op.kind == "read" else op.key)
+            return self.executor.run_statement("read", READ, (op.key,), client, fetch=True)
+        return self.executor.run_statement("update", UPDATES[op.field], (op.value, op.key), client, write=True,
+                                           key=op.key)
 
     def close(self) -> None:
         """Close the connection."""

@@ -178,3 +178,46 @@ def test_a_single_statement_runs_in_autocommit_and_a_write_in_flight_is_ambiguou
     assert (sample.key == "k1") == (expected in ("committed", "ambiguous"))
     with pytest.raises(ValueError):
         ex.run(kind, lambda conn: "", single_statement="maybe")
+
+
+@pytest.mark.parametrize("write,fail,breaks,expected", [
+    (True, None, False, "committed"),
+    (False, None, False, "committed"),
+    (True, "lost", True, "ambiguous"),  # the statement was its own COMMIT: it may have been applied
+    (False, "lost", True, "conn_error"),
+    (True, "40001", False, "aborted"),  # retried, then reported aborted
+])
+def test_a_statement_run_alone_has_the_outcomes_of_a_one_statement_body(write, fail, breaks, expected):
+    """``run_statement`` (YCSB's path, no body to call back) ends as ``run`` ends a one-statement body."""
+    import psycopg
+
+    from chaosdb.workloads.executor import Executor
+
+    exc = None
+    if fail == "lost":
+        exc = psycopg.OperationalError("server closed the connection unexpectedly")
+    elif fail:
+        exc = psycopg.errors.SerializationFailure("could not serialize access")
+    conns = []
+
+    def connection(self):
+        if self.conn is None or self.conn.closed or self.conn.broken:
+            self.conn = _FakeConn(exc, breaks)
+            conns.append(self.conn)
+        return self.conn
+
+    def exec_prepared(conn, statement, params):
+        return conn.execute(statement, params)
+
+    ex = Executor("host=x", max_retries=2, sleep=lambda s: None)
+    ex.connection = connection.__get__(ex)
+    ex.exec_prepared = exec_prepared
+    for _ in range(2):  # the second runs on the connection the first left open (or on a new one after a break)
+        sample = ex.run_statement("update" if write else "read", "UPDATE t SET v = $1", ("1",), 3, write=write,
+                                  key="k1" if write else "")
+        assert sample.outcome == expected and all(c.autocommit for c in conns)
+        assert sample.retries == (2 if fail == "40001" else 0)
+        assert (sample.key == "k1") == (write and expected in ("committed", "ambiguous"))
+    assert not any("COMMIT" == call for c in conns for call in c.calls)  # no BEGIN/COMMIT round trips
+    if fail is None:
+        assert len(conns) == 1 and len(conns[0].calls) == 2

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from chaosdb.workloads.executor import Executor
 from chaosdb.workloads.samples import Sample
@@ -53,6 +53,7 @@ class Terminal:
         self.deck = Deck(self.rnd.rng)
         self.executor = Executor(config.dsn, config.isolation, config.max_retries, config.connect_timeout_s,
                                  f"tpcc-{number}", seed, sleep)
+        self._cursor: Any = None
 
     def close(self) -> None:
         """Close the terminal's connection."""
@@ -65,10 +66,17 @@ class Terminal:
 
         def body(conn) -> str:
             info = TxnInfo()
-            runner(conn, self.rnd, self.w_id, d_id, info)
+            runner(self.cursor(conn), self.rnd, self.w_id, d_id, info)
             return info.key if name == "new_order" else ""
 
         return self.executor.run(name, body, self.number)
+
+    def cursor(self, conn: Any) -> Any:
+        """The cursor the transactions run their statements on, one per connection (``conn.execute`` makes a new
+        cursor for every statement)."""
+        if self._cursor is None or self._cursor.connection is not conn or self._cursor.closed:
+            self._cursor = conn.cursor()
+        return self._cursor
 
     def next_transaction(self) -> str:
         """The deck's next transaction name."""

@@ -61,6 +61,17 @@ _WRITE = (
     "  %(lq)s::int[], %(la)s::numeric[], %(ld)s::text[]) AS t(n, i, s, q, a, di)")
 
 
+def _ints(values: Any) -> str:
+    """An ``int[]`` (or ``numeric[]``) literal of *values*, made with one join: psycopg adapts a Python list element
+    by element in Python, which was a fifth of the TPC-C driver's client CPU."""
+    return "{" + ",".join(map(str, values)) + "}"
+
+
+def _texts(values: list[str]) -> str:
+    """A ``text[]`` literal of *values*, each element quoted (backslashes and double quotes escaped)."""
+    return "{" + ",".join('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values) + "}"
+
+
 def new_order(conn, rnd: RandomSource, w_id: int, d_id: int | None = None, info: TxnInfo | None = None) -> TxnInfo:
     """TPC-C New-Order (clause 2.4): an order of 5 to 15 lines for a customer of district *d_id*, 1 % rolled back by an
     unused item."""
@@ -83,7 +94,7 @@ def new_order(conn, rnd: RandomSource, w_id: int, d_id: int | None = None, info:
     # New-Order and Payment of the district needs, is then held for two statements and the COMMIT, not three
     keys = sorted({(supply, i_id) for i_id, supply, _ in lines})
     stock = {(row[0], row[1]): [row[2], row[3], row[4]] for row in conn.execute(
-        _LINES_IN.format(dist=f"s_dist_{d_id:02d}"), ([k[0] for k in keys], [k[1] for k in keys])).fetchall()}
+        _LINES_IN.format(dist=f"s_dist_{d_id:02d}"), (_ints(k[0] for k in keys), _ints(k[1] for k in keys))).fetchall()}
     w_tax, d_tax, o_id, c_discount = conn.execute(_HEAD, {"w": w_id, "d": d_id, "c": c_id}).fetchone()
     info.key = f"{w_id}:{d_id}:{o_id}"
     for i_id, supply, _ in lines:
@@ -112,10 +123,10 @@ def new_order(conn, rnd: RandomSource, w_id: int, d_id: int | None = None, info:
     ks = sorted(changes)
     conn.execute(_WRITE, {
         "o": o_id, "d": d_id, "w": w_id, "c": c_id, "now": datetime.now(), "cnt": ol_cnt, "local": all_local,
-        "sw": [k[0] for k in ks], "si": [k[1] for k in ks], "sq": [stock[k][0] for k in ks],
-        "sytd": [changes[k][0] for k in ks], "scnt": [changes[k][1] for k in ks],
-        "srem": [changes[k][2] for k in ks],
-        "ln": ln, "li": li, "ls": ls, "lq": lq, "la": la, "ld": ld})
+        "sw": _ints(k[0] for k in ks), "si": _ints(k[1] for k in ks), "sq": _ints(stock[k][0] for k in ks),
+        "sytd": _ints(changes[k][0] for k in ks), "scnt": _ints(changes[k][1] for k in ks),
+        "srem": _ints(changes[k][2] for k in ks),
+        "ln": _ints(ln), "li": _ints(li), "ls": _ints(ls), "lq": _ints(lq), "la": _ints(la), "ld": _texts(ld)})
     info.details = {"ol_cnt": ol_cnt,
                     "total": round(total * (1 - float(c_discount)) * (1 + float(w_tax) + float(d_tax)), 2)}
     return info
