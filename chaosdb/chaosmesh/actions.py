@@ -129,26 +129,66 @@ def create_chaos(kind: str = "", spec: Dict[str, Any] = None, template: str = ""
     return result
 
 
+FAILURE_GRACE_S = 15.0
+"""How long a target's injection may go on failing before :func:`wait_until_injected` gives up early. Chaos Mesh
+retries a failed injection (chaos-daemon out of reach for a moment, an iptables or ipset command that failed) and
+records each attempt; only a failure that outlasts this is taken as final."""
+
+
+def _failure_text(failures: list[dict[str, Any]]) -> str:
+    """Chaos Mesh's failure messages, one per target."""
+    return "; ".join(f"{f['target']}: {f['message']}" for f in failures)
+
+
+def _lasting_failures(failures: list[dict[str, Any]], failing_since: dict[str, float], now: float,
+                      grace_s: float) -> list[dict[str, Any]]:
+    """The *failures* whose target has been failing for at least *grace_s*. *failing_since* (target -> when it was
+    first seen failing) is updated: a target whose last event is no longer a failure is forgotten."""
+    current = {str(f["target"]): f for f in failures}
+    for gone in set(failing_since) - set(current):
+        del failing_since[gone]
+    for target in current:
+        failing_since.setdefault(target, now)
+    return [f for t, f in current.items() if now - failing_since[t] >= grace_s]
+
+
 @action_result
 def wait_until_injected(kind: str, name: str, namespace: str = "", timeout_s: float = 120.0,
                         configuration: Configuration = None, secrets: Secrets = None) -> Dict[str, Any]:
-    """Wait until ``Selected`` and ``AllInjected`` are True. Fails early when Chaos Mesh reports a failed
-    injection, and after ``timeout_s`` saying whether any pod was selected at all."""
+    """Wait until ``Selected`` and ``AllInjected`` are True, or until every target has been injected once when the
+    fault is already over (a short one, between two looks). Fails early when a target's injection has failed for
+    :data:`FAILURE_GRACE_S` (Chaos Mesh retries a failure, so a passing one is waited out) or when the object's
+    duration ended before every target was injected, and after ``timeout_s`` saying whether any pod was selected
+    at all and what failed last."""
     namespace = api.namespace_of(configuration, namespace)
     deadline = time.monotonic() + float(timeout_s)
     started = time.monotonic()
+    grace_s = min(FAILURE_GRACE_S, float(timeout_s))
+    failing_since: dict[str, float] = {}
     while True:
         state = summarise(_get(kind, name, namespace, configuration, secrets))
-        if state["injected"]:
-            state["waited_s"] = round(time.monotonic() - started, 3)
+        now = time.monotonic()
+        never = [r["target"] for r in state["records"] if not r["injected_count"]]
+        stopped = state["desired_phase"] == "Stop" and not state["paused"]
+        # injected, or a short fault injected and over between two looks
+        if state["injected"] or (stopped and state["records"] and not never):
+            state["waited_s"] = round(now - started, 3)
             return {"targets": [_object_entry(kind, name, namespace)], **state}
-        if state["failures"]:
-            raise ChaosDBError(f"{kind} {namespace}/{name} failed to inject: "
-                               + "; ".join(f"{f['target']}: {f['message']}" for f in state["failures"]))
-        if time.monotonic() >= deadline:
+        lasting = _lasting_failures(state["failures"], failing_since, now, grace_s)
+        if lasting:
+            raise ChaosDBError(f"{kind} {namespace}/{name} failed to inject for {grace_s:g}s: "
+                               + _failure_text(lasting))
+        if stopped and never:
+            why = ("it is being deleted" if state["phase"] == "deleting" else
+                   "its duration ran out: Chaos Mesh counts it from the object's creation, so give it a longer one")
+            raise ChaosDBError(f"{kind} {namespace}/{name} stopped before Chaos Mesh injected {', '.join(never)} "
+                               f"({now - started:.0f}s after it was created): {why}")
+        if now >= deadline:
             why = ("no pod was selected: check the selector's namespaces and labels (and, with "
                    "ENABLE_FILTER_NAMESPACE, the chaos-mesh.org/inject=enabled annotation)"
                    if not state["selected"] else f"records: {state['records']}")
+            if state["failures"]:
+                why += "; last failure: " + _failure_text(state["failures"])
             raise ChaosDBError(f"{kind} {namespace}/{name} not injected after {timeout_s:g}s: {why}")
         time.sleep(0.2)
 

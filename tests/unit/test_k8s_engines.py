@@ -335,6 +335,66 @@ def test_status_is_read_by_condition_type_not_order_and_failures_surface():
     assert summarise({"kind": "PodChaos", "metadata": {}, "status": {}})["phase"] == "waiting"
 
 
+def _network_chaos(desired: str, phase: str, injected: int, last_event: str, all_injected: bool = False) -> dict:
+    """A NetworkChaos as the controller reports it, with one record."""
+    return {"kind": "NetworkChaos", "metadata": {"name": "p", "namespace": "db"},
+            "status": {"conditions": [{"type": "Selected", "status": "True"},
+                                      {"type": "AllInjected", "status": str(all_injected)}],
+                       "experiment": {"desiredPhase": desired, "containerRecords": [
+                           {"id": "db/pg-1", "phase": phase, "injectedCount": injected,
+                            "events": [{"type": last_event, "operation": "Apply",
+                                        "message": "failed to apply for pod db/pg-1: xtables lock"}]}]}}}
+
+
+@pytest.fixture
+def scripted_chaos(monkeypatch):
+    """wait_until_injected reading *states* one per poll (the last one stays), on a clock that moves 1 s a poll."""
+    clock = {"now": 0.0}
+    seen: list[dict] = []
+
+    def play(states: list[dict]) -> list[dict]:
+        monkeypatch.setattr(cm, "_get", lambda *a, **k: seen.append(states[min(len(seen), len(states) - 1)])
+                            or seen[-1])
+        return seen
+
+    monkeypatch.setattr(cm.time, "monotonic", lambda: clock["now"])
+    monkeypatch.setattr(cm.time, "sleep", lambda s: clock.__setitem__("now", clock["now"] + 1.0))
+    monkeypatch.setattr(cm.api, "namespace_of", lambda cfg, ns: ns)
+    return play
+
+
+def test_a_failed_injection_that_chaos_mesh_retries_is_waited_out(scripted_chaos):
+    """Chaos Mesh retries a failed attempt (a busy chaos-daemon, the xtables lock): the wait goes on while the
+    failure is younger than FAILURE_GRACE_S and returns once the retry injected the target."""
+    failing = _network_chaos("Run", "Not Injected/Wait", 0, "Failed")
+    done = _network_chaos("Run", "Injected", 1, "Succeeded", all_injected=True)
+    seen = scripted_chaos([failing] * 5 + [done])
+    state = cm.wait_until_injected("NetworkChaos", "p", "db", timeout_s=120)
+    assert state["injected"] and len(seen) == 6
+
+
+def test_a_failure_that_lasts_ends_the_wait_with_chaos_meshs_message(scripted_chaos):
+    scripted_chaos([_network_chaos("Run", "Not Injected/Wait", 0, "Failed")])
+    with pytest.raises(ChaosDBError, match=r"failed to inject for 15s: db/pg-1: failed to apply .*xtables lock"):
+        cm.wait_until_injected("NetworkChaos", "p", "db", timeout_s=120)
+
+
+def test_a_fault_whose_duration_ran_out_before_injection_is_not_reported_injected(scripted_chaos):
+    scripted_chaos([_network_chaos("Run", "Not Injected", 0, "Succeeded"),
+                    _network_chaos("Stop", "Not Injected", 0, "Succeeded")])
+    with pytest.raises(ChaosDBError, match=r"stopped before Chaos Mesh injected db/pg-1 .*duration ran out"):
+        cm.wait_until_injected("NetworkChaos", "p", "db", timeout_s=120)
+
+
+def test_a_short_fault_injected_and_already_ending_is_reported_injected(scripted_chaos):
+    """A record injected once and now recovering (a 1 s fault between two polls) was in force: no refusal."""
+    scripted_chaos([_network_chaos("Stop", "Injected", 1, "Succeeded", all_injected=True)])
+    assert cm.wait_until_injected("NetworkChaos", "p", "db", timeout_s=120)["injected"]
+    scripted_chaos([_network_chaos("Stop", "Not Injected", 1, "Succeeded")])  # ... and already recovered
+    state = cm.wait_until_injected("NetworkChaos", "p", "db", timeout_s=120)
+    assert state["records"][0]["injected_count"] == 1 and state["desired_phase"] == "Stop"
+
+
 def test_committed_kubernetes_experiments_are_what_the_generator_writes():
     from tools.make_k8s_experiments import EXPERIMENTS
     from tools.make_k8s_experiments import render as render_experiment
