@@ -31,7 +31,7 @@ pytestmark = pytest.mark.usefixtures("pg_cluster")
 #: what read committed permits of the cycles (Adya: PL-2 forbids G0, G1a, G1b, G1c)
 #: how long at least the primary is cut from its peers before its node is killed: a connection opened before a partition
 #: is cut once its opener's next packet marks it (a replica's status message: the embedded cluster's
-#: wal_receiver_status_interval, 1 s; the test waits until the replicas' received WAL stands still), and the primary
+#: wal_receiver_status_interval, 1 s; the test waits until the primary has heard from no replica for 2 s), and the primary
 #: stops serving once it cannot renew its leader key (Patroni's retry_timeout, 5 s)
 PARTITION_S = 5
 READ_COMMITTED_PERMITS = {"G-single-item", "G-nonadjacent-item", "G2-item", "lost-update"}
@@ -111,41 +111,61 @@ def _final_lists(dsn: str, keys: list[int]) -> dict[int, list[int]]:
     return {k: [int(x) for x in v.split(",")] for k, v in rows}
 
 
-def _received(layout, name: str) -> str:
-    """What a node has: its replica's received WAL position, or a primary's current one ('' when it does not
-    answer)."""
+def _primary_view(layout, leader: str) -> tuple[str, dict[str, float], str]:
+    """The primary's current WAL position and, for each replica streaming from it, the seconds since it last heard
+    from that replica (``pg_stat_replication.reply_time``), and why the position is missing: ('', {}, why) when it
+    does not answer or is in recovery."""
     import psycopg
 
-    node = layout.node(name)
-    dsn = layout.dsn().replace("target_session_attrs=read-write", "target_session_attrs=any")
-    hosts = dsn.split("@", 1)[1].split("/", 1)[0]
     try:
-        with psycopg.connect(dsn.replace(hosts, f"{node.host}:{node.pg_port}"), connect_timeout=2) as conn:
-            return str(conn.execute("SELECT coalesce(pg_last_wal_receive_lsn(), pg_current_wal_lsn())").fetchone()[0])
-    except psycopg.Error:
-        return ""
+        with psycopg.connect(layout.node_dsn(leader), connect_timeout=2) as conn:
+            lsn = conn.execute("SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE pg_current_wal_lsn() END"
+                               ).fetchone()[0]
+            rows = conn.execute("SELECT application_name, extract(epoch FROM now() - reply_time) "
+                                "FROM pg_stat_replication").fetchall()
+    except psycopg.Error as exc:
+        return "", {}, f"{type(exc).__name__}: {str(exc).strip()}"
+    return ((str(lsn) if lsn is not None else ""), {str(n): float(s) for n, s in rows if s is not None},
+            "" if lsn is not None else "in recovery")
 
 
-def _replication_cut(layout, leader: str, timeout_s: float = 15.0) -> bool:
-    """Whether the replicas' received WAL stands still for a second under the load (the partition has cut the stream:
-    a connection opened before it is cut once its opener's next packet marks it; with synchronous replication the
-    primary's commits then wait)."""
+#: what a primary that Patroni is demoting answers (it shuts PostgreSQL down and starts it again as a replica)
+DEMOTING = ("shutting down", "starting up", "not yet accepting connections", "in recovery")
+
+
+def _replication_cut(layout, leader: str, synchronous: bool, seen: list[str], timeout_s: float = 15.0) -> str:
+    """``"cut"`` once the primary has stopped hearing from its replicas (each reports every second,
+    wal_receiver_status_interval; none heard for 2 s, or its stream gone, means the partition cut it: a connection
+    opened before the partition is cut once its opener's next packet marks it); with asynchronous replication, while
+    the primary's own WAL has moved on under the load since the partition. With synchronous replication the
+    primary's commits wait instead. The primary's side is asked because a replica's received position can go on
+    moving for seconds after the cut while it reads what had reached its socket before. ``"demoted"`` when Patroni
+    demotes the primary first: it does so as soon as a read of etcd fails, and from a partitioned node that read
+    fails at once or only after retry_timeout depending on the member it was talking to. ``""`` when neither
+    happened within *timeout_s*. Every reading goes into *seen*, for the message of a failure."""
     replicas = [n.name for n in layout.nodes if n.name != leader]
-    before = {n: _received(layout, n) for n in replicas}
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        time.sleep(1)
-        now = {n: _received(layout, n) for n in replicas}
-        if all(now[r] and now[r] == before[r] for r in replicas):
-            return True
-        before = now
-    return False
+    t0 = time.monotonic()
+    first, _, why = _primary_view(layout, leader)
+    seen.append(f"0.0s wal {first or '- (' + why + ')'}")
+    while time.monotonic() < t0 + timeout_s:
+        if any(state in why for state in DEMOTING):
+            return "demoted"
+        time.sleep(0.5)
+        lsn, silent_s, why = _primary_view(layout, leader)
+        seen.append(f"{time.monotonic() - t0:.1f}s wal {lsn or '- (' + why + ')'}, "
+                    f"seconds since each replica was heard: {silent_s}")
+        cut = bool(lsn) and all(silent_s.get(r, float("inf")) > 2.0 for r in replicas)
+        if cut and (synchronous or bool(first and lsn != first)):
+            return "cut"
+    return ""
 
 
-def _failover_run(layout, config: dict, samples: Path) -> tuple[dict, int]:
+def _failover_run(layout, config: dict, samples: Path, synchronous: bool, attempts: int = 3) -> tuple[dict, int]:
     """The load, the primary cut from its peers for :data:`PARTITION_S` (its WAL stops reaching the replicas; its
     clients still reach it), the primary's node killed, the failover, the partition healed, 10 s of load after it;
-    returns the checker's result and the oracle's count of lost acknowledged appends."""
+    returns the checker's result and the oracle's count of lost acknowledged appends. When Patroni demoted the
+    partitioned primary before the cut was seen (no commit acknowledged by it alone), the partition is healed, the
+    cluster waited for, and the scenario tried again, up to *attempts* times; the history keeps every attempt."""
     from chaosdb.clusters.postgres_ha import cluster
     from chaosdb.embedded import actions as node_actions
     from chaosdb.faults import actions as faults
@@ -153,19 +173,30 @@ def _failover_run(layout, config: dict, samples: Path) -> tuple[dict, int]:
     _run(config, samples, isolation="serializable", keys=8, key_window_s=1, seconds=3)
     try:
         patroni = cluster.patroni_client(layout)
-        timeline = patroni.leader().timeline
-        leader = patroni.leader().name
-        faults.partition_node(target="leader", scope="peers", configuration=config)
-        try:
-            cut = _replication_cut(layout, leader)
-            time.sleep(PARTITION_S - 2)  # commits acknowledged by the primary alone
-            record = node_actions.kill_node(target="leader", allow_quorum_loss=True, configuration=config)
-            assert cut, f"the partition of {leader} did not stop its replicas' WAL within 15 s"
-            # healed only once a replica's promotion has finished: the dead node's kernel would otherwise still
-            # deliver the WAL it held
-            patroni.wait_for_leader(120, not_named=record["targets"][0]["name"], newer_than_timeline=timeline)
-        finally:
-            faults.revert_faults(configuration=config)
+        tried: list[str] = []
+        for attempt in range(1, attempts + 1):
+            timeline = patroni.leader().timeline
+            leader = patroni.leader().name
+            outcome = ""
+            faults.partition_node(target="leader", scope="peers", configuration=config)
+            try:
+                seen: list[str] = []
+                outcome = _replication_cut(layout, leader, synchronous, seen)
+                if outcome == "demoted" and attempt < attempts:
+                    tried.append(f"attempt {attempt}: Patroni demoted {leader} first:\n" + "\n".join(seen))
+                    continue  # the partition is reverted below
+                time.sleep(PARTITION_S - 2)  # commits acknowledged by the primary alone
+                record = node_actions.kill_node(target="leader", allow_quorum_loss=True, configuration=config)
+                assert outcome == "cut", (f"the partition of {leader} did not stop its replicas' WAL within 15 s "
+                                          f"({outcome or 'still heard'}):\n" + "\n".join(tried + seen))
+                # healed only once a replica's promotion has finished: the dead node's kernel would otherwise
+                # still deliver the WAL it held
+                patroni.wait_for_leader(120, not_named=record["targets"][0]["name"], newer_than_timeline=timeline)
+                break
+            finally:
+                faults.revert_faults(configuration=config)
+                if outcome == "demoted" and attempt < attempts:
+                    cluster.wait_healthy(layout, timeout=120)
         time.sleep(10)
     finally:
         _stop()
@@ -181,14 +212,14 @@ def test_a_primary_kill_loses_acknowledged_appends_only_with_asynchronous_replic
     from chaosdb.gameday import cluster_steps
 
     d = Path(healthy.dir)
-    synchronous, lost = _failover_run(healthy, config, tmp_path / "sync")
+    synchronous, lost = _failover_run(healthy, config, tmp_path / "sync", synchronous=True)
     assert lost == 0 and synchronous["valid"] is True, (lost, _summary(synchronous))
     for n in healthy.nodes:
         cluster.start_node(healthy, n.name)
     cluster.wait_healthy(healthy, timeout=120)
     cluster_steps.set_synchronous_standbys(d, 0)
     try:
-        asynchronous, lost = _failover_run(healthy, config, tmp_path / "async")
+        asynchronous, lost = _failover_run(healthy, config, tmp_path / "async", synchronous=False)
     finally:
         for n in healthy.nodes:
             cluster.start_node(healthy, n.name)
