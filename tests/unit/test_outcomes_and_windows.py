@@ -142,14 +142,9 @@ class _FakeConn:
         self.closed = True
 
 
-@pytest.mark.parametrize("kind,fail,breaks,expected", [
-    ("write", None, False, "committed"),
-    ("read", None, False, "committed"),
-    ("write", "lost", True, "ambiguous"),  # the statement was its own COMMIT: it may have been applied
-    ("read", "lost", True, "conn_error"),
-    ("write", "40001", False, "aborted"),  # retried, then reported aborted
-])
-def test_a_single_statement_runs_in_autocommit_and_a_write_in_flight_is_ambiguous(kind, fail, breaks, expected):
+def _executor_on_failing_connections(fail, breaks):
+    """An executor (2 retries, no backoff) whose connections are fakes failing as *fail* says ("lost": the
+    connection drops; a SQLSTATE: a serialization failure; None: no failure); and the list of connections it made."""
     import psycopg
 
     from chaosdb.workloads.executor import Executor
@@ -169,6 +164,18 @@ def test_a_single_statement_runs_in_autocommit_and_a_write_in_flight_is_ambiguou
 
     ex = Executor("host=x", max_retries=2, sleep=lambda s: None)
     ex.connection = connection.__get__(ex)
+    return ex, conns
+
+
+@pytest.mark.parametrize("kind,fail,breaks,expected", [
+    ("write", None, False, "committed"),
+    ("read", None, False, "committed"),
+    ("write", "lost", True, "ambiguous"),  # the statement was its own COMMIT: it may have been applied
+    ("read", "lost", True, "conn_error"),
+    ("write", "40001", False, "aborted"),  # retried, then reported aborted
+])
+def test_a_single_statement_runs_in_autocommit_and_a_write_in_flight_is_ambiguous(kind, fail, breaks, expected):
+    ex, conns = _executor_on_failing_connections(fail, breaks)
     sample = ex.run(kind, lambda conn: conn.execute("UPDATE t SET v = 1") and "k1", 3,
                     keep_key_for=("committed", "ambiguous"), single_statement=kind, key="k1" if kind == "write" else "")
     assert sample.outcome == expected and all(c.autocommit for c in conns)
@@ -189,28 +196,10 @@ def test_a_single_statement_runs_in_autocommit_and_a_write_in_flight_is_ambiguou
 ])
 def test_a_statement_run_alone_has_the_outcomes_of_a_one_statement_body(write, fail, breaks, expected):
     """``run_statement`` (YCSB's path, no body to call back) ends as ``run`` ends a one-statement body."""
-    import psycopg
-
-    from chaosdb.workloads.executor import Executor
-
-    exc = None
-    if fail == "lost":
-        exc = psycopg.OperationalError("server closed the connection unexpectedly")
-    elif fail:
-        exc = psycopg.errors.SerializationFailure("could not serialize access")
-    conns = []
-
-    def connection(self):
-        if self.conn is None or self.conn.closed or self.conn.broken:
-            self.conn = _FakeConn(exc, breaks)
-            conns.append(self.conn)
-        return self.conn
-
     def exec_prepared(conn, statement, params):
         return conn.execute(statement, params)
 
-    ex = Executor("host=x", max_retries=2, sleep=lambda s: None)
-    ex.connection = connection.__get__(ex)
+    ex, conns = _executor_on_failing_connections(fail, breaks)
     ex.exec_prepared = exec_prepared
     for _ in range(2):  # the second runs on the connection the first left open (or on a new one after a break)
         sample = ex.run_statement("update" if write else "read", "UPDATE t SET v = $1", ("1",), 3, write=write,
