@@ -40,6 +40,32 @@ def _tuple(entry: Any) -> tuple[str, str, int, int, int] | None:
             int(proto.get_attr("CTA_PROTO_DST_PORT")))
 
 
+def _matches(entry: tuple[str, str, int, int, int], wanted: set[str]) -> bool:
+    return entry[0] in wanted or entry[1] in wanted
+
+
+def _entries_of(ct: Any, wanted: set[str]) -> set[tuple[str, str, int, int, int]]:
+    """The TCP and UDP entries from or to one of *wanted*, asked of the kernel one address and direction at a time
+    (it filters a dump by the original tuple since Linux 5.8), so a host tracking many other connections is not
+    read whole. A kernel that ignores the filter answers with everything: that one answer is then read whole."""
+    from pyroute2.netlink.exceptions import NetlinkError  # noqa: PLC0415
+    from pyroute2.netlink.nfnetlink.nfctsocket import NFCTAttrTuple  # noqa: PLC0415 - see forget_connections
+
+    found: set[tuple[str, str, int, int, int]] = set()
+    for address in sorted(wanted):
+        for side in ("saddr", "daddr"):
+            try:
+                answer = [t for t in (_tuple(e) for e in ct.dump(tuple_orig=NFCTAttrTuple(**{side: address}))) if t]
+            except NetlinkError as exc:
+                if exc.code not in (errno.EINVAL, errno.EOPNOTSUPP):
+                    raise
+                return {t for t in (_tuple(e) for e in ct.dump()) if t and _matches(t, wanted)}  # no filter here
+            found.update(t for t in answer if _matches(t, wanted))
+            if any(t[0 if side == "saddr" else 1] != address for t in answer):
+                return found  # the filter was ignored: this answer held every entry
+    return found
+
+
 def forget_connections(addresses: Iterable[str]) -> int:
     """Delete every TCP and UDP connection-tracking entry to or from one of *addresses* (IPv4); how many were
     deleted. An entry that went away meanwhile is not an error."""
@@ -52,8 +78,7 @@ def forget_connections(addresses: Iterable[str]) -> int:
     deleted = 0
     try:
         with NFCTSocket() as ct:
-            found = [t for t in (_tuple(e) for e in ct.dump()) if t and (t[0] in wanted or t[1] in wanted)]
-            for src, dst, proto, sport, dport in found:
+            for src, dst, proto, sport, dport in sorted(_entries_of(ct, wanted)):
                 try:
                     ct.entry("del", tuple_orig=NFCTAttrTuple(saddr=src, daddr=dst, proto=proto, sport=sport,
                                                              dport=dport))

@@ -60,8 +60,8 @@ class HostRevertHandler(RevertHandler):
 
     def revert(self, rec: FaultRecord, out: dict[str, Any]) -> list[str]:
         """Stop the fault's proxies, continue its stopped processes (``resumed`` in *out*), then remove its chains
-        (hooks first, in one iptables-restore) and forget the tracked connections of a network fault's nodes, then
-        its tc classes and cgroups."""
+        (hooks first, in one iptables-restore), its tc classes and cgroups, and last forget the tracked connections of a
+        network fault's nodes."""
         errors: list[str] = []
         for entry in rec.processes:
             stop_process(entry)
@@ -71,11 +71,6 @@ class HostRevertHandler(RevertHandler):
             netfilter.remove_chains(rec.chains, rec.id)
         except ChaosDBError as exc:
             errors.append(str(exc))
-        if rec.params.get("node_addresses"):  # a network fault: no entry of it left to go stale (faults.conntrack)
-            try:
-                conntrack.forget_connections(rec.params["node_addresses"])
-            except ChaosDBError as exc:
-                errors.append(str(exc))
         for entry in rec.tc:
             try:
                 traffic.remove_class(entry)
@@ -88,6 +83,12 @@ class HostRevertHandler(RevertHandler):
                     cgroups.release_group(host, c["controller"], Path(c["path"]), c.get("origin", "/"))
                 except ChaosDBError as exc:
                     errors.append(str(exc))
+        # last, so that it never delays the end of the fault itself
+        if rec.params.get("node_addresses"):  # a network fault: no entry of it left to go stale (faults.conntrack)
+            try:
+                conntrack.forget_connections(rec.params["node_addresses"])
+            except ChaosDBError as exc:
+                errors.append(str(exc))
         return errors
 
     def residue(self, cluster_dir: str, fault_ids: set[str]) -> dict[str, list[Any]]:

@@ -41,12 +41,13 @@ def tracked():
         subprocess.run(["iptables", "-t", "mangle", "-X", chain], check=False)
 
 
-def _pair(address: str) -> tuple[socket.socket, socket.socket, socket.socket, int]:
+def _pair(address: str, client_address: str = "") -> tuple[socket.socket, socket.socket, socket.socket, int]:
     server = socket.socket()
     server.bind((address, 0))
     server.listen()
     port = server.getsockname()[1]
-    client = socket.create_connection((address, port), timeout=5)
+    client = socket.create_connection((address, port), timeout=5,
+                                      source_address=(client_address, 0) if client_address else None)
     accepted, _ = server.accept()
     return server, client, accepted, port
 
@@ -64,6 +65,20 @@ def test_only_the_named_addresses_are_forgotten_and_the_connections_live_on(trac
         assert _entries(ours[3])
     finally:
         for s in (*ours[:3], *theirs[:3]):
+            s.close()
+
+
+@pytest.mark.parametrize("named", ["127.0.0.94", "127.0.0.98"], ids=["its-source", "its-destination"])
+def test_a_connection_is_forgotten_by_either_of_its_addresses(tracked, named):
+    """The kernel is asked one address and one side at a time: a connection from 127.0.0.94 to 127.0.0.98 is
+    found by its source and by its destination alike."""
+    pair = _pair("127.0.0.98", client_address="127.0.0.94")
+    try:
+        assert _entries(pair[3])
+        assert forget_connections([named]) >= 1
+        assert not _entries(pair[3]), f"the connection of {named} is still tracked"
+    finally:
+        for s in pair[:3]:
             s.close()
 
 
